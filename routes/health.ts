@@ -1,0 +1,11 @@
+// GET /health: liveness plus the config's health (spec/README.md decision 2).
+import type { FastifyInstance } from "fastify";
+import { getAppConfigStatus } from "../src/config/app-config.js";
+
+/** `GET /health` -> 200 `{status: "healthy", service}`, or `{status: "degraded", config_error}` after a bad config edit. */
+export async function healthRoutes(app: FastifyInstance): Promise<void> {
+  app.get("/health", async () => {
+    const { error } = getAppConfigStatus();
+    return error ? { status: "degraded", service: "deer-flow-gateway", config_error: error } : { status: "healthy", service: "deer-flow-gateway" };
+  });
+}

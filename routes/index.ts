@@ -1,0 +1,27 @@
+// The route table. LangGraph-compatible routes are mounted at `/` and at `/api` (spec gateway.md section 0);
+// DeerFlow-only routes live under `/api`; `/health` at the root.
+//
+//   GET  /health                                  health.ts
+//   GET  /api/models, /api/models/:name           models.ts
+//   POST /threads                                 threads.ts   (also under /api)
+//   GET  /threads/:thread_id                      threads.ts
+//   GET  /threads/:thread_id/state                threads.ts
+//   GET  /threads/:thread_id/runs                 runs.ts
+//   GET  /threads/:thread_id/runs/:run_id         runs.ts
+//   POST /threads/:thread_id/runs/stream          runs.ts      (SSE)
+//   POST /runs/stream                             runs.ts      (SSE, stateless)
+import type { FastifyInstance } from "fastify";
+import { healthRoutes } from "./health.js";
+import { modelRoutes } from "./models.js";
+import { runRoutes } from "./runs.js";
+import { threadRoutes } from "./threads.js";
+
+/** Registers every route of the gateway. */
+export async function registerRoutes(app: FastifyInstance): Promise<void> {
+  await app.register(healthRoutes);
+  await app.register(modelRoutes, { prefix: "/api" });
+  for (const prefix of ["", "/api"]) {
+    await app.register(threadRoutes, { prefix });
+    await app.register(runRoutes, { prefix });
+  }
+}

@@ -1,0 +1,43 @@
+// The one SSE writer: streams a run's bridge events in the LangGraph wire format (spec gateway.md section 2).
+import type { FastifyReply } from "fastify";
+import type { ActiveRun } from "../src/runtime/run-manager.js";
+import { isTerminal } from "../src/runtime/run-manager.js";
+import type { StreamBridge } from "../src/runtime/stream-bridge.js";
+
+/** Options of {@link streamRunEvents}. */
+export interface StreamRunOptions {
+  /** Resume after this event id (`Last-Event-ID`). */
+  lastEventId?: string | null;
+  /** Cancel the run when the client goes away before the end. */
+  cancelOnDisconnect: boolean;
+}
+
+/**
+ * Writes a run's events to an SSE reply: `id:` / `event:` / `data:` frames (string ids, JSON data), then `end`
+ * (`data: null`, no id) or `gap`. Heartbeat comments come from @fastify/sse once the headers are sent, which
+ * happens here before the first event. Each send is raced against the connection closing, so a client that stops
+ * reading and disconnects never leaves the handler stuck (notes/dependencies.md section 4).
+ */
+export async function streamRunEvents(reply: FastifyReply, bridge: StreamBridge, run: ActiveRun, options: StreamRunOptions): Promise<void> {
+  const sse = reply.sse;
+  const stop = new AbortController();
+  const closed = new Promise<"closed">((resolve) => sse.onClose(() => resolve("closed")));
+  void closed.then(() => stop.abort());
+  sse.sendHeaders();
+  let clientGone = false;
+  for await (const item of bridge.subscribe(run.record.run_id, { lastEventId: options.lastEventId, signal: stop.signal })) {
+    const message =
+      item.kind === "event"
+        ? { id: item.event.id, event: item.event.event, data: item.event.data }
+        : item.kind === "end"
+          ? { event: "end", data: null }
+          : { event: "gap", data: item.data };
+    const outcome = await Promise.race([sse.send(message).then(() => "sent" as const, () => "closed" as const), closed]);
+    if (outcome === "closed") {
+      clientGone = true;
+      break;
+    }
+    if (item.kind !== "event") break;
+  }
+  if ((clientGone || stop.signal.aborted) && options.cancelOnDisconnect && !isTerminal(run.record.status)) run.controller.abort();
+}

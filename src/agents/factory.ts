@@ -1,0 +1,76 @@
+// Port of DeerFlow agents/factory.py (create_deerflow_agent): the SDK layer, plain arguments only.
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { SystemMessage } from "@langchain/core/messages";
+import type { BaseCheckpointSaver } from "@langchain/langgraph";
+import { createAgent, type AgentMiddleware } from "langchain";
+import { DeerflowError } from "../errors.js";
+import { assembleFromFeatures, insertExtra, type NamedTool } from "./chain.js";
+import { RuntimeFeatures, type RuntimeFeaturesInit } from "./features.js";
+import { isMiddleware } from "./middlewares/base.js";
+import { ThreadState } from "./thread-state.js";
+
+/** Options of {@link createDeerflowAgent}. */
+export interface CreateDeerflowAgentOptions {
+  /** System prompt passed to the agent as is (no default text is substituted). */
+  systemPrompt?: string | SystemMessage;
+  /** Full takeover: this exact chain, no feature assembly, no tool injection, no Clarification tail. */
+  middleware?: AgentMiddleware[];
+  /** Feature flags (or their init object); default `new RuntimeFeatures()`. Exclusive with `middleware`. */
+  features?: RuntimeFeatures | RuntimeFeaturesInit;
+  /** Extra middlewares placed by `@Next` / `@Prev`, or just before Clarification when unanchored. */
+  extraMiddleware?: AgentMiddleware[];
+  /** Adds TodoMiddleware (plan mode). */
+  planMode?: boolean;
+  /** Graph state schema; default {@link ThreadState}. */
+  stateSchema?: unknown;
+  /** Checkpointer for thread persistence. */
+  checkpointer?: BaseCheckpointSaver;
+  /** Agent name (graph name); default `"default"`. */
+  name?: string;
+}
+
+/** The compiled agent `createDeerflowAgent` returns (langchain's ReactAgent). */
+export type DeerflowAgent = ReturnType<typeof createAgent>;
+
+/**
+ * Creates a DeerFlow agent from plain arguments on langchain's `createAgent`. Validation, in order (DeerFlow
+ * `factory.py:125-140`): `middleware` with `features` is rejected; `middleware` with a non-empty
+ * `extraMiddleware` is rejected ("full takeover"); every extra must be a middleware. Without `middleware`, the
+ * chain comes from `assembleFromFeatures` plus `insertExtra`, and the feature tools are appended after the user
+ * tools, skipping names the user already provides (user tools win).
+ * @param model A LangChain chat model. @param tools The agent's tools (copied).
+ * @throws DeerflowError (`validation_failed`) on the conflicts above or a bad feature flag.
+ * @throws TypeError "extra_middleware items must be AgentMiddleware instances, got <Type>".
+ */
+export function createDeerflowAgent(model: BaseChatModel, tools: NamedTool[] | null = null, options: CreateDeerflowAgentOptions = {}): DeerflowAgent {
+  if (options.middleware && options.features) throw new DeerflowError("validation_failed", "Cannot specify both 'middleware' and 'features'");
+  if (options.middleware && options.extraMiddleware?.length) {
+    throw new DeerflowError("validation_failed", "Cannot use 'extra_middleware' with 'middleware' (full takeover)");
+  }
+  for (const extra of options.extraMiddleware ?? []) {
+    if (!isMiddleware(extra)) {
+      const type = extra === null ? "null" : typeof extra === "object" ? (extra as object).constructor?.name ?? "Object" : typeof extra;
+      throw new TypeError(`extra_middleware items must be AgentMiddleware instances, got ${type}`);
+    }
+  }
+  const finalTools: NamedTool[] = [...(tools ?? [])];
+  let middleware: AgentMiddleware[];
+  if (options.middleware) {
+    middleware = [...options.middleware];
+  } else {
+    const features = options.features instanceof RuntimeFeatures ? options.features : new RuntimeFeatures(options.features);
+    const assembled = assembleFromFeatures(features, { planMode: options.planMode });
+    middleware = insertExtra(assembled.middleware, options.extraMiddleware ?? []);
+    const names = new Set(finalTools.map((t) => t.name));
+    for (const t of assembled.featureTools) if (!names.has(t.name)) finalTools.push(t);
+  }
+  return createAgent({
+    model,
+    tools: (finalTools.length ? finalTools : undefined) as never,
+    middleware: middleware as never,
+    stateSchema: (options.stateSchema ?? ThreadState) as never,
+    systemPrompt: options.systemPrompt,
+    checkpointer: options.checkpointer,
+    name: options.name ?? "default",
+  }) as unknown as DeerflowAgent;
+}

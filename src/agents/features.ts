@@ -1,0 +1,103 @@
+// Port of DeerFlow agents/features.py: RuntimeFeatures and the @Next / @Prev anchoring decorators.
+import type { AgentMiddleware } from "langchain";
+import { DeerflowMiddleware } from "./middlewares/base.js";
+
+/** A feature flag: `false` skips the slot, `true` installs the built-in, a middleware instance replaces it. */
+export type FeatureFlag = boolean | AgentMiddleware;
+
+/** Constructor input of {@link RuntimeFeatures}; omitted flags take their defaults. */
+export interface RuntimeFeaturesInit {
+  sandbox?: FeatureFlag;
+  memory?: FeatureFlag;
+  memoryConfig?: Record<string, unknown> | null;
+  summarization?: false | AgentMiddleware;
+  subagent?: FeatureFlag;
+  vision?: FeatureFlag;
+  autoTitle?: FeatureFlag;
+  guardrail?: false | AgentMiddleware;
+  loopDetection?: FeatureFlag;
+  tokenBudget?: FeatureFlag;
+}
+
+/**
+ * Which optional middleware slots `createDeerflowAgent` fills (DeerFlow `RuntimeFeatures`). Defaults: `sandbox`
+ * and `loopDetection` on, everything else off. `summarization` and `guardrail` have no built-in: they take
+ * `false` or a middleware instance, and `true` is rejected when the chain is assembled.
+ */
+export class RuntimeFeatures {
+  sandbox: FeatureFlag;
+  memory: FeatureFlag;
+  /** Memory settings for the built-in MemoryMiddleware (null: the global memory config). */
+  memoryConfig: Record<string, unknown> | null;
+  summarization: FeatureFlag;
+  subagent: FeatureFlag;
+  vision: FeatureFlag;
+  autoTitle: FeatureFlag;
+  guardrail: FeatureFlag;
+  loopDetection: FeatureFlag;
+  tokenBudget: FeatureFlag;
+
+  constructor(init: RuntimeFeaturesInit = {}) {
+    this.sandbox = init.sandbox ?? true;
+    this.memory = init.memory ?? false;
+    this.memoryConfig = init.memoryConfig ?? null;
+    this.summarization = init.summarization ?? false;
+    this.subagent = init.subagent ?? false;
+    this.vision = init.vision ?? false;
+    this.autoTitle = init.autoTitle ?? false;
+    this.guardrail = init.guardrail ?? false;
+    this.loopDetection = init.loopDetection ?? true;
+    this.tokenBudget = init.tokenBudget ?? false;
+  }
+}
+
+/** A middleware class usable as an anchor. */
+export type MiddlewareClass = abstract new (...args: never[]) => AgentMiddleware;
+
+/** Anchors recorded on a decorated class. */
+export interface Anchors {
+  next?: MiddlewareClass;
+  prev?: MiddlewareClass;
+}
+
+const anchors = new WeakMap<object, Anchors>();
+
+function assertMiddlewareClass(anchor: unknown, decorator: string): asserts anchor is MiddlewareClass {
+  const ok = typeof anchor === "function" && (anchor === DeerflowMiddleware || anchor.prototype instanceof DeerflowMiddleware);
+  if (!ok) {
+    const got = typeof anchor === "function" ? anchor.name || "anonymous function" : anchor === null ? "null" : typeof anchor;
+    throw new TypeError(`@${decorator} anchor must be an AgentMiddleware subclass (a class extending DeerflowMiddleware), got ${got}`);
+  }
+}
+
+function record(kind: keyof Anchors, anchor: MiddlewareClass) {
+  return (target: object, _context?: ClassDecoratorContext) => {
+    anchors.set(target, { ...anchors.get(target), [kind]: anchor });
+  };
+}
+
+/**
+ * Class decorator: place the decorated extra middleware right **after** the first chain element that is an
+ * instance of `anchor`. Mirrors DeerFlow `@Next`.
+ * @throws TypeError at decoration time when `anchor` is not a middleware class.
+ */
+export function Next(anchor: MiddlewareClass) {
+  assertMiddlewareClass(anchor, "Next");
+  return record("next", anchor);
+}
+
+/**
+ * Class decorator: place the decorated extra middleware right **before** the first chain element that is an
+ * instance of `anchor`. Mirrors DeerFlow `@Prev`.
+ * @throws TypeError at decoration time when `anchor` is not a middleware class.
+ */
+export function Prev(anchor: MiddlewareClass) {
+  assertMiddlewareClass(anchor, "Prev");
+  return record("prev", anchor);
+}
+
+/** The anchors of a middleware instance's class (own class only, as DeerFlow reads class attributes). */
+export function getAnchors(middleware: AgentMiddleware): Anchors {
+  const ctor = (middleware as object).constructor;
+  return (ctor && anchors.get(ctor)) ?? {};
+}

@@ -1,0 +1,96 @@
+// buildApp: the Fastify instance with its plugins, services and routes. It never listens (src/server.ts does).
+import { fastifyCors } from "@fastify/cors";
+import { fastifySSE } from "@fastify/sse";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { registerRoutes } from "../routes/index.js";
+import { installErrorHandlers } from "../routes/errors.js";
+import { getAppConfig } from "./config/app-config.js";
+import { getRuntimeHome } from "./config/paths.js";
+import type { AppConfig } from "./config/schema.js";
+import { getLogger } from "./logger.js";
+import { resolveAgentFactory, type AgentFactory } from "./runtime/agent-factory.js";
+import { openPersistence, type Persistence } from "./runtime/persistence.js";
+import { RunManager } from "./runtime/run-manager.js";
+import { RunService } from "./runtime/run-service.js";
+import { MemoryStreamBridge, type StreamBridge } from "./runtime/stream-bridge.js";
+
+/** Options of {@link buildApp}; every field has a production default. */
+export interface BuildAppOptions {
+  /** Logger shared with Fastify (default: the process logger). */
+  logger?: Logger;
+  /** Runtime home for the checkpoint DB (default `DEER_FLOW_HOME` / `.deer-flow`). */
+  home?: string;
+  /** Graph factory (default `resolveAgentFactory()`, i.e. `makeLeadAgent`); tests inject scripted graphs. */
+  agentFactory?: AgentFactory;
+  /** Config accessor (default `getAppConfig`). */
+  getAppConfig?: () => AppConfig;
+  /** SSE heartbeat interval in ms (default 15000; 0 disables). */
+  heartbeatMs?: number;
+  /** How long finished runs stay replayable, in ms (default 60000). */
+  cleanupDelayMs?: number;
+  /** Events retained per run by the stream bridge (default 256). */
+  queueMaxSize?: number;
+}
+
+/** Services shared by the routes (a Fastify decorator, not module state). */
+export interface GatewayServices {
+  runService: RunService;
+  runs: RunManager;
+  bridge: StreamBridge;
+  persistence: Persistence;
+  getAppConfig: () => AppConfig;
+}
+
+declare module "fastify" {
+  interface FastifyInstance {
+    deerflow: GatewayServices;
+  }
+}
+
+/**
+ * Builds the gateway: loads the config (so a broken file fails here, before listening), opens persistence
+ * (restart-only), registers CORS (exposing `Content-Location`), SSE, the JSON parser that answers malformed JSON
+ * with 422, the error handlers and the route table. Closing the app closes the bridge and the databases.
+ * @throws ConfigError when the config cannot be loaded.
+ */
+export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyInstance> {
+  const logger = options.logger ?? getLogger();
+  const readConfig = options.getAppConfig ?? getAppConfig;
+  const appConfig = readConfig();
+  const persistence = await openPersistence(appConfig, options.home ?? getRuntimeHome());
+  const bridge = new MemoryStreamBridge(options.queueMaxSize ?? 256);
+  const runs = new RunManager();
+  const runService = new RunService({
+    bridge,
+    runs,
+    persistence,
+    agentFactory: options.agentFactory ?? resolveAgentFactory(),
+    getAppConfig: readConfig,
+    logger,
+    cleanupDelayMs: options.cleanupDelayMs,
+  });
+
+  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, bodyLimit: 10 * 1024 * 1024 }) as unknown as FastifyInstance;
+  app.decorate("deerflow", { runService, runs, bridge, persistence, getAppConfig: readConfig });
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
+    const text = String(body);
+    if (!text.trim()) return done(null, {});
+    try {
+      done(null, JSON.parse(text));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  });
+  await app.register(fastifyCors, { origin: true, exposedHeaders: ["Content-Location", "Location"] });
+  await app.register(fastifySSE, { heartbeatInterval: options.heartbeatMs ?? 15_000 });
+  installErrorHandlers(app);
+  await app.register(registerRoutes);
+  app.addHook("onClose", async () => {
+    for (const run of runs.inFlight()) run.controller.abort();
+    await Promise.race([Promise.all(runs.inFlight().map((r) => r.done)), new Promise((r) => setTimeout(r, 5_000).unref())]);
+    bridge.close();
+    await persistence.close();
+  });
+  return app;
+}

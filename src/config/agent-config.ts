@@ -1,0 +1,95 @@
+// Port of DeerFlow config/agents_config.py (load side): custom agent definitions on disk.
+// Layout (spec/README.md decision 1): <agents dir>/<user_id>/<agent_name>/{config.yaml,SOUL.md}.
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { ConfigError, NotFoundError, ValidationError } from "../errors.js";
+import { formatKeyPath } from "./env-substitution.js";
+import { getAgentsDir } from "./paths.js";
+
+/** DeerFlow's agent-name rule (`agents_config.py:23`). */
+export const AGENT_NAME_PATTERN = /^[A-Za-z0-9-]+$/;
+const USER_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** A custom agent's `config.yaml` (DeerFlow `AgentConfig`). `null` / absent fields mean "do not override". */
+export const AgentConfigSchema = z.looseObject({
+  name: z.string().optional(),
+  description: z.string().nullable().default(""),
+  model: z.string().nullable().default(null),
+  tool_groups: z.array(z.string()).nullable().default(null),
+  skills: z.array(z.string()).nullable().default(null),
+  model_settings: z.record(z.string(), z.unknown()).nullable().default(null),
+  thinking_enabled: z.boolean().nullable().default(null),
+  reasoning_effort: z.string().nullable().default(null),
+});
+/** A validated custom agent definition. */
+export type AgentConfig = z.infer<typeof AgentConfigSchema> & { name: string };
+
+/**
+ * Validates an agent name against `^[A-Za-z0-9-]+$` and returns it lowercased (names are stored lowercase).
+ * @throws ValidationError "Invalid agent name '<x>'. Must match pattern: ^[A-Za-z0-9-]+$".
+ */
+export function validateAgentName(name: string): string {
+  if (typeof name !== "string" || !AGENT_NAME_PATTERN.test(name)) {
+    throw new ValidationError(`Invalid agent name '${String(name)}'. Must match pattern: ${AGENT_NAME_PATTERN.source}`);
+  }
+  return name.toLowerCase();
+}
+
+function userDir(userId: string, agentsDir: string): string {
+  if (!USER_ID_PATTERN.test(userId)) throw new ValidationError(`Invalid user id '${userId}'`);
+  return path.join(agentsDir, userId);
+}
+
+/** Directory of one custom agent: `<agents dir>/<user_id>/<lowercased name>`. Validates both ids. */
+export function agentDir(name: string, userId = "default", agentsDir = getAgentsDir()): string {
+  return path.join(userDir(userId, agentsDir), validateAgentName(name));
+}
+
+function readOptional(file: string): string | null {
+  try {
+    return readFileSync(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw err;
+  }
+}
+
+/**
+ * Loads `<agents dir>/<user>/<name>/config.yaml`. Mirrors DeerFlow `load_agent_config`.
+ * @throws ValidationError for an invalid name. @throws NotFoundError "Agent '<name>' not found" when the
+ *   directory has no config.yaml. @throws ConfigError when the file is not valid YAML or fails the schema.
+ */
+export function loadAgentConfig(name: string, userId = "default", agentsDir = getAgentsDir()): AgentConfig {
+  const dir = agentDir(name, userId, agentsDir);
+  const file = path.join(dir, "config.yaml");
+  const text = readOptional(file);
+  if (text === null) throw new NotFoundError(`Agent '${name.toLowerCase()}' not found`);
+  let raw: unknown;
+  try {
+    raw = parseYaml(text) ?? {};
+  } catch (err) {
+    throw new ConfigError(`Invalid YAML in agent config ${file}: ${(err as Error).message.split("\n")[0]}`, { path: file, cause: err });
+  }
+  const parsed = AgentConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ConfigError(`Invalid agent config ${file}: ${parsed.error.issues.map((i) => `${formatKeyPath(i.path)}: ${i.message}`).join("; ")}`, { path: file });
+  }
+  return { ...parsed.data, name: path.basename(dir) };
+}
+
+/**
+ * The SOUL.md text of an agent (trimmed; blank means none). Without a name: the default agent's soul,
+ * `<agents dir>/<user>/SOUL.md`, else the global `<agents dir>/SOUL.md`.
+ */
+export function loadAgentSoul(name: string | null, userId = "default", agentsDir = getAgentsDir()): string | null {
+  const candidates = name
+    ? [path.join(agentDir(name, userId, agentsDir), "SOUL.md")]
+    : [path.join(userDir(userId, agentsDir), "SOUL.md"), path.join(agentsDir, "SOUL.md")];
+  for (const file of candidates) {
+    const text = readOptional(file)?.trim();
+    if (text) return text;
+  }
+  return null;
+}

@@ -1,0 +1,208 @@
+// Port of DeerFlow config/app_config.py: load, cache with content-signature reload, injection and
+// context-local override. Differs from upstream by spec/README.md decision 2: a failed reload keeps the last
+// good config (and reports it) instead of raising on every call.
+import { AsyncLocalStorage } from "node:async_hooks";
+import { createHash } from "node:crypto";
+import { readFileSync, statSync } from "node:fs";
+import { parse as parseYaml, YAMLParseError } from "yaml";
+import type { z } from "zod";
+import { ConfigError } from "../errors.js";
+import { getLogger } from "../logger.js";
+import { formatKeyPath, substituteEnv } from "./env-substitution.js";
+import { resolveConfigPath } from "./paths.js";
+import { AppConfigSchema, brandAppConfig, KNOWN_TOP_LEVEL_KEYS, type AppConfig } from "./schema.js";
+
+/** `(mtimeMs, size, sha256-hex)` of a config file; the hash always covers the whole file. */
+export interface FileSignature {
+  mtimeMs: number;
+  size: number;
+  sha256: string;
+}
+
+/** What the cache currently serves and whether the file on disk is healthy. */
+export interface AppConfigStatus {
+  /** Path of the file the served config came from (null when injected with `setAppConfig`). */
+  path: string | null;
+  /** Message of the last failed (re)load, or null when the served config matches the file. */
+  error: string | null;
+}
+
+interface CacheState {
+  config: AppConfig | null;
+  path: string | null;
+  signature: FileSignature | null;
+  injected: boolean;
+  error: string | null;
+  loggedErrors: Set<string>;
+}
+
+const state: CacheState = { config: null, path: null, signature: null, injected: false, error: null, loggedErrors: new Set() };
+const warnedKeys = new Set<string>();
+const overrideStorage = new AsyncLocalStorage<{ stack: (AppConfig | null)[]; current: AppConfig | null }>();
+
+/** Reads the file once and computes its signature together with its text. */
+function readWithSignature(path: string): { text: string; signature: FileSignature } {
+  const st = statSync(path);
+  const buf = readFileSync(path);
+  return { text: buf.toString("utf8"), signature: { mtimeMs: st.mtimeMs, size: st.size, sha256: createHash("sha256").update(buf).digest("hex") } };
+}
+
+function sameSignature(a: FileSignature | null, b: FileSignature): boolean {
+  return !!a && a.mtimeMs === b.mtimeMs && a.size === b.size && a.sha256 === b.sha256;
+}
+
+/**
+ * Parses and validates config text. Top-level `null` values are dropped first (a section whose entries are all
+ * commented out falls back to its default), then `$VAR`s are substituted, then the schema applies.
+ * @param text YAML source. @param path File path used in error messages.
+ * @throws ConfigError naming the file and the offending key (YAML syntax, unset variable, schema violation).
+ */
+export function parseAppConfigText(text: string, path: string, env: NodeJS.ProcessEnv = process.env): AppConfig {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text) ?? {};
+  } catch (err) {
+    const where = err instanceof YAMLParseError && err.linePos ? ` (line ${err.linePos[0].line})` : "";
+    throw new ConfigError(`Invalid YAML in ${path}${where}: ${(err as Error).message.split("\n")[0]}`, { path, cause: err });
+  }
+  if (typeof raw !== "object" || Array.isArray(raw)) throw new ConfigError(`${path}: the top level must be a mapping`, { path });
+  const data: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) if (v !== null) data[k] = v;
+  let substituted: unknown;
+  try {
+    substituted = substituteEnv(data, env);
+  } catch (err) {
+    throw new ConfigError(`${path}: ${(err as Error).message}`, { path, cause: err });
+  }
+  const parsed = AppConfigSchema.safeParse(substituted);
+  if (!parsed.success) throw new ConfigError(`Invalid config ${path}: ${formatIssues(parsed.error.issues)}`, { path, cause: parsed.error });
+  const config = brandAppConfig(parsed.data);
+  for (const key of Object.keys(config)) {
+    if (!(KNOWN_TOP_LEVEL_KEYS as readonly string[]).includes(key) && !warnedKeys.has(key)) {
+      warnedKeys.add(key);
+      getLogger().warn({ key, path }, `config key '${key}' is not used by deerflow-gateway yet; it is kept as is`);
+    }
+  }
+  if (config.models.length === 0) getLogger().warn({ path }, "No models are configured. Add at least one entry under `models:`.");
+  return config;
+}
+
+/** Formats zod issues as `models[0].name: <message>; ...`. */
+function formatIssues(issues: z.core.$ZodIssue[]): string {
+  return issues.map((i) => `${formatKeyPath(i.path)}: ${i.message}`).join("; ");
+}
+
+/**
+ * Loads a config file from disk, bypassing the cache. Mirrors DeerFlow `AppConfig.from_file`.
+ * @param path Explicit file; when omitted the path is resolved (see `resolveConfigPath`).
+ * @throws ConfigError when the file is missing or invalid.
+ */
+export function loadAppConfig(path?: string): AppConfig {
+  const resolved = resolveConfigPath(path);
+  let text: string;
+  try {
+    text = readFileSync(resolved, "utf8");
+  } catch (err) {
+    throw new ConfigError(`Cannot read config file ${resolved}: ${(err as Error).message}`, { path: resolved, cause: err });
+  }
+  return parseAppConfigText(text, resolved);
+}
+
+function recordFailure(err: unknown): void {
+  const message = (err as Error).message;
+  state.error = message;
+  if (!state.loggedErrors.has(message)) {
+    state.loggedErrors.add(message);
+    getLogger().error({ err: message }, "config reload failed; keeping the last good config");
+  }
+}
+
+/**
+ * The current AppConfig. Order (mirrors DeerFlow `get_app_config`): an AsyncLocalStorage override
+ * (`withAppConfig` / `pushCurrentAppConfig`) wins, then a config injected with `setAppConfig`, then the file:
+ * its path is resolved and its `(mtime, size, sha256)` signature computed on every call; an unchanged file
+ * returns the **same object** (callers may use identity as a cache key), a different path or signature reloads.
+ * A failed reload keeps serving the last good config and records the error (see `getAppConfigStatus`).
+ * @throws ConfigError only when no config was ever loaded (first call) and the file cannot be loaded.
+ */
+export function getAppConfig(): AppConfig {
+  const override = overrideStorage.getStore()?.current;
+  if (override) return override;
+  if (state.injected && state.config) return state.config;
+  let path: string;
+  let text: string;
+  let signature: FileSignature;
+  try {
+    path = resolveConfigPath();
+    ({ text, signature } = readWithSignature(path));
+  } catch (err) {
+    const error = ConfigError.isInstance(err) ? err : new ConfigError(`Cannot read config file: ${(err as Error).message}`, { cause: err });
+    if (!state.config) throw error;
+    recordFailure(error);
+    return state.config;
+  }
+  if (state.config && state.path === path && sameSignature(state.signature, signature)) return state.config;
+  try {
+    const config = parseAppConfigText(text, path);
+    const reloaded = state.config !== null;
+    Object.assign(state, { config, path, signature, error: null });
+    state.loggedErrors.clear();
+    if (reloaded) getLogger().info({ path }, "config reloaded");
+    return config;
+  } catch (err) {
+    if (!state.config) throw err;
+    // Remember the bad signature too, so an unchanged broken file is not re-parsed on every request.
+    state.signature = signature;
+    state.path = path;
+    recordFailure(err);
+    return state.config;
+  }
+}
+
+/** What `getAppConfig()` serves: the source path and the last reload error (null when healthy). */
+export function getAppConfigStatus(): AppConfigStatus {
+  return { path: state.injected ? null : state.path, error: state.injected ? null : state.error };
+}
+
+/** Installs `config` as the process config: `getAppConfig()` returns it and never touches the file until reset. */
+export function setAppConfig(config: AppConfig): void {
+  Object.assign(state, { config, path: null, signature: null, injected: true, error: null });
+}
+
+/** Clears the cache and any injected config; the next `getAppConfig()` loads from the file. */
+export function resetAppConfig(): void {
+  Object.assign(state, { config: null, path: null, signature: null, injected: false, error: null });
+  state.loggedErrors.clear();
+}
+
+/** Runs `fn` with `config` as the override for everything in its async context (stack semantics, no leaks). */
+export function withAppConfig<T>(config: AppConfig, fn: () => T): T {
+  const outer = overrideStorage.getStore();
+  return overrideStorage.run({ stack: [...(outer?.stack ?? []), outer?.current ?? null], current: config }, fn);
+}
+
+/**
+ * Makes `config` the override of the current async context, saving the previous one (DeerFlow
+ * `push_current_app_config`). Must be called inside `runWithConfigScope` or an existing `withAppConfig` scope.
+ */
+export function pushCurrentAppConfig(config: AppConfig): void {
+  const store = overrideStorage.getStore();
+  if (!store) {
+    overrideStorage.enterWith({ stack: [null], current: config });
+    return;
+  }
+  store.stack.push(store.current);
+  store.current = config;
+}
+
+/** Restores the override saved by the matching push; popping an empty stack clears the override (no error). */
+export function popCurrentAppConfig(): void {
+  const store = overrideStorage.getStore();
+  if (!store) return;
+  store.current = store.stack.length ? (store.stack.pop() ?? null) : null;
+}
+
+/** The active override of this async context, or null. */
+export function peekCurrentAppConfig(): AppConfig | null {
+  return overrideStorage.getStore()?.current ?? null;
+}

@@ -1,0 +1,87 @@
+// Typed domain errors. `src/` throws these; the HTTP layer maps each code to a status in one table
+// (routes/errors.ts), so a new code without a status fails to compile there.
+
+/** Every domain error code the gateway knows. */
+export type ErrorCode =
+  | "config_invalid"
+  | "config_not_found"
+  | "invalid_request"
+  | "validation_failed"
+  | "not_found"
+  | "conflict"
+  | "forbidden"
+  | "unsupported"
+  | "model_unresolvable";
+
+const BRAND = Symbol.for("deerflow-gateway.DeerflowError");
+
+/**
+ * Base class of the gateway's domain errors: a stable `code`, a message safe to show to clients, and an
+ * optional `cause`. Branded with `Symbol.for`, so {@link DeerflowError.isInstance} works across module copies.
+ */
+export class DeerflowError extends Error {
+  readonly [BRAND] = true;
+  /** Machine-readable error code; the HTTP status is derived from it. */
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+
+  /** True when `value` is a DeerflowError (from any copy of this module). */
+  static isInstance(value: unknown): value is DeerflowError {
+    return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+  }
+}
+
+/** The config file is missing, unreadable, not valid YAML, fails the schema or references an unset `$VAR`. */
+export class ConfigError extends DeerflowError {
+  /** Absolute path of the config file concerned, when known. */
+  readonly path?: string;
+  constructor(message: string, options?: { path?: string; cause?: unknown; code?: "config_invalid" | "config_not_found" }) {
+    super(options?.code ?? "config_invalid", message, options);
+    this.path = options?.path;
+  }
+}
+
+/** A named thing (thread, run, agent, model, assistant, checkpoint) does not exist. HTTP 404. */
+export class NotFoundError extends DeerflowError {
+  constructor(message: string) {
+    super("not_found", message);
+  }
+}
+
+/** The request conflicts with current state (busy thread, existing agent). HTTP 409. */
+export class ConflictError extends DeerflowError {
+  constructor(message: string) {
+    super("conflict", message);
+  }
+}
+
+/** A request value is well-formed but not acceptable (bad name, bad id, unknown option). HTTP 422. */
+export class ValidationError extends DeerflowError {
+  /** Optional FastAPI-style detail list `{type, loc, msg, input?, ctx?}` returned instead of the message. */
+  readonly details?: ValidationIssue[];
+  constructor(message: string, details?: ValidationIssue[]) {
+    super("validation_failed", message);
+    this.details = details;
+  }
+}
+
+/** A request payload that cannot be used as sent (malformed message, mismatched checkpoint). HTTP 400. */
+export class BadRequestError extends DeerflowError {
+  constructor(message: string) {
+    super("invalid_request", message);
+  }
+}
+
+/** One entry of a 422 `detail` list (FastAPI shape; spec/gateway.md section 1.1). */
+export interface ValidationIssue {
+  type: string;
+  loc: (string | number)[];
+  msg: string;
+  input?: unknown;
+  ctx?: Record<string, unknown>;
+}

@@ -1,0 +1,90 @@
+// Port of DeerFlow reflection/resolvers.py: `use:` strings resolved by dynamic import.
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { DeerflowError } from "../errors.js";
+
+/**
+ * DeerFlow's Python `use:` paths and their TypeScript counterparts. A whole `module:Export` entry maps one path;
+ * a bare module entry renames the module and keeps the export name. OpenAI-compatible DeerFlow providers
+ * (patched DeepSeek, vLLM, MindIE) map to `@langchain/openai:ChatOpenAI`, which speaks the same protocol.
+ */
+export const USE_ALIASES: Readonly<Record<string, string>> = {
+  langchain_openai: "@langchain/openai",
+  langchain_anthropic: "@langchain/anthropic",
+  langchain_deepseek: "@langchain/deepseek",
+  langchain_google_genai: "@langchain/google-genai",
+  langchain_ollama: "@langchain/ollama",
+  "deerflow.models.patched_deepseek:PatchedChatDeepSeek": "@langchain/openai:ChatOpenAI",
+  "deerflow.models.patched_openai:PatchedChatOpenAI": "@langchain/openai:ChatOpenAI",
+  "deerflow.models.vllm_provider:VllmChatModel": "@langchain/openai:ChatOpenAI",
+  "deerflow.models.mindie_provider:MindIEChatModel": "@langchain/openai:ChatOpenAI",
+  "deerflow-gateway": new URL("./index.ts", import.meta.url).href,
+};
+
+/** A `use:` path that cannot be resolved: bad format, missing module, missing export, or wrong type. */
+export class UseResolutionError extends DeerflowError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("model_unresolvable", message, options);
+  }
+}
+
+/** Splits `module:Export` at the last colon and applies {@link USE_ALIASES}. */
+export function normalizeUsePath(use: string): { module: string; exportName: string } {
+  const aliased = USE_ALIASES[use] ?? use;
+  const idx = aliased.lastIndexOf(":");
+  // A Windows drive letter or a URL scheme is not an export separator.
+  if (idx <= 0 || idx === aliased.length - 1 || /^[a-z]+:\/\/[^:]*$/i.test(aliased)) {
+    throw new UseResolutionError(`'${use}' doesn't look like a variable path; expected 'module:Export', e.g. 'langchain_openai:ChatOpenAI'`);
+  }
+  const mod = aliased.slice(0, idx);
+  return { module: USE_ALIASES[mod] ?? mod, exportName: aliased.slice(idx + 1) };
+}
+
+/** Successful resolutions, keyed by specifier and export: the agent is rebuilt per request, imports are not. */
+const resolved = new Map<string, unknown>();
+
+/** npm package that provides `specifier` (for the install hint). */
+function packageOf(specifier: string): string {
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+}
+
+/**
+ * Imports the export named by a `use:` path. Module specifiers starting with `.` or `/` are files, resolved
+ * against `baseDir` (the config file's directory); others are packages or aliases.
+ * @throws UseResolutionError with an install hint when the module is missing, or naming the missing export.
+ */
+export async function resolveUse(use: string, baseDir = process.cwd()): Promise<unknown> {
+  const { module, exportName } = normalizeUsePath(use);
+  const specifier = module.startsWith(".") || path.isAbsolute(module) ? pathToFileURL(path.resolve(baseDir, module)).href : module;
+  const key = `${specifier}:${exportName}`;
+  if (resolved.has(key)) return resolved.get(key);
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(specifier)) as Record<string, unknown>;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e?.code === "ERR_MODULE_NOT_FOUND" || e?.code === "MODULE_NOT_FOUND") {
+      const hint = specifier.startsWith("file:") ? "" : ` Install it with \`npm install ${packageOf(module)}\`.`;
+      throw new UseResolutionError(`Could not import module ${module} (from use: '${use}').${hint}`, { cause: err });
+    }
+    throw new UseResolutionError(`Error importing module ${module} (from use: '${use}'): ${e?.message ?? String(err)}`, { cause: err });
+  }
+  if (!(exportName in mod) || mod[exportName] === undefined) {
+    throw new UseResolutionError(`Module ${module} does not define a ${exportName} attribute/class (from use: '${use}')`);
+  }
+  resolved.set(key, mod[exportName]);
+  return mod[exportName];
+}
+
+/**
+ * Resolves a `use:` path to a class that extends `base`.
+ * @throws UseResolutionError "... is not a subclass of <Base>" when the export is not such a class.
+ */
+export async function resolveClass<T>(use: string, base: abstract new (...args: never[]) => T, baseDir?: string): Promise<new (fields: Record<string, unknown>) => T> {
+  const value = await resolveUse(use, baseDir);
+  if (typeof value !== "function" || !(value.prototype instanceof base || value === base)) {
+    throw new UseResolutionError(`${use} is not a subclass of ${base.name}`);
+  }
+  return value as new (fields: Record<string, unknown>) => T;
+}

@@ -1,0 +1,204 @@
+// The one run-creation path shared by every run route, and the worker that executes a run in the background
+// (DeerFlow gateway services.start_run + runtime/runs/worker.run_agent).
+import { randomUUID } from "node:crypto";
+import { coerceMessageLikeToMessage, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
+import { Command } from "@langchain/langgraph";
+import type { Logger } from "pino";
+import type { AppConfig } from "../config/schema.js";
+import { BadRequestError, NotFoundError, ValidationError } from "../errors.js";
+import type { AgentFactory } from "./agent-factory.js";
+import type { Persistence } from "./persistence.js";
+import { buildRunConfig, type RunConfig } from "./run-config.js";
+import type { ActiveRun, RunManager } from "./run-manager.js";
+import { parseRunRequest, type RunRequest, type StreamModeName } from "./run-request.js";
+import { serializeMessage, serializeValues, toWire } from "./serialization.js";
+import type { StreamBridge } from "./stream-bridge.js";
+
+/** DeerFlow's thread-id rule (gateway.md 3.1). */
+export const THREAD_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** `additional_kwargs` keys only the server may set on incoming messages. */
+const SERVER_OWNED_MESSAGE_KWARGS = ["original_user_content", "dynamic_context_reminder", "view_image_marker", "run_id", "timestamp"];
+
+/** What {@link RunService} needs. */
+export interface RunServiceDeps {
+  bridge: StreamBridge;
+  runs: RunManager;
+  persistence: Persistence;
+  agentFactory: AgentFactory;
+  getAppConfig: () => AppConfig;
+  logger: Logger;
+  /** How long a finished run's events stay replayable, in ms (default 60000). */
+  cleanupDelayMs?: number;
+}
+
+/** A started run and the request it came from. */
+export interface StartedRun {
+  run: ActiveRun;
+  request: RunRequest;
+}
+
+/**
+ * Validates a thread id.
+ * @throws ValidationError "Invalid thread_id ..." unless it matches `^[A-Za-z0-9_-]{1,64}$`.
+ */
+export function assertThreadId(threadId: unknown): asserts threadId is string {
+  if (typeof threadId !== "string" || !THREAD_ID_PATTERN.test(threadId)) {
+    throw new ValidationError(`Invalid thread_id ${JSON.stringify(threadId)}: must match ${THREAD_ID_PATTERN.source}`);
+  }
+}
+
+/** Converts `input.messages` entries to LangChain messages; a message without an id gets a UUID. */
+export function toGraphInput(request: RunRequest): unknown {
+  if (request.command && "resume" in request.command) return new Command({ resume: request.command.resume });
+  if (!request.input) return null;
+  const { messages, ...rest } = request.input;
+  if (!messages) return rest;
+  const converted: BaseMessage[] = messages.map((raw, i) => {
+    const entry = { ...raw };
+    if (entry.additional_kwargs && typeof entry.additional_kwargs === "object") {
+      const kwargs = { ...(entry.additional_kwargs as Record<string, unknown>) };
+      for (const k of SERVER_OWNED_MESSAGE_KWARGS) delete kwargs[k];
+      entry.additional_kwargs = kwargs;
+    }
+    if (typeof entry.id !== "string" || !entry.id) entry.id = randomUUID();
+    let message: BaseMessage;
+    try {
+      message = coerceMessageLikeToMessage(entry as never);
+      if (!isBaseMessage(message)) throw new Error("not a message");
+    } catch (err) {
+      throw new BadRequestError(`Invalid message at input.messages[${i}]: ${(err as Error).message.split("\n")[0]}`);
+    }
+    return message;
+  });
+  return { ...rest, messages: converted };
+}
+
+/** The SSE event name of a graph chunk: `messages` for the tuple mode; subgraph frames get `|ns1|ns2`. */
+export function eventName(mode: string, namespace: string[]): string {
+  return namespace.length ? `${mode}|${namespace.join("|")}` : mode;
+}
+
+/** Serializes one chunk's payload for its mode. */
+function serializeChunk(mode: string, payload: unknown): unknown {
+  if (mode === "values") return serializeValues(payload);
+  if (mode === "messages" && Array.isArray(payload)) {
+    const [chunk, meta] = payload;
+    return [isBaseMessage(chunk) ? serializeMessage(chunk) : toWire(chunk), meta && typeof meta === "object" ? toWire(meta) : {}];
+  }
+  return toWire(payload) ?? null;
+}
+
+/** Graph stream modes for the public ones (`messages-tuple` -> `messages`), de-duplicated. */
+export function graphStreamModes(modes: StreamModeName[]): string[] {
+  return [...new Set(modes.map((m) => (m === "messages-tuple" ? "messages" : m)))];
+}
+
+/** Creates runs (validation, thread checks, admission) and executes them in the background. */
+export class RunService {
+  constructor(private readonly deps: RunServiceDeps) {}
+
+  /**
+   * Starts a run. `threadId` null means stateless: the thread comes from `config.configurable.thread_id` or is a
+   * new UUID, and is created when missing. Everything that can fail is checked before the run is admitted.
+   * @throws ValidationError (422) for a bad body, thread id or agent name. @throws NotFoundError (404) for an
+   *   unknown thread or checkpoint. @throws BadRequestError (400) for a malformed message.
+   *   @throws ConflictError (409) when the thread already has an active run.
+   */
+  async start(threadId: string | null, body: unknown): Promise<StartedRun> {
+    const request = parseRunRequest(body);
+    const { threads, checkpointer } = this.deps.persistence;
+    let tid: string;
+    if (threadId === null) {
+      const fromConfig = request.config?.configurable?.thread_id;
+      tid = fromConfig === undefined || fromConfig === null ? randomUUID() : (fromConfig as string);
+      assertThreadId(tid);
+    } else {
+      assertThreadId(threadId);
+      tid = threadId;
+      if (!threads.get(tid)) throw new NotFoundError(`Thread ${tid} not found`);
+    }
+    const appConfig = this.deps.getAppConfig();
+    const runConfig = buildRunConfig(request, tid, { maxRecursionLimit: appConfig.max_recursion_limit });
+    const input = toGraphInput(request);
+    const checkpointId = request.checkpoint_id ?? (request.checkpoint?.checkpoint_id as string | undefined);
+    if (request.checkpoint?.thread_id !== undefined && request.checkpoint.thread_id !== tid) {
+      throw new BadRequestError("checkpoint thread_id does not match request thread_id");
+    }
+    if (checkpointId) {
+      const found = await checkpointer.getTuple({ configurable: { thread_id: tid, checkpoint_ns: "", checkpoint_id: checkpointId } });
+      if (!found) throw new NotFoundError(`Checkpoint ${checkpointId} not found`);
+      runConfig.configurable.checkpoint_id = checkpointId;
+    }
+    if (threadId === null) threads.create(tid, {});
+    const run = this.deps.runs.admit({
+      threadId: tid,
+      assistantId: request.assistant_id ?? "lead_agent",
+      metadata: runConfig.metadata,
+      kwargs: { input: request.input ?? null, config: { configurable: runConfig.configurable, recursion_limit: runConfig.recursion_limit } },
+      onDisconnect: request.on_disconnect ?? "cancel",
+    });
+    void this.execute(run, input, runConfig, request);
+    return { run, request };
+  }
+
+  /** The worker: builds the agent for this run and publishes its stream to the bridge. Never throws. */
+  private async execute(run: ActiveRun, input: unknown, runConfig: RunConfig, request: RunRequest): Promise<void> {
+    const { bridge, runs, persistence, logger } = this.deps;
+    const { run_id: runId, thread_id: threadId } = run.record;
+    const signal = run.controller.signal;
+    const log = logger.child({ run_id: runId, thread_id: threadId });
+    let status: "success" | "error" | "interrupted" = "success";
+    try {
+      if (signal.aborted) {
+        status = "interrupted";
+        return;
+      }
+      runs.setStatus(runId, "running");
+      persistence.threads.setStatus(threadId, "busy");
+      bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: 1 });
+      const appConfig = this.deps.getAppConfig();
+      const context = { ...runConfig.context, thread_id: threadId, run_id: runId, app_config: appConfig };
+      const metadata = { ...runConfig.metadata, run_id: runId, thread_id: threadId, assistant_id: run.record.assistant_id };
+      const config = { configurable: runConfig.configurable, context, metadata, recursionLimit: runConfig.recursion_limit, tags: runConfig.tags, runName: runConfig.run_name };
+      const agent = await this.deps.agentFactory(config);
+      agent.checkpointer = persistence.checkpointer;
+      run.record.metadata = { ...run.record.metadata, ...config.metadata };
+      const subgraphs = Boolean(request.stream_subgraphs);
+      const stream = await agent.stream(input, {
+        configurable: config.configurable,
+        context,
+        metadata: config.metadata,
+        recursionLimit: config.recursionLimit,
+        tags: config.tags,
+        runName: config.runName,
+        streamMode: graphStreamModes(request.streamModes),
+        subgraphs,
+        signal,
+      });
+      for await (const chunk of stream) {
+        if (signal.aborted) break;
+        const parts = chunk as unknown[];
+        const [namespace, mode, payload] = subgraphs ? (parts as [string[], string, unknown]) : ([[], ...parts] as unknown as [string[], string, unknown]);
+        bridge.publish(runId, eventName(mode, namespace), serializeChunk(mode, payload));
+      }
+      if (signal.aborted) status = "interrupted";
+    } catch (err) {
+      if (signal.aborted) {
+        status = "interrupted";
+      } else {
+        status = "error";
+        const e = err instanceof Error ? err : new Error(String(err));
+        const name = e.constructor?.name && e.constructor.name !== "Object" ? e.constructor.name : e.name;
+        log.warn({ err: e.message, name }, "run failed");
+        run.record.error = e.message;
+        bridge.publish(runId, "error", { message: e.message, name, error: name });
+      }
+    } finally {
+      runs.setStatus(runId, status, status === "error" ? run.record.error : undefined);
+      persistence.threads.setStatus(threadId, status === "error" ? "error" : "idle");
+      bridge.publishEnd(runId);
+      bridge.cleanup(runId, this.deps.cleanupDelayMs ?? 60_000);
+      log.info({ status }, "run finished");
+    }
+  }
+}

@@ -1,0 +1,71 @@
+// Serialization to the LangGraph wire format (spec/gateway.md section 2.2): messages become flat dicts.
+import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
+
+/** A message as the wire carries it: `{type, id, content, ...}` (never LangChain's `{lc, kwargs}` form). */
+export type WireMessage = Record<string, unknown> & { type: string };
+
+/** Flattens a LangChain message: `{...toDict().data, type}` with `type` in `human|ai|tool|system|...`. */
+export function serializeMessage(message: BaseMessage): WireMessage {
+  const { type, data } = message.toDict();
+  const out: WireMessage = { ...(data as unknown as Record<string, unknown>), type };
+  delete out.lc_kwargs;
+  return out;
+}
+
+/**
+ * Converts any stream payload to plain JSON data: messages flattened (anywhere in the tree), dates to ISO
+ * strings, `Map`/`Set` to objects/arrays, bigints to strings, functions and symbols dropped, cycles cut, and
+ * objects with `toJSON` honoured. Never throws.
+ */
+export function toWire(value: unknown, seen: WeakSet<object> = new WeakSet()): unknown {
+  if (value === null || value === undefined) return value ?? null;
+  switch (typeof value) {
+    case "string":
+    case "number":
+    case "boolean":
+      return value;
+    case "bigint":
+      return value.toString();
+    case "function":
+    case "symbol":
+      return undefined;
+  }
+  if (isBaseMessage(value)) return toWire(serializeMessage(value), seen);
+  if (value instanceof Date) return value.toISOString();
+  const obj = value as object;
+  if (seen.has(obj)) return "[Circular]";
+  seen.add(obj);
+  try {
+    if (Array.isArray(obj)) return obj.map((v) => toWire(v, seen) ?? null);
+    if (obj instanceof Map) return Object.fromEntries([...obj.entries()].map(([k, v]) => [String(k), toWire(v, seen)]));
+    if (obj instanceof Set) return [...obj].map((v) => toWire(v, seen));
+    if (obj instanceof Error) return { name: obj.name, message: obj.message };
+    const toJSON = (obj as { toJSON?: () => unknown }).toJSON;
+    if (typeof toJSON === "function" && obj.constructor !== Object) {
+      const json = toJSON.call(obj);
+      if (json !== obj) return toWire(json, seen);
+    }
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(obj)) {
+      const w = toWire(v, seen);
+      if (w !== undefined) out[k] = w;
+    }
+    return out;
+  } finally {
+    seen.delete(obj);
+  }
+}
+
+/** Agent-loop bookkeeping channels that are not thread state (langchain's `jumpTo`). */
+const INTERNAL_CHANNELS = new Set(["jumpTo"]);
+
+/**
+ * A `values` payload: internal `__pregel_*` keys and langchain's `jumpTo` removed (`__interrupt__` kept),
+ * everything else `toWire`d.
+ */
+export function serializeValues(values: unknown): unknown {
+  if (!values || typeof values !== "object" || Array.isArray(values)) return toWire(values);
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(values)) if (!k.startsWith("__pregel") && !INTERNAL_CHANNELS.has(k)) out[k] = toWire(v);
+  return out;
+}

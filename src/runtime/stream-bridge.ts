@@ -1,0 +1,167 @@
+// Port of DeerFlow runtime/stream_bridge (memory implementation): decouples the run worker from SSE consumers.
+
+/** One published event. `id` is `<epoch_ms>-<seq>`, seq counting from 0 per run. */
+export interface BridgeEvent {
+  id: string;
+  event: string;
+  data: unknown;
+}
+
+/** What a subscriber receives: events, then `end` (run finished) or `gap` (its cursor was evicted). */
+export type BridgeItem = { kind: "event"; event: BridgeEvent } | { kind: "end" } | { kind: "gap"; data: Record<string, unknown> };
+
+/** Options of {@link StreamBridge.subscribe}. */
+export interface SubscribeOptions {
+  /** Resume strictly after this id; malformed or foreign ids replay everything retained. */
+  lastEventId?: string | null;
+  /** Stops the iteration (the consumer went away). */
+  signal?: AbortSignal;
+}
+
+/**
+ * The producer/consumer seam between the run worker and any number of readers (SSE, wait, join). The memory
+ * implementation serves one process; a Redis implementation can serve several replicas behind the same interface.
+ */
+export interface StreamBridge {
+  /** Appends an event to the run's log and wakes its subscribers. Returns the event id. */
+  publish(runId: string, event: string, data: unknown): string;
+  /** Marks the run's stream finished; subscribers drain what is left and then get `end`. */
+  publishEnd(runId: string): void;
+  /** Iterates a run's events from `lastEventId` (or the start of retention), then `end` or `gap`. */
+  subscribe(runId: string, options?: SubscribeOptions): AsyncIterable<BridgeItem>;
+  /** Whether the run's log is still held. */
+  exists(runId: string): boolean;
+  /** Drops the run's log after `delayMs` (ms). */
+  cleanup(runId: string, delayMs: number): void;
+  /** Drops every log and timer. */
+  close(): void;
+}
+
+interface RunLog {
+  events: BridgeEvent[];
+  /** Sequence number of `events[0]`. */
+  offset: number;
+  ended: boolean;
+  waiters: Set<() => void>;
+  timer?: NodeJS.Timeout;
+}
+
+/** Parses the sequence part of an event id (`<epoch_ms>-<seq>`), or null when malformed. */
+export function parseEventSeq(id: string | null | undefined): number | null {
+  const m = /^\d+-(\d+)$/.exec(id ?? "");
+  return m ? Number(m[1]) : null;
+}
+
+/**
+ * In-memory {@link StreamBridge}: a per-run log bounded to `queueMaxSize` events (oldest evicted, watermark
+ * advanced; `end` is a flag and never evicts data). A subscriber whose cursor falls below the watermark gets one
+ * `gap` and stops; the run is not affected.
+ */
+export class MemoryStreamBridge implements StreamBridge {
+  private readonly runs = new Map<string, RunLog>();
+
+  /** @param queueMaxSize Events retained per run (default 256). */
+  constructor(private readonly queueMaxSize = 256) {}
+
+  private log(runId: string): RunLog {
+    let log = this.runs.get(runId);
+    if (!log) {
+      log = { events: [], offset: 0, ended: false, waiters: new Set() };
+      this.runs.set(runId, log);
+    }
+    return log;
+  }
+
+  private wake(log: RunLog): void {
+    for (const w of log.waiters) w();
+    log.waiters.clear();
+  }
+
+  publish(runId: string, event: string, data: unknown): string {
+    const log = this.log(runId);
+    const seq = log.offset + log.events.length;
+    const id = `${Date.now()}-${seq}`;
+    log.events.push({ id, event, data });
+    if (log.events.length > this.queueMaxSize) {
+      log.events.shift();
+      log.offset++;
+    }
+    this.wake(log);
+    return id;
+  }
+
+  publishEnd(runId: string): void {
+    const log = this.log(runId);
+    log.ended = true;
+    this.wake(log);
+  }
+
+  exists(runId: string): boolean {
+    return this.runs.has(runId);
+  }
+
+  cleanup(runId: string, delayMs: number): void {
+    const log = this.runs.get(runId);
+    if (!log) return;
+    clearTimeout(log.timer);
+    log.timer = setTimeout(() => this.runs.delete(runId), delayMs);
+    log.timer.unref();
+  }
+
+  close(): void {
+    for (const log of this.runs.values()) {
+      clearTimeout(log.timer);
+      log.ended = true;
+      this.wake(log);
+    }
+    this.runs.clear();
+  }
+
+  async *subscribe(runId: string, options: SubscribeOptions = {}): AsyncGenerator<BridgeItem> {
+    const log = this.runs.get(runId);
+    if (!log) {
+      yield { kind: "end" };
+      return;
+    }
+    const requested = parseEventSeq(options.lastEventId);
+    const latest = log.offset + log.events.length - 1;
+    // A malformed id, or one past anything this run published (another run's id), replays all retained events.
+    let cursor = requested === null || requested > latest ? log.offset : requested + 1;
+    const signal = options.signal;
+    while (!signal?.aborted) {
+      if (cursor < log.offset) {
+        yield {
+          kind: "gap",
+          data: {
+            code: "stream_replay_gap",
+            run_id: runId,
+            requested_event_id: options.lastEventId ?? null,
+            earliest_available_event_id: log.events[0]?.id ?? null,
+            latest_available_event_id: log.events.at(-1)?.id ?? null,
+            recovery: "reload_durable_state",
+          },
+        };
+        return;
+      }
+      const index = cursor - log.offset;
+      if (index < log.events.length) {
+        const event = log.events[index];
+        cursor++;
+        yield { kind: "event", event };
+        continue;
+      }
+      if (log.ended) {
+        yield { kind: "end" };
+        return;
+      }
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          signal?.removeEventListener("abort", done);
+          resolve();
+        };
+        log.waiters.add(done);
+        signal?.addEventListener("abort", done, { once: true });
+      });
+    }
+  }
+}

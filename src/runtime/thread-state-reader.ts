@@ -1,0 +1,67 @@
+// Reads a thread's state straight from its newest checkpoint, in the LangGraph API's ThreadState shape.
+import type { BaseCheckpointSaver, CheckpointTuple } from "@langchain/langgraph";
+import { serializeValues } from "./serialization.js";
+
+/** LangGraph checkpoint reference: `{thread_id, checkpoint_ns, checkpoint_id, checkpoint_map}`. */
+export interface CheckpointRef {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  checkpoint_map: null;
+}
+
+/** The `GET /threads/{id}/state` body: LangGraph's shape plus DeerFlow's flat ids (spec gateway.md 1.3). */
+export interface ThreadStateResponse {
+  values: Record<string, unknown>;
+  next: string[];
+  tasks: { id: string; name: string; interrupts: unknown[] }[];
+  metadata: Record<string, unknown>;
+  created_at: string | null;
+  checkpoint: CheckpointRef | null;
+  parent_checkpoint: CheckpointRef | null;
+  checkpoint_id: string | null;
+  parent_checkpoint_id: string | null;
+  interrupts: unknown[];
+}
+
+const ref = (threadId: string, id: string | undefined): CheckpointRef | null =>
+  id ? { thread_id: threadId, checkpoint_ns: "", checkpoint_id: id, checkpoint_map: null } : null;
+
+/**
+ * Converts a checkpoint tuple to the wire state. `values` are the channel values without LangGraph internals
+ * (`branch:*`, `__*`), messages flattened; `next` are the nodes the checkpoint still triggers (`branch:to:<node>`
+ * channels); interrupts come from pending `__interrupt__` writes.
+ */
+export function checkpointToState(threadId: string, tuple: CheckpointTuple | undefined): ThreadStateResponse {
+  if (!tuple) {
+    return { values: {}, next: [], tasks: [], metadata: {}, created_at: null, checkpoint: null, parent_checkpoint: null, checkpoint_id: null, parent_checkpoint_id: null, interrupts: [] };
+  }
+  const channels = tuple.checkpoint.channel_values ?? {};
+  const values: Record<string, unknown> = {};
+  const next: string[] = [];
+  for (const [key, value] of Object.entries(channels)) {
+    if (key.startsWith("branch:to:")) next.push(key.slice("branch:to:".length));
+    else if (!key.startsWith("branch:") && !key.startsWith("__") && !key.includes(":")) values[key] = value;
+  }
+  const interrupts = (tuple.pendingWrites ?? []).filter(([, channel]) => channel === "__interrupt__").flatMap(([, , value]) => (Array.isArray(value) ? value : [value]));
+  const id = tuple.checkpoint.id;
+  const parentId = tuple.parentConfig?.configurable?.checkpoint_id as string | undefined;
+  return {
+    values: serializeValues(values) as Record<string, unknown>,
+    next,
+    tasks: [],
+    metadata: (tuple.metadata ?? {}) as Record<string, unknown>,
+    created_at: tuple.checkpoint.ts ?? null,
+    checkpoint: ref(threadId, id),
+    parent_checkpoint: ref(threadId, parentId),
+    checkpoint_id: id ?? null,
+    parent_checkpoint_id: parentId ?? null,
+    interrupts: serializeValues(interrupts) as unknown[],
+  };
+}
+
+/** The newest state of a thread (root namespace), or the empty state when it has no checkpoint yet. */
+export async function readThreadState(checkpointer: BaseCheckpointSaver, threadId: string): Promise<ThreadStateResponse> {
+  const tuple = await checkpointer.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
+  return checkpointToState(threadId, tuple);
+}

@@ -1,0 +1,64 @@
+// The thread table (LangGraph "threads"): ids, status, metadata and timestamps. State lives in checkpoints.
+import type Database from "better-sqlite3";
+
+/** LangGraph thread status. */
+export type ThreadStatus = "idle" | "busy" | "interrupted" | "error";
+
+/** A stored thread row. Timestamps are ISO strings. */
+export interface ThreadRecord {
+  thread_id: string;
+  status: ThreadStatus;
+  metadata: Record<string, unknown>;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Metadata keys the server owns; callers cannot set them. */
+const SERVER_KEYS = ["user_id", "owner_id"];
+
+interface Row {
+  thread_id: string;
+  status: ThreadStatus;
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Threads in a better-sqlite3 database (synchronous, so every call is atomic within the process). */
+export class ThreadStore {
+  constructor(private readonly db: Database.Database) {
+    db.exec(`CREATE TABLE IF NOT EXISTS threads (
+      thread_id TEXT PRIMARY KEY, status TEXT NOT NULL, metadata TEXT NOT NULL,
+      created_at TEXT NOT NULL, updated_at TEXT NOT NULL)`);
+  }
+
+  private static toRecord(row: Row | undefined): ThreadRecord | null {
+    return row ? { ...row, metadata: JSON.parse(row.metadata) as Record<string, unknown> } : null;
+  }
+
+  /** Strips server-owned keys (`user_id`, `owner_id`) from caller metadata. */
+  static cleanMetadata(metadata: Record<string, unknown> | null | undefined): Record<string, unknown> {
+    const out = { ...(metadata ?? {}) };
+    for (const k of SERVER_KEYS) delete out[k];
+    return out;
+  }
+
+  /** The thread, or null. */
+  get(threadId: string): ThreadRecord | null {
+    return ThreadStore.toRecord(this.db.prepare("SELECT * FROM threads WHERE thread_id = ?").get(threadId) as Row | undefined);
+  }
+
+  /** Creates the thread if absent (idempotent: an existing thread is returned unchanged). */
+  create(threadId: string, metadata: Record<string, unknown> = {}): ThreadRecord {
+    const now = new Date().toISOString();
+    this.db
+      .prepare("INSERT OR IGNORE INTO threads (thread_id, status, metadata, created_at, updated_at) VALUES (?, 'idle', ?, ?, ?)")
+      .run(threadId, JSON.stringify(ThreadStore.cleanMetadata(metadata)), now, now);
+    return this.get(threadId)!;
+  }
+
+  /** Sets the status (and `updated_at`). No-op for an unknown thread. */
+  setStatus(threadId: string, status: ThreadStatus): void {
+    this.db.prepare("UPDATE threads SET status = ?, updated_at = ? WHERE thread_id = ?").run(status, new Date().toISOString(), threadId);
+  }
+}

@@ -1,0 +1,46 @@
+// The only file that listens: loads the config, builds the app, serves, and shuts down cleanly on SIGTERM/SIGINT.
+import type { FSWatcher } from "chokidar";
+import { buildApp } from "./app.js";
+import { getAppConfig, getAppConfigStatus } from "./config/app-config.js";
+import { readServerEnv } from "./config/server-env.js";
+import { watchAppConfig } from "./config/watcher.js";
+import { createLogger, setLogger } from "./logger.js";
+
+async function main(): Promise<void> {
+  const env = readServerEnv();
+  const logger = createLogger(env.logLevel);
+  setLogger(logger);
+  try {
+    getAppConfig();
+  } catch (err) {
+    // Start-up is strict: a broken config exits non-zero naming the file and the bad key.
+    logger.fatal({ err: (err as Error).message }, "cannot start: invalid configuration");
+    process.stderr.write(`deerflow-gateway: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  const configPath = getAppConfigStatus().path;
+  const app = await buildApp({ logger, heartbeatMs: env.heartbeatMs });
+  const watcher: FSWatcher | null = configPath ? watchAppConfig(configPath) : null;
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    logger.info({ signal }, "shutting down: interrupting in-flight runs (up to 5 s)");
+    const force = setTimeout(() => process.exit(1), 10_000).unref();
+    await watcher?.close();
+    await app.close();
+    clearTimeout(force);
+    process.exit(0);
+  };
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+
+  await app.listen({ host: env.host, port: env.port });
+  logger.info({ config: configPath, host: env.host, port: env.port }, "deerflow-gateway ready");
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`deerflow-gateway: ${err.message}\n`);
+  process.exit(1);
+});

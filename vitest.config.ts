@@ -1,0 +1,27 @@
+import { transform } from "esbuild";
+import { defineConfig } from "vitest/config";
+
+// Vite 8 transforms TypeScript with Oxc, which only lowers legacy decorators; Node 20 cannot parse
+// TC39 decorators (`@Next(...)`), so TypeScript goes through esbuild instead
+// (notes/dependencies.md section 3).
+export default defineConfig({
+  oxc: false,
+  plugins: [
+    {
+      name: "esbuild-ts (TC39 decorators)",
+      enforce: "pre",
+      async transform(code, id) {
+        const file = id.split("?")[0];
+        if (!/\.[cm]?tsx?$/.test(file) || file.includes("/node_modules/")) return null;
+        const r = await transform(code, { sourcefile: file, loader: "ts", target: "es2022", format: "esm", sourcemap: "external" });
+        return { code: r.code, map: r.map };
+      },
+    },
+  ],
+  test: {
+    include: ["test/**/*.test.ts"],
+    pool: "forks",
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+  },
+});
