@@ -88,6 +88,16 @@ function serializeChunk(mode: string, payload: unknown): unknown {
   return toWire(payload) ?? null;
 }
 
+/**
+ * The error to report for a failed run: langchain wraps errors raised under a middleware in `MiddlewareError`
+ * (same message, original as `cause`); the client should see the original class name.
+ */
+export function rootError(err: unknown): Error {
+  let e = err instanceof Error ? err : new Error(String(err));
+  while (e.constructor?.name === "MiddlewareError" && e.cause instanceof Error) e = e.cause;
+  return e;
+}
+
 /** Graph stream modes for the public ones (`messages-tuple` -> `messages`), de-duplicated. */
 export function graphStreamModes(modes: StreamModeName[]): string[] {
   return [...new Set(modes.map((m) => (m === "messages-tuple" ? "messages" : m)))];
@@ -187,8 +197,8 @@ export class RunService {
         status = "interrupted";
       } else {
         status = "error";
-        const e = err instanceof Error ? err : new Error(String(err));
-        const name = e.constructor?.name && e.constructor.name !== "Object" ? e.constructor.name : e.name;
+        const e = rootError(err);
+        const name = e.constructor?.name && e.constructor.name !== "Error" ? e.constructor.name : e.name;
         log.warn({ err: e.message, name }, "run failed");
         run.record.error = e.message;
         bridge.publish(runId, "error", { message: e.message, name, error: name });

@@ -1,0 +1,97 @@
+// A fake OpenAI-compatible chat-completions server for tests: JSON and SSE responses, tool calls, and a record
+// of every request body, so tests can assert exactly what @langchain/openai sent.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** One chat-completions request as received. */
+export interface RecordedRequest {
+  path: string;
+  headers: IncomingMessage["headers"];
+  body: Record<string, any>;
+}
+
+/** What the fake answers for one request. */
+export interface FakeReply {
+  content?: string;
+  toolCalls?: { name: string; args: Record<string, unknown>; id?: string }[];
+  /** Answer with this HTTP status and an OpenAI-style error body instead. */
+  status?: number;
+}
+
+/** A running fake server. */
+export interface FakeOpenAI {
+  /** Base URL including `/v1`, for `base_url:` in a model entry. */
+  url: string;
+  requests: RecordedRequest[];
+  /** Decides each reply; default echoes the last user message as `Echo: <text>`. */
+  respond: (body: Record<string, any>) => FakeReply;
+  close(): Promise<void>;
+}
+
+function lastUserText(body: Record<string, any>): string {
+  const users = (body.messages ?? []).filter((m: any) => m.role === "user");
+  const c = users.at(-1)?.content;
+  if (typeof c === "string") return c;
+  return Array.isArray(c) ? c.map((b: any) => b.text ?? "").join("") : "";
+}
+
+/** The default reply: `Echo: <last user text>`. */
+export const echoReply = (body: Record<string, any>): FakeReply => ({ content: `Echo: ${lastUserText(body)}` });
+
+let counter = 0;
+
+/** Starts the fake on a random loopback port. */
+export async function startFakeOpenAI(): Promise<FakeOpenAI> {
+  const fake: FakeOpenAI = {
+    url: "",
+    requests: [],
+    respond: echoReply,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let raw = "";
+    req.on("data", (c) => (raw += c));
+    req.on("end", () => {
+      const body = raw ? JSON.parse(raw) : {};
+      fake.requests.push({ path: req.url ?? "", headers: req.headers, body });
+      if (!req.url?.endsWith("/chat/completions")) {
+        res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "not found" } }));
+        return;
+      }
+      const reply = fake.respond(body);
+      if (reply.status) {
+        res.writeHead(reply.status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `fake error ${reply.status}`, type: "fake" } }));
+        return;
+      }
+      const id = `chatcmpl-${++counter}`;
+      const toolCalls = (reply.toolCalls ?? []).map((tc, i) => ({ index: i, id: tc.id ?? `call_${counter}_${i}`, type: "function", function: { name: tc.name, arguments: JSON.stringify(tc.args) } }));
+      const usage = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
+      const finish = toolCalls.length ? "tool_calls" : "stop";
+      if (!body.stream) {
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            id, object: "chat.completion", created: 0, model: body.model,
+            choices: [{ index: 0, finish_reason: finish, message: { role: "assistant", content: reply.content ?? null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) } }],
+            usage,
+          }),
+        );
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const send = (delta: Record<string, unknown>, finishReason: string | null = null) =>
+        res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: body.model, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
+      send({ role: "assistant", content: "" });
+      for (const token of (reply.content ?? "").match(/\S+\s*|\s+/g) ?? []) send({ content: token });
+      for (const tc of toolCalls) {
+        send({ tool_calls: [{ index: tc.index, id: tc.id, type: "function", function: { name: tc.function.name, arguments: "" } }] });
+        send({ tool_calls: [{ index: tc.index, function: { arguments: tc.function.arguments } }] });
+      }
+      send({}, finish);
+      if (body.stream_options?.include_usage) res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: body.model, choices: [], usage })}\n\n`);
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return fake;
+}

@@ -1,0 +1,66 @@
+// Test harness: a temp project (config.yaml, DEER_FLOW_HOME, agents dir) and the app on a random port.
+import { mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { FastifyInstance } from "fastify";
+import { buildApp, type BuildAppOptions } from "../../src/app.js";
+import { resetAppConfig } from "../../src/config/app-config.js";
+
+/** A running gateway over a temp project. */
+export interface Harness {
+  app: FastifyInstance;
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  dir: string;
+  configPath: string;
+  /** Rewrites config.yaml (and bumps its mtime) so the next request sees it. */
+  writeConfig(yaml: string): void;
+  close(): Promise<void>;
+}
+
+const ENV_KEYS = ["DEER_FLOW_CONFIG_PATH", "DEER_FLOW_HOME", "DEER_FLOW_AGENTS_DIR", "DEER_FLOW_PROJECT_ROOT"] as const;
+
+/**
+ * Creates a temp project with `configYaml` as its config.yaml, points the DEER_FLOW_* variables at it, and
+ * starts the app on 127.0.0.1 with a random port. `close()` restores the environment.
+ */
+export async function startHarness(configYaml: string, options: BuildAppOptions = {}): Promise<Harness> {
+  const dir = mkdtempSync(path.join(tmpdir(), "dfgw-"));
+  const configPath = path.join(dir, "config.yaml");
+  writeFileSync(configPath, configYaml);
+  const saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
+  process.env.DEER_FLOW_CONFIG_PATH = configPath;
+  process.env.DEER_FLOW_HOME = path.join(dir, ".deer-flow");
+  process.env.DEER_FLOW_AGENTS_DIR = path.join(dir, "agents");
+  resetAppConfig();
+  const app = await buildApp({ heartbeatMs: 0, ...options });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  let bump = 0;
+  return {
+    app,
+    url: `http://127.0.0.1:${port}`,
+    dir,
+    configPath,
+    writeConfig(yaml: string) {
+      writeFileSync(configPath, yaml);
+      const t = new Date(Date.now() + ++bump * 5000);
+      utimesSync(configPath, t, t);
+    },
+    async close() {
+      await app.close();
+      resetAppConfig();
+      for (const k of ENV_KEYS) {
+        if (saved[k] === undefined) delete process.env[k];
+        else process.env[k] = saved[k];
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** POSTs JSON and returns the response. */
+export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+}
