@@ -71,7 +71,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     cleanupDelayMs: options.cleanupDelayMs,
   });
 
-  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, bodyLimit: 10 * 1024 * 1024 }) as unknown as FastifyInstance;
+  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, disableRequestLogging: true, bodyLimit: 10 * 1024 * 1024 }) as unknown as FastifyInstance;
+  // One JSON line per request, written when the response (SSE included) has finished.
+  app.addHook("onResponse", async (request, reply) => {
+    request.log.info({ req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: Math.round(reply.elapsedTime) }, "request completed");
+  });
   app.decorate("deerflow", { runService, runs, bridge, persistence, getAppConfig: readConfig });
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     const text = String(body);

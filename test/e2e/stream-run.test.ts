@@ -31,6 +31,11 @@ afterEach(() => {
   fake.respond = echoReply;
 });
 
+/** The system prompt text of a chat-completions body (string or text-block content). */
+const systemText = (body: Record<string, any>): string => {
+  const c = body.messages[0].content;
+  return typeof c === "string" ? c : c.map((b: any) => b.text).join("");
+};
 const client = () => new Client({ apiUrl: h.url, apiKey: null, callerOptions: { maxRetries: 0 } });
 const human = (content: string) => ({ messages: [{ type: "human", content }] });
 
@@ -175,5 +180,35 @@ describe("model selection", () => {
     h.writeConfig(configFor(fake.url));
     await (await postJson(`${h.url}/runs/stream`, { input: human("back") })).text();
     expect(fake.requests.at(-1)!.body.model).toBe("gpt-test");
+  });
+});
+
+describe("custom agents", () => {
+  it("builds a custom agent from agents/<user>/<name>: its SOUL.md reaches the system prompt and its model and settings apply", async () => {
+    const { mkdirSync, writeFileSync } = await import("node:fs");
+    const dir = `${process.env.DEER_FLOW_AGENTS_DIR}/default/research-bot`;
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(`${dir}/config.yaml`, "name: research-bot\ndescription: test agent\nmodel: fake-b\nmodel_settings:\n  temperature: 0.2\n");
+    writeFileSync(`${dir}/SOUL.md`, "Be brief & <precise>.\n");
+    const c = client();
+    const thread = await c.threads.create();
+    const parts: any[] = [];
+    for await (const p of c.runs.stream(thread.thread_id, "Research_Bot", { input: human("who are you") })) parts.push(p);
+    expect(parts.some((p) => p.event === "error")).toBe(false);
+    const body = fake.requests.at(-1)!.body;
+    expect(body.model).toBe("model-b");
+    expect(body.temperature).toBe(0.2);
+    const system = systemText(body);
+    expect(system).toContain("<soul>\nBe brief &amp; &lt;precise&gt;.\n</soul>");
+    expect(system).toContain('You are the custom agent "research-bot"');
+    const run = await c.runs.get(thread.thread_id, parts[0].data.run_id);
+    expect(run.metadata).toMatchObject({ agent_name: "research-bot", model_name: "fake-b" });
+  });
+
+  it("gives the default agent no soul block when no SOUL.md exists", async () => {
+    await (await postJson(`${h.url}/runs/stream`, { input: human("plain") })).text();
+    const system = systemText(fake.requests.at(-1)!.body);
+    expect(system).toContain("You are DeerFlow 2.0");
+    expect(system).not.toContain("<soul>\n");
   });
 });

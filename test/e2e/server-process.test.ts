@@ -1,0 +1,73 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+// Drives `src/server.ts` as a real process: the entry point `npm start` runs.
+const root = path.resolve(import.meta.dirname, "../..");
+const dir = mkdtempSync(path.join(tmpdir(), "dfgw-proc-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function startServer(env: Record<string, string>) {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+    cwd: root,
+    env: { ...process.env, HOST: "127.0.0.1", DEER_FLOW_HOME: path.join(dir, "home"), LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  child.stderr.on("data", (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return { child, exited, output: () => out };
+}
+
+async function waitFor(check: () => Promise<boolean>, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("timed out");
+}
+
+describe("the server process", () => {
+  it("exits non-zero at start-up on an invalid config, naming the file and the bad key", async () => {
+    const bad = path.join(dir, "bad.yaml");
+    writeFileSync(bad, "models:\n  - name: broken\n    use: langchain_openai:ChatOpenAI\n");
+    const { exited, output } = startServer({ DEER_FLOW_CONFIG_PATH: bad, PORT: "0" });
+    expect(await exited).toBe(1);
+    expect(output()).toContain(bad);
+    expect(output()).toContain("models[0].model");
+  });
+
+  it("exits non-zero when a referenced environment variable is unset, naming it and its key", async () => {
+    const file = path.join(dir, "env.yaml");
+    writeFileSync(file, "models:\n  - name: m\n    use: langchain_openai:ChatOpenAI\n    model: x\n    api_key: $DFGW_TEST_UNSET_KEY\n");
+    const { exited, output } = startServer({ DEER_FLOW_CONFIG_PATH: file, PORT: "0" });
+    expect(await exited).toBe(1);
+    expect(output()).toContain("DFGW_TEST_UNSET_KEY");
+    expect(output()).toContain("models[0].api_key");
+  });
+
+  it("serves on PORT with JSON request logs, and stops cleanly on SIGTERM", async () => {
+    const config = path.join(dir, "ok.yaml");
+    writeFileSync(config, "models:\n  - name: scripted\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n");
+    const port = String(18000 + Math.floor(Math.random() * 2000));
+    const { child, exited, output } = startServer({ DEER_FLOW_CONFIG_PATH: config, PORT: port });
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok);
+    const res = await fetch(`http://127.0.0.1:${port}/runs/stream`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input: { messages: [{ role: "user", content: "ping" }] } }),
+    });
+    expect(await res.text()).toContain("You said: ping");
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    const lines = output().trim().split("\n").filter((l) => l.startsWith("{"));
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+    expect(lines.some((l) => JSON.parse(l).msg === "deerflow-gateway ready")).toBe(true);
+    expect(lines.some((l) => JSON.parse(l).req?.url === "/health")).toBe(true);
+  });
+});
