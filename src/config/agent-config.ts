@@ -70,7 +70,7 @@ export function loadAgentConfig(name: string, userId = "default", agentsDir = ge
   try {
     raw = parseYaml(text) ?? {};
   } catch (err) {
-    throw new ConfigError(`Invalid YAML in agent config ${file}: ${(err as Error).message.split("\n")[0]}`, { path: file, cause: err });
+    throw new ConfigError(`Failed to parse agent config ${file}: ${(err as Error).message.split("\n")[0]}`, { path: file, cause: err });
   }
   const parsed = AgentConfigSchema.safeParse(raw);
   if (!parsed.success) {

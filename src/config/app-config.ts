@@ -30,13 +30,16 @@ export interface AppConfigStatus {
 interface CacheState {
   config: AppConfig | null;
   path: string | null;
+  /** Signature of the file the served config was parsed from. */
   signature: FileSignature | null;
+  /** Signature of the last file that failed to parse (so an unchanged broken file is not re-parsed). */
+  failedSignature: FileSignature | null;
   injected: boolean;
   error: string | null;
   loggedErrors: Set<string>;
 }
 
-const state: CacheState = { config: null, path: null, signature: null, injected: false, error: null, loggedErrors: new Set() };
+const state: CacheState = { config: null, path: null, signature: null, failedSignature: null, injected: false, error: null, loggedErrors: new Set() };
 const warnedKeys = new Set<string>();
 const overrideStorage = new AsyncLocalStorage<{ stack: (AppConfig | null)[]; current: AppConfig | null }>();
 
@@ -141,19 +144,26 @@ export function getAppConfig(): AppConfig {
     recordFailure(error);
     return state.config;
   }
-  if (state.config && state.path === path && sameSignature(state.signature, signature)) return state.config;
+  if (state.config && state.path === path && sameSignature(state.signature, signature)) {
+    // The good file is back unchanged (e.g. moved away and back): it is healthy again.
+    if (state.error !== null) {
+      Object.assign(state, { error: null, failedSignature: null });
+      state.loggedErrors.clear();
+    }
+    return state.config;
+  }
+  if (state.config && state.error !== null && sameSignature(state.failedSignature, signature)) return state.config;
   try {
     const config = parseAppConfigText(text, path);
     const reloaded = state.config !== null;
-    Object.assign(state, { config, path, signature, error: null });
+    Object.assign(state, { config, path, signature, failedSignature: null, error: null });
     state.loggedErrors.clear();
     if (reloaded) getLogger().info({ path }, "config reloaded");
     return config;
   } catch (err) {
     if (!state.config) throw err;
-    // Remember the bad signature too, so an unchanged broken file is not re-parsed on every request.
-    state.signature = signature;
-    state.path = path;
+    // Remember the bad signature, so an unchanged broken file is not re-parsed on every request.
+    state.failedSignature = signature;
     recordFailure(err);
     return state.config;
   }
@@ -166,12 +176,12 @@ export function getAppConfigStatus(): AppConfigStatus {
 
 /** Installs `config` as the process config: `getAppConfig()` returns it and never touches the file until reset. */
 export function setAppConfig(config: AppConfig): void {
-  Object.assign(state, { config, path: null, signature: null, injected: true, error: null });
+  Object.assign(state, { config, path: null, signature: null, failedSignature: null, injected: true, error: null });
 }
 
 /** Clears the cache and any injected config; the next `getAppConfig()` loads from the file. */
 export function resetAppConfig(): void {
-  Object.assign(state, { config: null, path: null, signature: null, injected: false, error: null });
+  Object.assign(state, { config: null, path: null, signature: null, failedSignature: null, injected: false, error: null });
   state.loggedErrors.clear();
 }
 
@@ -183,7 +193,8 @@ export function withAppConfig<T>(config: AppConfig, fn: () => T): T {
 
 /**
  * Makes `config` the override of the current async context, saving the previous one (DeerFlow
- * `push_current_app_config`). Must be called inside `runWithConfigScope` or an existing `withAppConfig` scope.
+ * `push_current_app_config`). Meant for use inside a `withAppConfig` scope; outside one it enters a new store for
+ * the rest of the current async context (`AsyncLocalStorage.enterWith`).
  */
 export function pushCurrentAppConfig(config: AppConfig): void {
   const store = overrideStorage.getStore();

@@ -50,6 +50,7 @@ export function scriptedTokens(text: string): string[] {
  * - last human message `!fail <message>`: the model call throws `Error(<message>)`;
  * - anything else: `You said: <text>` (the last human text, echoed).
  *
+ * Latency: `tokenDelayMs` per token, streamed or not.
  * Ids: tool calls get `call_<n>` where n counts the AI messages so far, so reruns are reproducible.
  * Usage metadata counts whitespace-separated words as tokens.
  */
@@ -125,9 +126,11 @@ export class ScriptedChatModel extends BaseChatModel {
     return { input_tokens: input, output_tokens: out, total_tokens: input + out };
   }
 
-  override async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+  override async _generate(messages: BaseMessage[], options: this["ParsedCallOptions"]): Promise<ChatResult> {
     const turn = this.turnFor(messages);
     if (turn.kind === "fail") throw new Error(turn.message);
+    // Same latency as streaming: one delay per token, so non-streamed runs are just as slow.
+    if (this.tokenDelayMs > 0 && turn.kind === "text") await sleep(this.tokenDelayMs * scriptedTokens(turn.text).length, options?.signal);
     const meta = { model_name: this.model, finish_reason: turn.kind === "tool" ? "tool_calls" : "stop" };
     const message =
       turn.kind === "tool"
