@@ -1,7 +1,7 @@
 // buildApp: the Fastify instance with its plugins, services and routes. It never listens (src/server.ts does).
 import { fastifyCors } from "@fastify/cors";
 import { fastifySSE } from "@fastify/sse";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { registerRoutes } from "../routes/index.js";
 import { installErrorHandlers } from "../routes/errors.js";
@@ -71,10 +71,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     cleanupDelayMs: options.cleanupDelayMs,
   });
 
-  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, disableRequestLogging: true, bodyLimit: 10 * 1024 * 1024 }) as unknown as FastifyInstance;
+  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), bodyLimit: 10 * 1024 * 1024 }) as unknown as FastifyInstance;
   // One JSON line per request, written when the response (SSE included) has finished.
   app.addHook("onResponse", async (request, reply) => {
-    request.log.info({ req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: Math.round(reply.elapsedTime) }, "request completed");
+    const level = request.url === "/health" ? "debug" : "info";
+    request.log[level]({ req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: Math.round(reply.elapsedTime) }, "request completed");
   });
   app.decorate("deerflow", { runService, runs, bridge, persistence, getAppConfig: readConfig });
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {

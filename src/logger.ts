@@ -1,5 +1,16 @@
 // The process logger (pino). Fastify uses the same instance, so request logs and module logs share one stream.
+import { createRequire } from "node:module";
 import { pino, type Logger } from "pino";
+
+/** Whether pino-pretty can be loaded (it may be pruned from a production install). */
+function hasPinoPretty(): boolean {
+  try {
+    createRequire(import.meta.url).resolve("pino-pretty");
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Creates the root logger: JSON lines on stdout, pretty-printed only when stdout is a TTY (and pino-pretty is
@@ -7,7 +18,7 @@ import { pino, type Logger } from "pino";
  * @param level pino level name (`info`, `debug`, ...).
  */
 export function createLogger(level = "info"): Logger {
-  const pretty = process.stdout.isTTY && process.env.NODE_ENV !== "production";
+  const pretty = Boolean(process.stdout.isTTY) && process.env.NODE_ENV !== "production" && hasPinoPretty();
   return pino({
     level,
     redact: { paths: ["*.api_key", "*.apiKey", "req.headers.authorization", "*.headers.authorization"], censor: "[redacted]" },

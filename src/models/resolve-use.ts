@@ -51,7 +51,7 @@ function packageOf(specifier: string): string {
 
 /**
  * Imports the export named by a `use:` path. Module specifiers starting with `.` or `/` are files, resolved
- * against `baseDir` (the config file's directory); others are packages or aliases.
+ * against `baseDir` (callers pass the project root); others are packages or aliases.
  * @throws UseResolutionError with an install hint when the module is missing, or naming the missing export.
  */
 export async function resolveUse(use: string, baseDir = process.cwd()): Promise<unknown> {

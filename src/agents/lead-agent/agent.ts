@@ -72,7 +72,9 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
   const modelConfig = getModelConfig(appConfig, modelName)!;
   let thinkingEnabled = Boolean(resolveRuntimeOption(options, "thinking_enabled", agentConfig?.thinking_enabled, true));
   if (thinkingEnabled && !modelConfig.supports_thinking) {
-    log.warn({ model: modelName }, `Thinking mode is enabled but model '${modelName}' does not support it; fallback to non-thinking mode.`);
+    // Thinking defaults to on, so only an explicit request for it is worth a warning on every run.
+    const explicit = Object.prototype.hasOwnProperty.call(options, "thinking_enabled") || agentConfig?.thinking_enabled === true;
+    log[explicit ? "warn" : "debug"]({ model: modelName }, `Thinking mode is enabled but model '${modelName}' does not support it; fallback to non-thinking mode.`);
     thinkingEnabled = false;
   }
   const reasoningEffort = resolveRuntimeOption<string | null>(options, "reasoning_effort", agentConfig?.reasoning_effort, null);

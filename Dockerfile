@@ -1,0 +1,63 @@
+# syntax=docker/dockerfile:1
+# check=skip=SecretsUsedInArgOrEnv
+# (OPENAI_API_KEY below is deliberately EMPTY: config/config.yaml references $OPENAI_API_KEY, and an unset
+# variable would fail the config load. Pass the real key at run time, never at build time.)
+#
+# deerflow-gateway image.
+#   docker build -t deerflow-gateway .
+#   docker run -p 8001:8001 -e OPENAI_API_KEY=sk-... deerflow-gateway
+# Mount your own config/, agents/ and runtime data (.deer-flow/) over the volumes declared below. The server runs
+# as the `node` user (uid 1000): bind-mounted host directories for agents/ and .deer-flow/ must be writable by it.
+#
+# Node: package.json requires ^20.20.2 and .npmrc sets engine-strict, so the base image must be 20.20.2 or newer
+# (pull a fresh node:20 image, or pin one: --build-arg NODE_VERSION=20.20.2). Both stages use the same version,
+# so the native better-sqlite3 addon built below matches the runtime.
+ARG NODE_VERSION=20
+
+# ---- build: install every dependency, then drop the dev ones ---------------------------------------------------
+FROM node:${NODE_VERSION}-bookworm AS build
+# better-sqlite3 compiles from source (node-gyp) when no prebuilt binary can be downloaded. The full bookworm image
+# already has these; installing them explicitly keeps the requirement visible.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3 make g++ \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+# Manifests first, so the slow `npm ci` layer is reused until the lock file changes.
+COPY package.json package-lock.json .npmrc ./
+RUN npm ci --no-audit --no-fund
+COPY . .
+# tsx (the runtime TypeScript loader) and its esbuild are production dependencies, so they survive the prune.
+# agents/ and skills/ are created in case the build context lacks them (git does not keep empty directories).
+RUN npm prune --omit=dev --no-audit --no-fund \
+    && mkdir -p agents skills config
+
+# ---- runtime -----------------------------------------------------------------------------------------------
+FROM node:${NODE_VERSION}-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8001 \
+    DEER_FLOW_HOME=/app/.deer-flow \
+    OPENAI_API_KEY="" \
+    OPENAI_BASE_URL=https://api.openai.com/v1
+WORKDIR /app
+# Code and dependencies stay root-owned (read-only for the server); only the mounted data directories belong to
+# `node`. The project root is the working directory, so config/config.yaml, agents/ and skills/ resolve here.
+COPY --from=build /app/package.json /app/tsconfig.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/src ./src
+COPY --from=build /app/routes ./routes
+COPY --from=build /app/skills ./skills
+COPY --from=build --chown=node:node /app/config ./config
+COPY --from=build --chown=node:node /app/agents ./agents
+# The chown also covers the directories themselves, whatever COPY --chown does with a destination it creates.
+RUN mkdir -p .deer-flow && chown node:node config agents .deer-flow
+USER node
+# Declared last: a new named volume is seeded from the image's content and ownership at these paths.
+VOLUME ["/app/config", "/app/agents", "/app/.deer-flow"]
+EXPOSE 8001
+# GET /health answers 200 while the process serves (also when a bad config edit is reported as "degraded").
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8001) + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# Exec form, node as PID 1: SIGTERM from `docker stop` reaches src/server.ts, which interrupts in-flight runs and
+# waits up to 5 s for them, within docker's default 10 s stop timeout.
+CMD ["node", "--import", "tsx", "src/server.ts"]

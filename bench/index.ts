@@ -1,0 +1,22 @@
+// `npm run bench`: runs every benchmark in turn and prints one markdown table per suite. No assertions.
+import os from "node:os";
+import { pino } from "pino";
+import { setLogger } from "../src/logger.js";
+import { runBuildAgentBench, type BenchSuite } from "./build-agent.bench.js";
+import { formatTable } from "./stats.js";
+
+/** Every benchmark suite, in run order. */
+const SUITES: { title: string; run: () => Promise<BenchSuite> }[] = [{ title: "Lead agent build and first run", run: runBuildAgentBench }];
+
+// Per-build warnings (e.g. "Thinking mode is enabled but model ... does not support it") would flood the tables;
+// LOG_LEVEL=warn npm run bench shows them.
+setLogger(pino({ level: process.env.LOG_LEVEL ?? "silent" }));
+
+const started = performance.now();
+console.log(`deerflow-gateway benchmarks: node ${process.version}, ${os.platform()}/${os.arch()}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? "unknown"})`);
+for (const suite of SUITES) {
+  const { results, notes } = await suite.run();
+  console.log(`\n## ${suite.title}\n\n${formatTable(results)}\n`);
+  for (const note of notes) console.log(`- ${note}`);
+}
+console.log(`\ndone in ${((performance.now() - started) / 1000).toFixed(1)} s`);
