@@ -3,6 +3,8 @@
 //
 //   GET  /health                                  health.ts
 //   GET  /api/models, /api/models/:name           models.ts
+//   GET  /api/agents, /api/agents/check?name=     agents.ts    (gated by agents_api.enabled)
+//   GET|PUT|DELETE /api/agents/:name, POST /api/agents, GET|PUT /api/user-profile
 //   POST /threads                                 threads.ts   (also under /api)
 //   GET  /threads/:thread_id                      threads.ts
 //   GET  /threads/:thread_id/state                threads.ts
@@ -11,6 +13,7 @@
 //   POST /threads/:thread_id/runs/stream          runs.ts      (SSE)
 //   POST /runs/stream                             runs.ts      (SSE, stateless)
 import type { FastifyInstance } from "fastify";
+import { agentRoutes } from "./agents.js";
 import { healthRoutes } from "./health.js";
 import { modelRoutes } from "./models.js";
 import { runRoutes } from "./runs.js";
@@ -20,6 +23,7 @@ import { threadRoutes } from "./threads.js";
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(healthRoutes);
   await app.register(modelRoutes, { prefix: "/api" });
+  await app.register(agentRoutes, { prefix: "/api" });
   for (const prefix of ["", "/api"]) {
     await app.register(threadRoutes, { prefix });
     await app.register(runRoutes, { prefix });

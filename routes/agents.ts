@@ -1,0 +1,79 @@
+// Agents API (DeerFlow gateway routers/agents.py): custom agents and the user profile, under /api.
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { validateAgentName } from "../src/config/agent-config.js";
+import { AgentCreateSchema, AgentStore, AgentUpdateSchema } from "../src/config/agent-store.js";
+import { DeerflowError, ValidationError } from "../src/errors.js";
+import { zodIssuesToDetail } from "../src/runtime/run-request.js";
+
+/** The agents API is switched off by `agents_api.enabled: false`. HTTP 403. */
+class AgentsApiDisabledError extends DeerflowError {
+  constructor() {
+    super("forbidden", "The agents API is disabled. Set agents_api.enabled=true in config.yaml to enable it.");
+  }
+}
+
+function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  const parsed = schema.safeParse(body ?? {});
+  if (!parsed.success) throw new ValidationError("Invalid request body", zodIssuesToDetail(parsed.error.issues));
+  return parsed.data;
+}
+
+const ProfileSchema = z.object({ content: z.string().nullish() });
+type NameParams = { Params: { name: string } };
+
+/** Registers `/agents`, `/agents/check`, `/agents/:name` and `/user-profile` (mounted under `/api`). */
+export async function agentRoutes(app: FastifyInstance, opts: { store?: AgentStore }): Promise<void> {
+  const store = opts.store ?? new AgentStore();
+  const userId = (_request: FastifyRequest) => "default";
+
+  /** Gate every route on the live config (DeerFlow `_require_agents_api_enabled`). */
+  app.addHook("preHandler", async () => {
+    if (!app.deerflow.getAppConfig().agents_api.enabled) throw new AgentsApiDisabledError();
+  });
+
+  /** An unknown model is a write the operator can fix: 422 (spec/README.md decision 3). */
+  const assertKnownModel = (model: string | null | undefined) => {
+    if (!model) return;
+    if (!app.deerflow.getAppConfig().models.some((m) => m.name === model)) {
+      throw new ValidationError(`Unknown model '${model}': it is not configured in config.yaml`);
+    }
+  };
+
+  app.get("/agents", async (request) => ({ agents: store.list(userId(request)) }));
+
+  app.get<{ Querystring: { name?: string } }>("/agents/check", async (request) => {
+    if (typeof request.query.name !== "string") throw new ValidationError("Query parameter 'name' is required");
+    const name = validateAgentName(request.query.name);
+    return { available: store.isAvailable(name, userId(request)), name };
+  });
+
+  app.get<NameParams>("/agents/:name", async (request) => store.get(validateAgentName(request.params.name), userId(request)));
+
+  app.post("/agents", async (request, reply) => {
+    const body = parseBody(AgentCreateSchema, request.body);
+    validateAgentName(body.name);
+    assertKnownModel(body.model);
+    const agent = await store.create(body, userId(request));
+    return reply.code(201).send(agent);
+  });
+
+  app.put<NameParams>("/agents/:name", async (request) => {
+    const name = validateAgentName(request.params.name);
+    const body = parseBody(AgentUpdateSchema, request.body);
+    if ("model" in body) assertKnownModel(body.model);
+    return store.update(name, body, userId(request));
+  });
+
+  app.delete<NameParams>("/agents/:name", async (request, reply) => {
+    await store.delete(validateAgentName(request.params.name), userId(request));
+    return reply.code(204).send();
+  });
+
+  app.get("/user-profile", async () => ({ content: store.readUserProfile() }));
+
+  app.put("/user-profile", async (request) => {
+    const body = parseBody(ProfileSchema, request.body);
+    return { content: store.writeUserProfile(body.content ?? "") };
+  });
+}

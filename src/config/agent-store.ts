@@ -1,0 +1,275 @@
+// Port of DeerFlow's file agent store (persistence/agents/file.py) and the write side of agents_config.py:
+// custom agents under <agents dir>/<user_id>/<name>/{config.yaml,SOUL.md} (spec/README.md decision 1).
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import path from "node:path";
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
+import { z } from "zod";
+import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
+import { getLogger } from "../logger.js";
+import { agentDir, loadAgentConfig, validateAgentName } from "./agent-config.js";
+import { atomicWriteFile } from "./atomic-write.js";
+import { getAgentsDir } from "./paths.js";
+
+/** Per-agent sampling overrides (DeerFlow `AgentModelSettings`): unknown keys rejected, null = inherit. */
+export const ModelSettingsSchema = z.strictObject({
+  temperature: z.number().min(0).max(2).nullish(),
+  max_tokens: z.number().int().min(1).max(200_000).nullish(),
+});
+/** Allowed `reasoning_effort` values of an agent. */
+export const AgentReasoningEffortSchema = z.enum(["low", "medium", "high"]);
+
+/** `POST /api/agents` body. Unknown top-level keys are ignored. */
+export const AgentCreateSchema = z.object({
+  name: z.string(),
+  description: z.string().nullish(),
+  model: z.string().nullish(),
+  tool_groups: z.array(z.string()).nullish(),
+  skills: z.array(z.string()).nullish(),
+  model_settings: ModelSettingsSchema.nullish(),
+  thinking_enabled: z.boolean().nullish(),
+  reasoning_effort: AgentReasoningEffortSchema.nullish(),
+  soul: z.string().nullish(),
+});
+/** A create request. */
+export type AgentCreate = z.infer<typeof AgentCreateSchema>;
+
+/** `PUT /api/agents/{name}` body: every field optional; omitted keeps, explicit null clears (where allowed). */
+export const AgentUpdateSchema = AgentCreateSchema.omit({ name: true });
+/** An update request. */
+export type AgentUpdate = z.infer<typeof AgentUpdateSchema>;
+
+/** The agent as the API returns it (DeerFlow `AgentResponse`): every key present, `soul` always a string. */
+export interface AgentRecord {
+  name: string;
+  description: string;
+  model: string | null;
+  tool_groups: string[] | null;
+  skills: string[] | null;
+  model_settings: { temperature: number | null; max_tokens: number | null } | null;
+  thinking_enabled: boolean | null;
+  reasoning_effort: string | null;
+  soul: string;
+}
+
+/** Fields the API rewrites; any other key of an agent's config.yaml (e.g. `github`) is carried over verbatim. */
+export const MANAGED_FIELDS = ["name", "description", "model", "tool_groups", "skills", "model_settings", "thinking_enabled", "reasoning_effort"] as const;
+
+type Doc = Record<string, unknown>;
+
+/** Block-style YAML, insertion order kept, lists at their parent's indentation, no line folding. */
+export function dumpAgentYaml(doc: Doc): string {
+  return stringifyYaml(doc, { indentSeq: false, lineWidth: 0 });
+}
+
+function cleanSettings(settings: Record<string, unknown> | null | undefined): Doc | null {
+  if (!settings) return null;
+  const out: Doc = {};
+  for (const key of ["temperature", "max_tokens"]) if (settings[key] !== null && settings[key] !== undefined) out[key] = settings[key];
+  return Object.keys(out).length ? out : null;
+}
+
+/**
+ * Custom agents on disk for one agents directory. Every write is atomic (temp file + fsync + rename) and writes to
+ * one agent are serialized, so concurrent writers never interleave or corrupt its files.
+ */
+export class AgentStore {
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  /** @param agentsDir Store root (default `DEER_FLOW_AGENTS_DIR` / `agents/`). */
+  constructor(private readonly agentsDir: string = getAgentsDir()) {}
+
+  /** Runs `fn` after every earlier write to the same agent has finished. */
+  private async serialize<T>(key: string, fn: () => T): Promise<T> {
+    const previous = this.locks.get(key) ?? Promise.resolve();
+    const next = previous.then(fn, fn);
+    const settled = next.then(() => undefined, () => undefined);
+    this.locks.set(key, settled);
+    try {
+      return await next;
+    } finally {
+      if (this.locks.get(key) === settled) this.locks.delete(key);
+    }
+  }
+
+  private dir(name: string, userId: string): string {
+    return agentDir(name, userId, this.agentsDir);
+  }
+
+  private readSoul(dir: string): string {
+    try {
+      return readFileSync(path.join(dir, "SOUL.md"), "utf8");
+    } catch {
+      return "";
+    }
+  }
+
+  /** Reads an agent's raw config document (YAML mapping), or null when it has no config.yaml. */
+  private readDoc(dir: string): Doc | null {
+    const file = path.join(dir, "config.yaml");
+    if (!existsSync(file)) return null;
+    const parsed = parseYaml(readFileSync(file, "utf8")) ?? {};
+    if (typeof parsed !== "object" || Array.isArray(parsed)) throw new ValidationError(`Agent config ${file} is not a mapping`);
+    return parsed as Doc;
+  }
+
+  /**
+   * The agent `name` of `userId` in API shape.
+   * @throws ValidationError for a bad name; NotFoundError "Agent '<name>' not found"; ConfigError for a corrupt file.
+   */
+  get(name: string, userId = "default"): AgentRecord {
+    const config = loadAgentConfig(name, userId, this.agentsDir);
+    const settings = config.model_settings as { temperature?: number | null; max_tokens?: number | null } | null;
+    return {
+      name: config.name,
+      description: config.description ?? "",
+      model: config.model ?? null,
+      tool_groups: config.tool_groups ?? null,
+      skills: config.skills ?? null,
+      model_settings: settings ? { temperature: settings.temperature ?? null, max_tokens: settings.max_tokens ?? null } : null,
+      thinking_enabled: config.thinking_enabled ?? null,
+      reasoning_effort: config.reasoning_effort ?? null,
+      soul: this.readSoul(this.dir(name, userId)),
+    };
+  }
+
+  /** Every loadable agent of `userId`, sorted by name. Directories without config.yaml are skipped; a corrupt agent is skipped with a warning. */
+  list(userId = "default"): AgentRecord[] {
+    const root = path.dirname(this.dir("x", userId));
+    let entries: string[];
+    try {
+      entries = readdirSync(root);
+    } catch {
+      return [];
+    }
+    const out: AgentRecord[] = [];
+    for (const entry of entries) {
+      const full = path.join(root, entry);
+      if (!/^[a-z0-9-]+$/.test(entry) || !statSync(full).isDirectory() || !existsSync(path.join(full, "config.yaml"))) continue;
+      try {
+        out.push(this.get(entry, userId));
+      } catch (err) {
+        getLogger().warn({ agent: entry, err: (err as Error).message }, `skipping agent '${entry}': it cannot be loaded`);
+      }
+    }
+    return out.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Whether `name` is free for `userId`: any existing directory of that name (even without config.yaml) takes it. */
+  isAvailable(name: string, userId = "default"): boolean {
+    return !existsSync(this.dir(name, userId));
+  }
+
+  /**
+   * Creates an agent: config.yaml with only meaningful keys (`name`, `description` if non-empty, `tool_groups`,
+   * `skills`, `model`, `model_settings`, `thinking_enabled`, `reasoning_effort`, each if set) and SOUL.md (the raw
+   * soul, even empty). The directory is claimed with a non-recursive mkdir, so of two simultaneous creates exactly
+   * one wins. @throws ConflictError "Agent '<name>' already exists".
+   */
+  async create(input: AgentCreate, userId = "default"): Promise<AgentRecord> {
+    const name = validateAgentName(input.name);
+    const dir = this.dir(name, userId);
+    return this.serialize(dir, () => {
+      mkdirSync(path.dirname(dir), { recursive: true });
+      try {
+        mkdirSync(dir);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new ConflictError(`Agent '${name}' already exists`);
+        throw err;
+      }
+      try {
+        const doc: Doc = { name };
+        if (input.description) doc.description = input.description;
+        if (input.tool_groups != null) doc.tool_groups = input.tool_groups;
+        if (input.skills != null) doc.skills = input.skills;
+        if (input.model) doc.model = input.model;
+        const settings = cleanSettings(input.model_settings);
+        if (settings) doc.model_settings = settings;
+        if (input.thinking_enabled != null) doc.thinking_enabled = input.thinking_enabled;
+        if (input.reasoning_effort != null) doc.reasoning_effort = input.reasoning_effort;
+        atomicWriteFile(path.join(dir, "config.yaml"), dumpAgentYaml(doc));
+        atomicWriteFile(path.join(dir, "SOUL.md"), input.soul ?? "");
+      } catch (err) {
+        rmSync(dir, { recursive: true, force: true });
+        throw err;
+      }
+      return this.get(name, userId);
+    });
+  }
+
+  /**
+   * Partially updates an agent (DeerFlow `PUT /api/agents/{name}`): omitted keys are kept; for `model`,
+   * `tool_groups`, `skills`, `thinking_enabled`, `reasoning_effort` an explicit null removes the key; a null
+   * `description` means `""`; `model_settings` merges per sub-field (null clears one). Non-managed keys are kept.
+   * `soul` replaces SOUL.md. @throws NotFoundError for an unknown agent; ValidationError for a blank soul
+   * (spec/README.md decision 4: the old soul is kept).
+   */
+  async update(name: string, patch: AgentUpdate, userId = "default"): Promise<AgentRecord> {
+    const lower = validateAgentName(name);
+    const dir = this.dir(lower, userId);
+    if (patch.soul !== undefined && patch.soul !== null && !patch.soul.trim()) {
+      throw new ValidationError("soul must not be empty; send the full SOUL.md text, or omit soul to keep the current one");
+    }
+    return this.serialize(dir, () => {
+      const existing = this.readDoc(dir);
+      if (!existing) throw new NotFoundError(`Agent '${lower}' not found`);
+      const has = (k: keyof AgentUpdate) => Object.prototype.hasOwnProperty.call(patch, k);
+      const configKeys: (keyof AgentUpdate)[] = ["description", "tool_groups", "skills", "model", "model_settings", "thinking_enabled", "reasoning_effort"];
+      if (configKeys.some(has)) {
+        const pick = (k: keyof AgentUpdate) => (has(k) ? patch[k] : existing[k]);
+        const doc: Doc = { name: existing.name ?? lower, description: has("description") ? (patch.description ?? "") : (existing.description ?? "") };
+        for (const k of ["tool_groups", "skills", "model"] as const) {
+          const v = pick(k);
+          if (v !== null && v !== undefined && v !== "") doc[k] = v;
+        }
+        const settings: Doc = { ...(cleanSettings(existing.model_settings as Doc | null) ?? {}) };
+        if (has("model_settings")) {
+          if (patch.model_settings === null) for (const k of Object.keys(settings)) delete settings[k];
+          else for (const [k, v] of Object.entries(patch.model_settings ?? {})) v === null ? delete settings[k] : (settings[k] = v);
+        }
+        if (Object.keys(settings).length) doc.model_settings = settings;
+        for (const k of ["thinking_enabled", "reasoning_effort"] as const) {
+          const v = pick(k);
+          if (v !== null && v !== undefined) doc[k] = v;
+        }
+        for (const [k, v] of Object.entries(existing)) if (!(MANAGED_FIELDS as readonly string[]).includes(k)) doc[k] = v;
+        atomicWriteFile(path.join(dir, "config.yaml"), dumpAgentYaml(doc));
+      }
+      if (patch.soul !== undefined && patch.soul !== null) atomicWriteFile(path.join(dir, "SOUL.md"), patch.soul);
+      return this.get(lower, userId);
+    });
+  }
+
+  /**
+   * Deletes an agent's directory (config, soul, memory).
+   * @throws NotFoundError when absent; ConflictError when the directory holds data but no config.yaml
+   *   (memory-only data is preserved, DeerFlow #4279).
+   */
+  async delete(name: string, userId = "default"): Promise<void> {
+    const lower = validateAgentName(name);
+    const dir = this.dir(lower, userId);
+    await this.serialize(dir, () => {
+      if (!existsSync(dir)) throw new NotFoundError(`Agent '${lower}' not found`);
+      const config = path.join(dir, "config.yaml");
+      if (!existsSync(config) || !statSync(config).isFile()) {
+        throw new ConflictError(`Directory for '${lower}' contains memory data but is not a custom agent; it was preserved`);
+      }
+      rmSync(dir, { recursive: true, force: true });
+    });
+  }
+
+  /** Global user profile (`<agents dir>/USER.md`): trimmed content, or null when missing or blank. */
+  readUserProfile(): string | null {
+    try {
+      return readFileSync(path.join(this.agentsDir, "USER.md"), "utf8").trim() || null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Replaces the user profile (atomically); returns the content as sent, or null when empty. */
+  writeUserProfile(content: string): string | null {
+    mkdirSync(this.agentsDir, { recursive: true });
+    atomicWriteFile(path.join(this.agentsDir, "USER.md"), content);
+    return content || null;
+  }
+}
