@@ -10,7 +10,7 @@ import { ConfigError } from "../errors.js";
 import { getLogger } from "../logger.js";
 import { formatKeyPath, substituteEnv } from "./env-substitution.js";
 import { resolveConfigPath } from "./paths.js";
-import { AppConfigSchema, brandAppConfig, KNOWN_TOP_LEVEL_KEYS, type AppConfig } from "./schema.js";
+import { AppConfigSchema, brandAppConfig, KNOWN_TOP_LEVEL_KEYS, STARTUP_ONLY_FIELDS, type AppConfig, type StartupOnlyField } from "./schema.js";
 
 /** `(mtimeMs, size, sha256-hex)` of a config file; the hash always covers the whole file. */
 export interface FileSignature {
@@ -154,8 +154,9 @@ export function getAppConfig(): AppConfig {
   }
   if (state.config && state.error !== null && sameSignature(state.failedSignature, signature)) return state.config;
   try {
-    const config = parseAppConfigText(text, path);
-    const reloaded = state.config !== null;
+    const previous = state.config;
+    const config = previous ? applyReloadBoundary(previous, parseAppConfigText(text, path)) : parseAppConfigText(text, path);
+    const reloaded = previous !== null;
     Object.assign(state, { config, path, signature, failedSignature: null, error: null });
     state.loggedErrors.clear();
     if (reloaded) getLogger().info({ path }, "config reloaded");
@@ -167,6 +168,24 @@ export function getAppConfig(): AppConfig {
     recordFailure(err);
     return state.config;
   }
+}
+
+/**
+ * Keeps the running value of every restart-only field (`STARTUP_ONLY_FIELDS`) in a reloaded config, logging a
+ * warning naming each field that changed and why it needs a restart. Returns `next` itself when nothing changed.
+ * Mirrors DeerFlow `reload_boundary.py`.
+ */
+export function applyReloadBoundary(previous: AppConfig, next: AppConfig): AppConfig {
+  const changed = (Object.keys(STARTUP_ONLY_FIELDS) as StartupOnlyField[]).filter(
+    (field) => JSON.stringify(previous[field] ?? null) !== JSON.stringify(next[field] ?? null),
+  );
+  if (!changed.length) return next;
+  const kept: Record<string, unknown> = { ...next };
+  for (const field of changed) {
+    getLogger().warn({ field, reason: STARTUP_ONLY_FIELDS[field] }, `config field '${field}' changed but needs a restart (${STARTUP_ONLY_FIELDS[field]}); keeping the running value`);
+    kept[field] = previous[field];
+  }
+  return brandAppConfig(kept as AppConfig);
 }
 
 /** What `getAppConfig()` serves: the source path and the last reload error (null when healthy). */

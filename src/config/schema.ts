@@ -72,18 +72,133 @@ export const LoopDetectionConfigSchema = z
 /** A validated loop-detection section. */
 export type LoopDetectionConfig = z.infer<typeof LoopDetectionConfigSchema>;
 
+/** `token_budget` (DeerFlow `token_budget_config.py`): per-run token limits of TokenBudgetMiddleware. */
+export const TokenBudgetConfigSchema = z
+  .looseObject({
+    enabled: z.boolean().default(false),
+    max_tokens: z.number().int().min(1000).default(200_000),
+    max_input_tokens: nullish(z.number().int().positive()),
+    max_output_tokens: nullish(z.number().int().positive()),
+    warn_threshold: z.number().min(0).max(1).default(0.8),
+    hard_stop_threshold: z.number().min(0).default(1.0),
+  })
+  .refine((c) => c.hard_stop_threshold >= c.warn_threshold, { message: "hard_stop_threshold must be >= warn_threshold", path: ["hard_stop_threshold"] });
+
+/** `tool_search`: deferred MCP tools behind a `tool_search` tool; `auto_promote_top_k` is clamped into 1..5. */
+export const ToolSearchConfigSchema = z.looseObject({
+  enabled: z.boolean().default(false),
+  auto_promote_top_k: z.number().int().default(3).transform((n) => Math.min(5, Math.max(1, n))),
+});
+
+/** `sandbox` (DeerFlow `sandbox_config.py`): provider and tool limits. Restart-only. */
+export const SandboxConfigSchema = z.looseObject({
+  use: z.string().default("deerflow.sandbox.local:LocalSandboxProvider"),
+  allow_host_bash: z.boolean().default(false),
+  mounts: z.array(z.looseObject({ host_path: z.string(), container_path: z.string(), read_only: z.boolean().default(false) })).default([]),
+  bash_output_max_chars: z.number().int().min(0).default(20_000),
+  read_file_output_max_chars: z.number().int().min(0).default(50_000),
+  ls_output_max_chars: z.number().int().min(0).default(20_000),
+  bash_command_timeout: z.number().positive().default(600),
+});
+
+/** `skills`: where SKILL.md files live on the host and in the sandbox. */
+export const SkillsConfigSchema = z.looseObject({
+  path: nullish(z.string()),
+  container_path: z.string().default("/mnt/skills"),
+  deferred_discovery: z.boolean().default(false),
+});
+
+/** `title` (DeerFlow `title_config.py`): automatic thread titles. */
+export const TitleConfigSchema = z.looseObject({
+  enabled: z.boolean().default(true),
+  max_words: z.number().int().min(1).max(20).default(6),
+  max_chars: z.number().int().min(10).max(200).default(60),
+  model_name: nullish(z.string()),
+  prompt_template: nullish(z.string()),
+});
+
+const ContextSizeSchema = z.looseObject({ type: z.enum(["fraction", "tokens", "messages"]), value: z.number() });
+
+/** `summarization` (DeerFlow `summarization_config.py`): context compaction thresholds. */
+export const SummarizationConfigSchema = z.looseObject({
+  enabled: z.boolean().default(false),
+  model_name: nullish(z.string()),
+  trigger: nullish(z.union([ContextSizeSchema, z.array(ContextSizeSchema)])),
+  keep: ContextSizeSchema.default({ type: "messages", value: 20 }),
+  trim_tokens_to_summarize: nullish(z.number().int()).default(4000),
+  summary_prompt: nullish(z.string()),
+  skill_file_read_tool_names: z.array(z.string()).default(["read_file", "read", "view", "cat"]),
+});
+
+/** `memory` (DeerFlow `memory_config.py`): long-term memory; legacy extra keys are tolerated. */
+export const MemoryConfigSchema = z.looseObject({
+  enabled: z.boolean().default(true),
+  mode: z.enum(["middleware", "tool"]).default("middleware"),
+  injection_enabled: z.boolean().default(true),
+  shutdown_flush_timeout_seconds: z.number().min(1).max(300).default(30),
+  manager_class: z.string().default("deermem"),
+  backend_config: z.record(z.string(), z.unknown()).default({}),
+});
+
+/** `subagents`: limits of the `task` tool. */
+export const SubagentsConfigSchema = z.looseObject({
+  max_total_per_run: z.number().int().min(1).max(50).default(6),
+  max_concurrent: z.number().int().min(1).max(4).default(3),
+});
+
+/** `database` (DeerFlow `database_config.py`): the relational store; a file config defaults to SQLite. Restart-only. */
+export const DatabaseConfigSchema = z.looseObject({
+  backend: z.enum(["memory", "sqlite", "postgres"]).default("sqlite"),
+  sqlite_dir: z.string().default(".deer-flow/data"),
+  postgres_url: nullish(z.string()),
+});
+
+/** `stream_bridge`: where run events are buffered between the worker and SSE readers. Restart-only. */
+export const StreamBridgeConfigSchema = z.looseObject({
+  type: z.enum(["memory", "redis"]).default("memory"),
+  queue_maxsize: z.number().int().min(1).default(256),
+  redis_url: nullish(z.string()),
+  max_connections: nullish(z.number().int().positive()),
+  stream_ttl_seconds: z.number().int().positive().default(86_400),
+});
+
+/** `uploads`: limits of `POST /api/threads/{id}/uploads` (bytes). */
+export const UploadsConfigSchema = z.looseObject({
+  max_files: z.number().int().min(1).default(10),
+  max_file_size: z.number().int().min(1).default(50 * 1024 * 1024),
+  max_total_size: z.number().int().min(1).default(100 * 1024 * 1024),
+  auto_convert_documents: z.boolean().default(false),
+});
+
+/** `safety_finish_reason`: turn provider safety stops into a clean termination. */
+export const SafetyFinishReasonConfigSchema = z.looseObject({
+  enabled: z.boolean().default(true),
+  detectors: nullish(z.array(z.looseObject({ use: z.string(), config: z.record(z.string(), z.unknown()).optional() }))),
+});
+
+/**
+ * Fields that take effect only at start-up, each with its reason (DeerFlow `reload_boundary.py`). Their schema
+ * description starts with `startup-only:`; a test pins both directions. On reload a change to one is logged and
+ * the running value is kept.
+ */
+export const STARTUP_ONLY_FIELDS = {
+  log_level: "the logger is created once at start-up",
+  checkpointer: "the checkpoint database is opened once at start-up",
+  database: "the thread/run database is opened once at start-up",
+  stream_bridge: "the stream bridge holds live runs and is created once at start-up",
+  sandbox: "the sandbox provider owns per-thread resources and is created once at start-up",
+} as const;
+
+/** A restart-only top-level field. */
+export type StartupOnlyField = keyof typeof STARTUP_ONLY_FIELDS;
+
+const startupOnly = <T extends z.ZodType>(field: StartupOnlyField, schema: T) => schema.describe(`startup-only: ${STARTUP_ONLY_FIELDS[field]}`);
+
 /** Top-level keys this gateway models; any other top-level key is kept as is and warned about once. */
 export const KNOWN_TOP_LEVEL_KEYS = [
-  "config_version",
-  "log_level",
-  "max_recursion_limit",
-  "models",
-  "tools",
-  "tool_groups",
-  "agents_api",
-  "checkpointer",
-  "token_usage",
-  "loop_detection",
+  "config_version", "log_level", "max_recursion_limit", "models", "tools", "tool_groups", "agents_api", "checkpointer",
+  "token_usage", "token_budget", "loop_detection", "tool_search", "sandbox", "skills", "title", "summarization", "memory",
+  "subagents", "database", "stream_bridge", "uploads", "safety_finish_reason", "extensions",
 ] as const;
 
 /**
@@ -92,15 +207,28 @@ export const KNOWN_TOP_LEVEL_KEYS = [
  */
 export const AppConfigSchema = z.looseObject({
   config_version: nullish(z.number().int()),
-  log_level: z.string().default("info"),
+  log_level: startupOnly("log_level", z.string().default("info")),
   max_recursion_limit: z.number().int().min(1).default(1000),
   models: z.array(ModelConfigSchema).default([]),
   tools: z.array(ToolConfigSchema).default([]),
   tool_groups: z.array(ToolGroupConfigSchema).default([]),
   agents_api: AgentsApiConfigSchema.default({ enabled: false }),
-  checkpointer: nullish(CheckpointerConfigSchema),
+  checkpointer: startupOnly("checkpointer", nullish(CheckpointerConfigSchema)),
   token_usage: TokenUsageConfigSchema.default({ enabled: true }),
+  token_budget: TokenBudgetConfigSchema.default(TokenBudgetConfigSchema.parse({})),
   loop_detection: LoopDetectionConfigSchema.default(LoopDetectionConfigSchema.parse({})),
+  tool_search: ToolSearchConfigSchema.default(ToolSearchConfigSchema.parse({})),
+  sandbox: startupOnly("sandbox", SandboxConfigSchema.default(SandboxConfigSchema.parse({}))),
+  skills: SkillsConfigSchema.default(SkillsConfigSchema.parse({})),
+  title: TitleConfigSchema.default(TitleConfigSchema.parse({})),
+  summarization: SummarizationConfigSchema.default(SummarizationConfigSchema.parse({})),
+  memory: MemoryConfigSchema.default(MemoryConfigSchema.parse({})),
+  subagents: SubagentsConfigSchema.default(SubagentsConfigSchema.parse({})),
+  database: startupOnly("database", DatabaseConfigSchema.default(DatabaseConfigSchema.parse({}))),
+  stream_bridge: startupOnly("stream_bridge", nullish(StreamBridgeConfigSchema)),
+  uploads: UploadsConfigSchema.default(UploadsConfigSchema.parse({})),
+  safety_finish_reason: SafetyFinishReasonConfigSchema.default(SafetyFinishReasonConfigSchema.parse({})),
+  extensions: nullish(z.record(z.string(), z.unknown())),
 });
 
 /** The validated application config. Treat as immutable: `getAppConfig()` hands out the same object until the file changes. */

@@ -1,0 +1,150 @@
+// Port of DeerFlow config/extensions_config.py: MCP servers, skill enabled states and extension middlewares,
+// from `extensions_config.json`. Read from disk on every agent build (it changes independently of config.yaml).
+import { existsSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { ConfigError } from "../errors.js";
+import { getProjectRoot } from "./paths.js";
+
+/** Routing hints of an MCP server or tool; unknown keys rejected, priority clamped into 0..100. */
+export const McpRoutingSchema = z.strictObject({
+  mode: z.enum(["off", "prefer"]).default("off"),
+  priority: z.number().default(0).transform((p) => Math.min(100, Math.max(0, p))),
+  keywords: z.array(z.string()).default([]),
+});
+
+/** One MCP server (`mcpServers.<name>`); unknown keys kept. `transport` is accepted for `type` when `type` is absent. */
+export const McpServerConfigSchema = z.preprocess(
+  (raw) => {
+    if (raw && typeof raw === "object" && !Array.isArray(raw)) {
+      const r = raw as Record<string, unknown>;
+      if (!r.type && typeof r.transport === "string" && r.transport) return { ...r, type: r.transport };
+    }
+    return raw;
+  },
+  z.looseObject({
+    enabled: z.boolean().default(true),
+    type: z.string().default("stdio"),
+    command: z.string().nullish(),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).default({}),
+    url: z.string().nullish(),
+    headers: z.record(z.string(), z.string()).default({}),
+    description: z.string().default(""),
+    routing: McpRoutingSchema.optional(),
+    tools: z.record(z.string(), z.looseObject({ routing: McpRoutingSchema.optional() })).default({}),
+    tool_name_prefix: z.boolean().default(true),
+    tool_call_timeout: z.number().positive().nullish(),
+    session_init_timeout: z.number().positive().default(60),
+    task_toolsets: z.array(z.looseObject({ name: z.string() })).default([]),
+  }),
+);
+/** A validated MCP server entry. */
+export type McpServerConfig = z.infer<typeof McpServerConfigSchema>;
+
+/** The whole file. `mcp_servers` (snake case) is accepted for `mcpServers`. Unknown top-level keys are kept. */
+export const ExtensionsConfigSchema = z.preprocess(
+  (raw) => {
+    if (raw && typeof raw === "object" && !Array.isArray(raw)) {
+      const r = { ...(raw as Record<string, unknown>) };
+      if (r.mcpServers === undefined && r.mcp_servers !== undefined) r.mcpServers = r.mcp_servers;
+      delete r.mcp_servers;
+      return r;
+    }
+    return raw;
+  },
+  z.looseObject({
+    mcpServers: z.record(z.string(), McpServerConfigSchema).default({}),
+    skills: z.record(z.string(), z.looseObject({ enabled: z.boolean().default(true) })).default({}),
+    middlewares: z.array(z.string()).default([]),
+  }),
+);
+/** A validated extensions config. */
+export type ExtensionsConfig = z.infer<typeof ExtensionsConfigSchema>;
+
+/** The empty config used when no file exists (search mode only). */
+export const EMPTY_EXTENSIONS_CONFIG: ExtensionsConfig = { mcpServers: {}, skills: {}, middlewares: [] };
+
+/**
+ * Lenient `$VAR` substitution (DeerFlow `resolve_env_variables` for extensions): same detection rule as
+ * config.yaml (whole string starting with `$`), but an unset variable becomes `""`, never the literal `$VAR`.
+ */
+export function substituteEnvLenient(value: unknown, env: NodeJS.ProcessEnv = process.env): unknown {
+  if (typeof value === "string") return value.startsWith("$") ? (env[value.slice(1)] ?? "") : value;
+  if (Array.isArray(value)) return value.map((v) => substituteEnvLenient(v, env));
+  if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substituteEnvLenient(v, env)]));
+  return value;
+}
+
+const isFile = (p: string) => {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Resolves `extensions_config.json`, first hit wins: 1. `explicitPath` (must exist); 2.
+ * `DEER_FLOW_EXTENSIONS_CONFIG_PATH` (must exist, also when it existed earlier and was deleted); 3. project root
+ * `extensions_config.json`, then legacy `mcp_config.json`; 4. `config/extensions_config.json` under the project
+ * root. Returns null when nothing is found in search mode.
+ * @throws ConfigError (`config_not_found`) naming the parameter or the variable.
+ */
+export function resolveExtensionsConfigPath(explicitPath?: string | null, env: NodeJS.ProcessEnv = process.env): string | null {
+  if (explicitPath) {
+    const p = path.resolve(explicitPath);
+    if (!existsSync(p)) throw new ConfigError(`Extensions config file specified by param \`config_path\` not found at ${p}`, { path: p, code: "config_not_found" });
+    return p;
+  }
+  const fromEnv = env.DEER_FLOW_EXTENSIONS_CONFIG_PATH?.trim();
+  if (fromEnv) {
+    const p = path.resolve(fromEnv);
+    if (!existsSync(p)) {
+      throw new ConfigError(`Extensions config file specified by environment variable \`DEER_FLOW_EXTENSIONS_CONFIG_PATH\` not found at ${p}`, { path: p, code: "config_not_found" });
+    }
+    return p;
+  }
+  const root = getProjectRoot(env);
+  for (const candidate of [path.join(root, "extensions_config.json"), path.join(root, "mcp_config.json"), path.join(root, "config", "extensions_config.json")]) {
+    if (isFile(candidate)) return candidate;
+  }
+  return null;
+}
+
+/**
+ * Loads the extensions config (lenient `$VAR`s). No file in search mode gives the empty config.
+ * @throws ConfigError "... is not valid JSON" for a syntax error, "Failed to load extensions config from <path>: ..."
+ *   for a schema error, or the not-found errors of {@link resolveExtensionsConfigPath}.
+ */
+export function loadExtensionsConfig(explicitPath?: string | null, env: NodeJS.ProcessEnv = process.env): ExtensionsConfig {
+  const file = resolveExtensionsConfigPath(explicitPath, env);
+  if (!file) return structuredClone(EMPTY_EXTENSIONS_CONFIG);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8"));
+  } catch (err) {
+    if (err instanceof SyntaxError) throw new ConfigError(`Extensions config ${file} is not valid JSON: ${err.message}`, { path: file, cause: err });
+    throw new ConfigError(`Failed to load extensions config from ${file}: ${(err as Error).message}`, { path: file, cause: err });
+  }
+  const parsed = ExtensionsConfigSchema.safeParse(substituteEnvLenient(raw, env));
+  if (!parsed.success) {
+    throw new ConfigError(`Failed to load extensions config from ${file}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, { path: file });
+  }
+  return parsed.data;
+}
+
+/** Names of the MCP servers with `enabled: true`. */
+export function enabledMcpServers(config: ExtensionsConfig): string[] {
+  return Object.entries(config.mcpServers).filter(([, s]) => s.enabled).map(([name]) => name);
+}
+
+/**
+ * Whether a skill is enabled: its entry's `enabled` when present, else enabled for the `public` and `custom`
+ * categories and disabled for any other category (DeerFlow `is_skill_enabled`).
+ */
+export function isSkillEnabled(config: ExtensionsConfig, name: string, category: string): boolean {
+  const entry = config.skills[name];
+  if (entry) return entry.enabled;
+  return category === "public" || category === "custom";
+}
