@@ -5,6 +5,12 @@ import { getAppConfigStatus } from "../src/config/app-config.js";
 /** `GET /health` -> 200 `{status: "healthy", service}`, or `{status: "degraded", config_error}` after a bad config edit. */
 export async function healthRoutes(app: FastifyInstance): Promise<void> {
   app.get("/health", async () => {
+    // Check the file now (signature check), so a broken edit shows up even before the next run.
+    try {
+      app.deerflow.getAppConfig();
+    } catch {
+      /* reported through the status below */
+    }
     const { error } = getAppConfigStatus();
     return error ? { status: "degraded", service: "deer-flow-gateway", config_error: error } : { status: "healthy", service: "deer-flow-gateway" };
   });
