@@ -5,7 +5,7 @@ import { MemorySaver } from "@langchain/langgraph";
 import { makeLeadAgent, type LeadAgentConfig } from "../src/agents/lead-agent/agent.js";
 import { loadAppConfig, setAppConfig } from "../src/config/app-config.js";
 import { parseAppConfig, type AppConfig } from "../src/config/schema.js";
-import { measure, type BenchResult } from "./stats.js";
+import { measure, type BenchResult, type BenchSuite } from "./stats.js";
 
 const BUILD_WARMUP = 50;
 const BUILD_ITERATIONS = 500;
@@ -39,10 +39,7 @@ function lastText(result: unknown): string {
 }
 
 /** Result rows plus free-text notes printed under the table. */
-export interface BenchSuite {
-  results: BenchResult[];
-  notes: string[];
-}
+export type { BenchSuite } from "./stats.js";
 
 /**
  * 1. `makeLeadAgent` with the default `config/config.yaml`: 50 warm-up builds, then 500 timed.

@@ -2,11 +2,15 @@
 import os from "node:os";
 import { pino } from "pino";
 import { setLogger } from "../src/logger.js";
-import { runBuildAgentBench, type BenchSuite } from "./build-agent.bench.js";
-import { formatTable } from "./stats.js";
+import { runAppConfigBench } from "./app-config.bench.js";
+import { runBuildAgentBench } from "./build-agent.bench.js";
+import { formatTable, type BenchSuite } from "./stats.js";
 
 /** Every benchmark suite, in run order. */
-const SUITES: { title: string; run: () => Promise<BenchSuite> }[] = [{ title: "Lead agent build and first run", run: runBuildAgentBench }];
+const SUITES: { title: string; run: () => Promise<BenchSuite> }[] = [
+  { title: "Lead agent build and first run", run: runBuildAgentBench },
+  { title: "Config: getAppConfig cost and hot reload", run: runAppConfigBench },
+];
 
 // Per-build warnings (e.g. "Thinking mode is enabled but model ... does not support it") would flood the tables;
 // LOG_LEVEL=warn npm run bench shows them.

@@ -6,6 +6,12 @@ export interface BenchResult {
   samples: number[];
 }
 
+/** What a benchmark suite returns: its table rows and free-text notes printed under the table. */
+export interface BenchSuite {
+  results: BenchResult[];
+  notes: string[];
+}
+
 /** Summary statistics of a sample set, in milliseconds. */
 export interface Summary {
   n: number;
