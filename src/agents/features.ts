@@ -96,8 +96,16 @@ export function Prev(anchor: MiddlewareClass) {
   return record("prev", anchor);
 }
 
-/** The anchors of a middleware instance's class (own class only, as DeerFlow reads class attributes). */
+/**
+ * The anchors of a middleware instance's class. Like DeerFlow's `getattr(type(mw), "_next_anchor")`, an anchor is
+ * inherited: each of `next` / `prev` comes from the nearest class in the inheritance chain that declares it.
+ */
 export function getAnchors(middleware: AgentMiddleware): Anchors {
-  const ctor = (middleware as object).constructor;
-  return (ctor && anchors.get(ctor)) ?? {};
+  const out: Anchors = {};
+  for (let ctor: unknown = (middleware as object).constructor; typeof ctor === "function"; ctor = Object.getPrototypeOf(ctor)) {
+    const own = anchors.get(ctor);
+    if (own?.next && !out.next) out.next = own.next;
+    if (own?.prev && !out.prev) out.prev = own.prev;
+  }
+  return out;
 }

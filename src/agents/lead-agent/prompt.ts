@@ -11,7 +11,7 @@ export interface PromptOptions {
   subagentEnabled?: boolean;
   /** Max `task` calls per response (clamped to 1..4, default 3). */
   maxConcurrentSubagents?: number;
-  /** Max `task` calls per run (clamped to 1..50, default 6). */
+  /** Max `task` calls per run (clamped to 1..50; null or 0 means the default 6). */
   maxTotalSubagents?: number | null;
   /** A pre-rendered `<skill_system>` section, or empty. */
   skillsSection?: string;
@@ -57,7 +57,7 @@ function subagentParts(n: number, total: number) {
 export function applyPromptTemplate(options: PromptOptions = {}): string {
   const name = options.agentName || "DeerFlow 2.0";
   const n = clamp(options.maxConcurrentSubagents ?? 3, 1, 4);
-  const total = clamp(options.maxTotalSubagents ?? 6, 1, 50);
+  const total = clamp(options.maxTotalSubagents || 6, 1, 50); // 0 and null mean "default", as upstream `or`
   const sub = options.subagentEnabled ? subagentParts(n, total) : { thinking: "", section: "", reminder: "" };
   const soul = options.soul?.trim() ? `<soul>\n${escapePromptText(options.soul.trim())}\n</soul>\n` : "";
   const selfUpdate = options.agentName

@@ -21,20 +21,34 @@ export interface ClarificationOption {
   value: string;
 }
 
+/** Scalar leaves of a mapping, in source order (DeerFlow flattens XML-to-dict option payloads this way). */
+function flattenLeaves(value: unknown, out: unknown[] = []): unknown[] {
+  if (Array.isArray(value)) for (const v of value) flattenLeaves(v, out);
+  else if (value && typeof value === "object") for (const v of Object.values(value)) flattenLeaves(v, out);
+  else if (typeof value === "string" || typeof value === "number") out.push(value);
+  return out;
+}
+
 /**
- * Normalizes the `options` argument: a JSON-string array is decoded, a plain string is one option, objects
- * give their `label`/`value`/`text`, XML-like tags are stripped, values trimmed, blanks and duplicates dropped.
+ * Normalizes the `options` argument: a JSON string is decoded first (an array gives its items, a scalar one
+ * option, `null` none), a non-JSON string is one option, a mapping is flattened to its scalar leaves; list items
+ * that are objects give their `label`/`value`/`text`. XML-like tags are stripped, values trimmed, blanks and
+ * duplicates dropped.
  */
 export function normalizeOptions(raw: unknown): ClarificationOption[] {
-  let list: unknown[] = [];
-  if (typeof raw === "string") {
+  let value = raw;
+  if (typeof value === "string") {
     try {
-      const parsed = JSON.parse(raw);
-      list = Array.isArray(parsed) ? parsed : [raw];
+      value = JSON.parse(value);
     } catch {
-      list = [raw];
+      /* a plain string is one option */
     }
-  } else if (Array.isArray(raw)) list = raw;
+  }
+  let list: unknown[];
+  if (value === null || value === undefined) list = [];
+  else if (Array.isArray(value)) list = value;
+  else if (typeof value === "object") list = flattenLeaves(value);
+  else list = [value];
   const seen = new Set<string>();
   const out: ClarificationOption[] = [];
   for (const item of list) {
@@ -68,8 +82,9 @@ export function formatClarification(args: Record<string, unknown>, options: Clar
 
 /**
  * Intercepts `ask_clarification` calls (hook: wrapToolCall; other tools pass through) and ends the turn with the
- * formatted question as the tool result, id `clarification:<call id>` (or a content hash when the call has no
- * id), artifact `{human_input: {...}}` describing the request for UIs. The tool's `returnDirect` flag makes the
+ * formatted question as the tool result, id `clarification:<call id>` (or `clarification:<first 16 hex of the
+ * text's sha256>` when the call has no id), artifact `{human_input: {...}}` describing the request for UIs, whose
+ * `request_id` is that same id. The tool's `returnDirect` flag makes the
  * agent stop after it. With `context.disable_clarification` truthy, the result instead tells the model to
  * proceed on its own, marked `status: "error"` so the loop continues.
  */
@@ -92,7 +107,7 @@ export class ClarificationMiddleware extends DeerflowMiddleware {
     const args = (request.toolCall.args ?? {}) as Record<string, unknown>;
     const options = normalizeOptions(args.options);
     const text = formatClarification(args, options);
-    const requestId = callId ?? createHash("sha256").update(text).digest("hex").slice(0, 16);
+    const requestId = `clarification:${callId || createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
     const payload: Record<string, unknown> = {
       version: 1,
       kind: "human_input_request",
@@ -106,8 +121,8 @@ export class ClarificationMiddleware extends DeerflowMiddleware {
       ...(options.length ? { options } : {}),
     };
     return new ToolMessage({
-      id: `clarification:${requestId}`,
-      tool_call_id: callId ?? `clarification:${requestId}`,
+      id: requestId,
+      tool_call_id: callId || requestId,
       name: "ask_clarification",
       content: text,
       artifact: { human_input: payload },

@@ -1,0 +1,77 @@
+import { AIMessage, HumanMessage } from "@langchain/core/messages";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ThreadDataMiddleware, threadDataPaths } from "../../../src/agents/middlewares/thread-data.js";
+
+let base: string;
+beforeEach(() => {
+  base = mkdtempSync(path.join(tmpdir(), "threads-"));
+});
+afterEach(() => rmSync(base, { recursive: true, force: true }));
+
+type Update = { thread_data: Record<string, string>; messages?: HumanMessage[] };
+
+describe("ThreadDataMiddleware.beforeAgent (agent-factory.md §6.1, AF-052)", () => {
+  it("records the thread's directories under the runtime user's bucket without creating them when lazy", () => {
+    const mw = new ThreadDataMiddleware({ baseDir: base, lazyInit: true });
+    const update = mw.beforeAgent({ messages: [] }, { context: { thread_id: "thread-123", user_id: "runtime-user" } }) as Update;
+    const root = path.join(base, "users", "runtime-user", "threads", "thread-123", "user-data");
+    expect(update.thread_data).toEqual({
+      workspace_path: path.join(root, "workspace"),
+      uploads_path: path.join(root, "uploads"),
+      outputs_path: path.join(root, "outputs"),
+    });
+    expect(existsSync(root)).toBe(false);
+  });
+
+  it("creates the directories when lazyInit is false", () => {
+    const update = new ThreadDataMiddleware({ baseDir: base, lazyInit: false }).beforeAgent({ messages: [] }, { context: { thread_id: "t1" } }) as Update;
+    for (const p of Object.values(update.thread_data)) expect(existsSync(p)).toBe(true);
+    expect(update.thread_data.workspace_path).toContain(path.join("users", "default", "threads", "t1"));
+  });
+
+  it("falls back to configurable.thread_id and user_id", () => {
+    const update = new ThreadDataMiddleware({ baseDir: base }).beforeAgent({ messages: [] }, { context: {}, configurable: { thread_id: "cfg-thread", user_id: "u2" } }) as Update;
+    expect(update.thread_data.outputs_path).toBe(path.join(base, "users", "u2", "threads", "cfg-thread", "user-data", "outputs"));
+  });
+
+  it("fails clearly when no thread id is available anywhere", () => {
+    const mw = new ThreadDataMiddleware({ baseDir: base });
+    expect(() => mw.beforeAgent({ messages: [] }, { context: {}, configurable: {} })).toThrow("Thread ID is required in runtime context or config.configurable");
+    expect(() => mw.beforeAgent({ messages: [] }, {})).toThrow("Thread ID is required");
+  });
+
+  it("rejects an unsafe thread id", () => {
+    expect(() => new ThreadDataMiddleware({ baseDir: base }).beforeAgent({ messages: [] }, { context: { thread_id: "../escape" } })).toThrow("Invalid thread id");
+  });
+
+  it("stamps the newest human message: same id and content, name user-input, run_id and a UTC ISO timestamp", () => {
+    const human = new HumanMessage({ id: "h1", content: "hello", additional_kwargs: { files: [] } });
+    const update = new ThreadDataMiddleware({ baseDir: base }).beforeAgent({ messages: [human] }, { context: { thread_id: "t", run_id: "run-9" } }) as Update;
+    const stamped = update.messages![0];
+    expect(stamped.id).toBe("h1");
+    expect(stamped.content).toBe("hello");
+    expect(stamped.name).toBe("user-input");
+    expect(stamped.additional_kwargs.run_id).toBe("run-9");
+    expect(stamped.additional_kwargs.files).toEqual([]);
+    expect(String(stamped.additional_kwargs.timestamp)).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  });
+
+  it("keeps an existing name and does not touch a last message that is not human", () => {
+    const mw = new ThreadDataMiddleware({ baseDir: base });
+    const named = mw.beforeAgent({ messages: [new HumanMessage({ id: "h", content: "x", name: "alice" })] }, { context: { thread_id: "t" } }) as Update;
+    expect(named.messages![0].name).toBe("alice");
+    const afterAi = mw.beforeAgent({ messages: [new HumanMessage("x"), new AIMessage("y")] }, { context: { thread_id: "t" } }) as Update;
+    expect(afterAi).not.toHaveProperty("messages");
+  });
+});
+
+describe("threadDataPaths", () => {
+  it("validates both ids as safe path segments", () => {
+    expect(() => threadDataPaths(base, "a/b", "t")).toThrow("Invalid user id");
+    expect(() => threadDataPaths(base, "u", "")).toThrow("Invalid thread id");
+    expect(() => threadDataPaths(base, "u", "x".repeat(129))).toThrow("Invalid thread id");
+  });
+});
