@@ -6,6 +6,7 @@ import { DeerflowError, type ErrorCode } from "../src/errors.js";
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   config_invalid: 503,
   config_not_found: 503,
+  agent_config_invalid: 500,
   invalid_request: 400,
   validation_failed: 422,
   not_found: 404,

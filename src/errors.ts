@@ -5,6 +5,7 @@
 export type ErrorCode =
   | "config_invalid"
   | "config_not_found"
+  | "agent_config_invalid"
   | "invalid_request"
   | "validation_failed"
   | "not_found"
@@ -40,7 +41,7 @@ export class DeerflowError extends Error {
 export class ConfigError extends DeerflowError {
   /** Absolute path of the config file concerned, when known. */
   readonly path?: string;
-  constructor(message: string, options?: { path?: string; cause?: unknown; code?: "config_invalid" | "config_not_found" }) {
+  constructor(message: string, options?: { path?: string; cause?: unknown; code?: "config_invalid" | "config_not_found" | "agent_config_invalid" }) {
     super(options?.code ?? "config_invalid", message, options);
     this.path = options?.path;
   }

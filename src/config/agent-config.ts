@@ -12,6 +12,14 @@ import { getAgentsDir } from "./paths.js";
 export const AGENT_NAME_PATTERN = /^[A-Za-z0-9-]+$/;
 const USER_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
 
+/** Per-agent sampling overrides (DeerFlow `AgentModelSettings`): unknown keys rejected, null = inherit. */
+export const ModelSettingsSchema = z.strictObject({
+  temperature: z.number().min(0).max(2).nullish(),
+  max_tokens: z.number().int().min(1).max(200_000).nullish(),
+});
+/** Allowed `reasoning_effort` values of an agent (`minimal` and others are invalid). */
+export const AgentReasoningEffortSchema = z.enum(["low", "medium", "high"]);
+
 /** A custom agent's `config.yaml` (DeerFlow `AgentConfig`). `null` / absent fields mean "do not override". */
 export const AgentConfigSchema = z.looseObject({
   name: z.string().optional(),
@@ -19,9 +27,9 @@ export const AgentConfigSchema = z.looseObject({
   model: z.string().nullable().default(null),
   tool_groups: z.array(z.string()).nullable().default(null),
   skills: z.array(z.string()).nullable().default(null),
-  model_settings: z.record(z.string(), z.unknown()).nullable().default(null),
+  model_settings: ModelSettingsSchema.nullable().default(null),
   thinking_enabled: z.boolean().nullable().default(null),
-  reasoning_effort: z.string().nullable().default(null),
+  reasoning_effort: AgentReasoningEffortSchema.nullable().default(null),
 });
 /** A validated custom agent definition. */
 export type AgentConfig = z.infer<typeof AgentConfigSchema> & { name: string };
@@ -59,22 +67,26 @@ function readOptional(file: string): string | null {
 /**
  * Loads `<agents dir>/<user>/<name>/config.yaml`. Mirrors DeerFlow `load_agent_config`.
  * @throws ValidationError for an invalid name. @throws NotFoundError "Agent '<name>' not found" when the
- *   directory has no config.yaml. @throws ConfigError when the file is not valid YAML or fails the schema.
+ *   directory has no config.yaml. @throws ConfigError (code `agent_config_invalid`, HTTP 500 with its message) when the file is not valid YAML or
+ *   fails the schema.
  */
 export function loadAgentConfig(name: string, userId = "default", agentsDir = getAgentsDir()): AgentConfig {
   const dir = agentDir(name, userId, agentsDir);
   const file = path.join(dir, "config.yaml");
   const text = readOptional(file);
   if (text === null) throw new NotFoundError(`Agent '${name.toLowerCase()}' not found`);
+  // Shown relative to the store, so messages that reach clients carry no host paths.
+  const shown = path.relative(agentsDir, file);
   let raw: unknown;
   try {
     raw = parseYaml(text) ?? {};
   } catch (err) {
-    throw new ConfigError(`Failed to parse agent config ${file}: ${(err as Error).message.split("\n")[0]}`, { path: file, cause: err });
+    throw new ConfigError(`Failed to parse agent config ${shown}: ${(err as Error).message.split("\n")[0]}`, { path: file, cause: err, code: "agent_config_invalid" });
   }
   const parsed = AgentConfigSchema.safeParse(raw);
   if (!parsed.success) {
-    throw new ConfigError(`Invalid agent config ${file}: ${parsed.error.issues.map((i) => `${formatKeyPath(i.path)}: ${i.message}`).join("; ")}`, { path: file });
+    const issues = parsed.error.issues.map((i) => `${formatKeyPath(i.path)}: ${i.message}`).join("; ");
+    throw new ConfigError(`Invalid agent config ${shown}: ${issues}`, { path: file, code: "agent_config_invalid" });
   }
   return { ...parsed.data, name: path.basename(dir) };
 }

@@ -6,17 +6,10 @@ import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { z } from "zod";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { getLogger } from "../logger.js";
-import { agentDir, loadAgentConfig, validateAgentName } from "./agent-config.js";
+import { AgentReasoningEffortSchema, agentDir, loadAgentConfig, ModelSettingsSchema, validateAgentName } from "./agent-config.js";
 import { atomicWriteFile } from "./atomic-write.js";
 import { getAgentsDir } from "./paths.js";
 
-/** Per-agent sampling overrides (DeerFlow `AgentModelSettings`): unknown keys rejected, null = inherit. */
-export const ModelSettingsSchema = z.strictObject({
-  temperature: z.number().min(0).max(2).nullish(),
-  max_tokens: z.number().int().min(1).max(200_000).nullish(),
-});
-/** Allowed `reasoning_effort` values of an agent. */
-export const AgentReasoningEffortSchema = z.enum(["low", "medium", "high"]);
 
 /** `POST /api/agents` body. Unknown top-level keys are ignored. */
 export const AgentCreateSchema = z.object({

@@ -186,3 +186,17 @@ describe("agents API under concurrency", () => {
     expect([a.statusCode, b.statusCode].sort()).toEqual([201, 409]);
   });
 });
+
+describe("agent files edited by hand", () => {
+  it("reports an agent whose config.yaml breaks the model_settings rules as unloadable, and skips it in the list", async () => {
+    await req("POST", "/api/agents", { name: "good", soul: "g" });
+    mkdirSync(path.join(agents, "hot"), { recursive: true });
+    writeFileSync(path.join(agents, "hot/config.yaml"), "name: hot\nmodel_settings:\n  temperature: 2.5\n  top_p: 1\nreasoning_effort: turbo\n");
+    const res = await req("GET", "/api/agents/hot");
+    expect(res.statusCode).toBe(500);
+    expect(res.json().detail).toBe(
+      "Invalid agent config default/hot/config.yaml: model_settings.temperature: Too big: expected number to be <=2; model_settings: Unrecognized key: \"top_p\"; reasoning_effort: Invalid option: expected one of \"low\"|\"medium\"|\"high\"",
+    );
+    expect((await req("GET", "/api/agents")).json().agents.map((a: any) => a.name)).toEqual(["good"]);
+  });
+});
