@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { validateAgentName } from "../src/config/agent-config.js";
-import { AgentCreateSchema, AgentStore, AgentUpdateSchema } from "../src/config/agent-store.js";
+import { AgentCreateSchema, AgentUpdateSchema } from "../src/config/agent-store.js";
 import { DeerflowError, ValidationError } from "../src/errors.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 
@@ -23,8 +23,8 @@ const ProfileSchema = z.object({ content: z.string().nullish() });
 type NameParams = { Params: { name: string } };
 
 /** Registers `/agents`, `/agents/check`, `/agents/:name` and `/user-profile` (mounted under `/api`). */
-export async function agentRoutes(app: FastifyInstance, opts: { store?: AgentStore }): Promise<void> {
-  const store = opts.store ?? new AgentStore();
+export async function agentRoutes(app: FastifyInstance): Promise<void> {
+  const store = app.deerflow.agents;
   const userId = (_request: FastifyRequest) => "default";
 
   /** Gate every route on the live config (DeerFlow `_require_agents_api_enabled`). */

@@ -5,15 +5,21 @@
 //   GET  /api/models, /api/models/:name           models.ts
 //   GET  /api/agents, /api/agents/check?name=     agents.ts    (gated by agents_api.enabled)
 //   GET|PUT|DELETE /api/agents/:name, POST /api/agents, GET|PUT /api/user-profile
-//   POST /threads                                 threads.ts   (also under /api)
-//   GET  /threads/:thread_id                      threads.ts
-//   GET  /threads/:thread_id/state                threads.ts
-//   GET  /threads/:thread_id/runs                 runs.ts
-//   GET  /threads/:thread_id/runs/:run_id         runs.ts
-//   POST /threads/:thread_id/runs/stream          runs.ts      (SSE)
-//   POST /runs/stream                             runs.ts      (SSE, stateless)
+//   POST /threads, /threads/search                threads.ts   (every LangGraph route also under /api)
+//   GET|PATCH|DELETE /threads/:thread_id          threads.ts
+//   GET|POST /threads/:thread_id/state            threads.ts
+//   POST /threads/:thread_id/history              threads.ts
+//   POST /threads/:thread_id/runs[/stream|/wait]  runs.ts      (stream = SSE)
+//   POST /runs[/stream|/wait]                     runs.ts      (stateless)
+//   GET  /threads/:thread_id/runs[/:run_id]       runs.ts
+//   DELETE /threads/:thread_id/runs/:run_id       runs.ts
+//   POST /threads/:thread_id/runs/:run_id/cancel  runs.ts      (?wait=0|1&action=interrupt|rollback)
+//   GET  /threads/:thread_id/runs/:run_id/join    runs.ts      (final state as JSON)
+//   GET|POST /threads/:thread_id/runs/:run_id/stream  runs.ts  (join stream, Last-Event-ID; POST cancels first)
+//   POST /assistants/search, GET /assistants/:id[/graph|/schemas]  assistants.ts
 import type { FastifyInstance } from "fastify";
 import { agentRoutes } from "./agents.js";
+import { assistantRoutes } from "./assistants.js";
 import { healthRoutes } from "./health.js";
 import { modelRoutes } from "./models.js";
 import { runRoutes } from "./runs.js";
@@ -27,5 +33,6 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
   for (const prefix of ["", "/api"]) {
     await app.register(threadRoutes, { prefix });
     await app.register(runRoutes, { prefix });
+    await app.register(assistantRoutes, { prefix });
   }
 }

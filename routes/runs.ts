@@ -1,40 +1,132 @@
-// Run routes (LangGraph API): streamed runs on a thread or stateless, and run lookup.
-import type { FastifyInstance, FastifyReply } from "fastify";
-import { NotFoundError } from "../src/errors.js";
+// Run routes (LangGraph API): create / stream / wait on a thread or stateless, list, get, cancel, join, join-stream.
+// Every creating route goes through RunService.start (one run-creation path).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
+import { isTerminal, type ActiveRun, type RunStatus } from "../src/runtime/run-manager.js";
+import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
 import { streamRunEvents } from "./sse.js";
+
+const boolish = z.union([z.boolean(), z.enum(["0", "1", "true", "false"])]).transform((v) => v === true || v === "1" || v === "true");
+const CancelQuerySchema = z.looseObject({ wait: boolish.default(false), action: z.enum(["interrupt", "rollback"]).default("interrupt") });
+const ListQuerySchema = z.looseObject({
+  limit: z.coerce.number().int().min(1).max(1000).default(10),
+  offset: z.coerce.number().int().min(0).default(0),
+  status: z.enum(["pending", "running", "success", "error", "timeout", "interrupted"]).optional(),
+});
+const JoinQuerySchema = z.looseObject({ cancel_on_disconnect: boolish.default(false) });
+
+function parse<T>(schema: z.ZodType<T>, value: unknown, root: string): T {
+  const parsed = schema.safeParse(value ?? {});
+  if (!parsed.success) throw new ValidationError(`Invalid ${root}`, zodIssuesToDetail(parsed.error.issues, root));
+  return parsed.data;
+}
+
+type ThreadParams = { Params: { thread_id: string } };
+type RunParams = { Params: { thread_id: string; run_id: string } };
 
 /** Registers the run routes under the given prefix (`""` or `/api`). */
 export async function runRoutes(app: FastifyInstance, opts: { prefix?: string }): Promise<void> {
   const { runService, runs, bridge } = app.deerflow;
   const base = opts.prefix ?? "";
+  const location = (run: ActiveRun) => `${base}/threads/${run.record.thread_id}/runs/${run.record.run_id}`;
 
-  /** Starts the run (all validation before the first byte), then streams it. */
+  /** Cancels `run` when the client goes away before it finished and the policy says so. */
+  const cancelOnClientGone = (request: FastifyRequest, run: ActiveRun, enabled: boolean) => {
+    const onClose = () => {
+      if (enabled && !run.finished) void runs.cancel(run.record.thread_id, run.record.run_id, "interrupt", false).catch(() => {});
+    };
+    request.raw.socket?.once("close", onClose);
+    void run.done.then(() => request.raw.socket?.off("close", onClose));
+  };
+
+  const findRun = (threadId: string, runId: string) => {
+    assertThreadId(threadId);
+    const record = runs.get(runId, threadId);
+    if (!record) throw new NotFoundError(`Run ${runId} not found`);
+    return record;
+  };
+
   async function stream(threadId: string | null, body: unknown, reply: FastifyReply): Promise<void> {
     const { run } = await runService.start(threadId, body);
-    const { thread_id: tid, run_id: rid } = run.record;
-    reply.header("Content-Location", `${base}/threads/${tid}/runs/${rid}`);
+    reply.header("Content-Location", location(run));
     await streamRunEvents(reply, bridge, run, { cancelOnDisconnect: run.onDisconnect === "cancel" });
   }
 
-  app.post<{ Params: { thread_id: string } }>("/threads/:thread_id/runs/stream", { sse: "manual" }, async (request, reply) => {
-    await stream(request.params.thread_id, request.body, reply);
-  });
+  async function wait(threadId: string | null, body: unknown, request: FastifyRequest, reply: FastifyReply) {
+    const { run } = await runService.start(threadId, body);
+    reply.header("Content-Location", location(run));
+    cancelOnClientGone(request, run, run.onDisconnect === "cancel");
+    return runService.result(run);
+  }
 
-  app.post("/runs/stream", { sse: "manual" }, async (request, reply) => {
-    await stream(null, request.body, reply);
-  });
+  async function create(threadId: string | null, body: unknown, reply: FastifyReply) {
+    const { run } = await runService.start(threadId, body);
+    reply.header("Content-Location", location(run));
+    return run.record;
+  }
 
-  app.get<{ Params: { thread_id: string } }>("/threads/:thread_id/runs", async (request) => {
+  app.post<ThreadParams>("/threads/:thread_id/runs/stream", { sse: "manual" }, (req, reply) => stream(req.params.thread_id, req.body, reply));
+  app.post("/runs/stream", { sse: "manual" }, (req, reply) => stream(null, req.body, reply));
+  app.post<ThreadParams>("/threads/:thread_id/runs/wait", (req, reply) => wait(req.params.thread_id, req.body, req, reply));
+  app.post("/runs/wait", (req, reply) => wait(null, req.body, req, reply));
+  app.post<ThreadParams>("/threads/:thread_id/runs", (req, reply) => create(req.params.thread_id, req.body, reply));
+  app.post("/runs", (req, reply) => create(null, req.body, reply));
+
+  app.get<ThreadParams>("/threads/:thread_id/runs", async (request) => {
     assertThreadId(request.params.thread_id);
-    return runs.list(request.params.thread_id);
+    const query = parse(ListQuerySchema, request.query, "query");
+    return runs.list(request.params.thread_id, { limit: query.limit, offset: query.offset, status: query.status as RunStatus | undefined });
   });
 
-  app.get<{ Params: { thread_id: string; run_id: string } }>("/threads/:thread_id/runs/:run_id", async (request) => {
+  app.get<RunParams>("/threads/:thread_id/runs/:run_id", async (request) => findRun(request.params.thread_id, request.params.run_id));
+
+  app.delete<RunParams>("/threads/:thread_id/runs/:run_id", async (request, reply) => {
+    const record = findRun(request.params.thread_id, request.params.run_id);
+    if (!isTerminal(record.status) || runs.getActive(record.run_id)?.finished === false) {
+      throw new ConflictError(`Run ${record.run_id} is still active; cancel it first`);
+    }
+    runs.delete(record.run_id);
+    return reply.code(204).send();
+  });
+
+  app.post<RunParams>("/threads/:thread_id/runs/:run_id/cancel", async (request, reply) => {
     const { thread_id: threadId, run_id: runId } = request.params;
     assertThreadId(threadId);
-    const run = runs.get(runId, threadId);
-    if (!run) throw new NotFoundError(`Run ${runId} not found`);
-    return run.record;
+    const query = parse(CancelQuerySchema, request.query, "query");
+    await runs.cancel(threadId, runId, query.action, query.wait);
+    return reply.code(query.wait ? 204 : 202).send();
+  });
+
+  app.get<RunParams>("/threads/:thread_id/runs/:run_id/join", async (request) => {
+    const record = findRun(request.params.thread_id, request.params.run_id);
+    const query = parse(JoinQuerySchema, request.query, "query");
+    const run = runs.getActive(record.run_id);
+    if (run && !run.finished) {
+      cancelOnClientGone(request, run, query.cancel_on_disconnect);
+      return runService.result(run);
+    }
+    return runService.resultOf(record);
+  });
+
+  /** Joins a run's event stream: replay from `Last-Event-ID` (everything retained for a malformed id), then live. */
+  const joinStream = async (request: FastifyRequest<RunParams>, reply: FastifyReply, action?: "interrupt" | "rollback", waitFirst = false) => {
+    const record = findRun(request.params.thread_id, request.params.run_id);
+    const query = parse(JoinQuerySchema, request.query, "query");
+    if (action) {
+      await runs.cancel(record.thread_id, record.run_id, action, waitFirst);
+      if (waitFirst) return reply.code(204).send();
+    }
+    const run = runs.getActive(record.run_id);
+    const lastEventId = (request.headers["last-event-id"] as string | undefined) ?? null;
+    await streamRunEvents(reply, bridge, run ?? { record, finished: true }, { lastEventId, cancelOnDisconnect: query.cancel_on_disconnect });
+  };
+
+  app.get<RunParams>("/threads/:thread_id/runs/:run_id/stream", { sse: "manual" }, (request, reply) => joinStream(request, reply));
+
+  app.post<RunParams>("/threads/:thread_id/runs/:run_id/stream", { sse: "manual" }, (request, reply) => {
+    const query = parse(CancelQuerySchema, request.query, "query");
+    return joinStream(request, reply, (request.query as Record<string, unknown>).action ? query.action : undefined, query.wait);
   });
 }

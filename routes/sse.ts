@@ -1,16 +1,18 @@
 // The one SSE writer: streams a run's bridge events in the LangGraph wire format (spec gateway.md section 2).
 import type { FastifyReply } from "fastify";
 import type { ActiveRun } from "../src/runtime/run-manager.js";
-import { isTerminal } from "../src/runtime/run-manager.js";
 import type { StreamBridge } from "../src/runtime/stream-bridge.js";
 
 /** Options of {@link streamRunEvents}. */
 export interface StreamRunOptions {
   /** Resume after this event id (`Last-Event-ID`). */
   lastEventId?: string | null;
-  /** Cancel the run when the client goes away before the end. */
+  /** Cancel the run (interrupt) when the client goes away before its end. */
   cancelOnDisconnect: boolean;
 }
+
+/** The part of a run the SSE writer needs: its id, and its control object while it is in flight. */
+export type StreamableRun = Pick<ActiveRun, "record"> & Partial<Pick<ActiveRun, "controller" | "finished" | "cancelAction">>;
 
 /**
  * Writes a run's events to an SSE reply: `id:` / `event:` / `data:` frames (string ids, JSON data), then `end`
@@ -18,7 +20,7 @@ export interface StreamRunOptions {
  * happens here before the first event. Each send is raced against the connection closing, so a client that stops
  * reading and disconnects never leaves the handler stuck (notes/dependencies.md section 4).
  */
-export async function streamRunEvents(reply: FastifyReply, bridge: StreamBridge, run: ActiveRun, options: StreamRunOptions): Promise<void> {
+export async function streamRunEvents(reply: FastifyReply, bridge: StreamBridge, run: StreamableRun, options: StreamRunOptions): Promise<void> {
   const sse = reply.sse;
   const stop = new AbortController();
   const closed = new Promise<"closed">((resolve) => sse.onClose(() => resolve("closed")));
@@ -39,5 +41,7 @@ export async function streamRunEvents(reply: FastifyReply, bridge: StreamBridge,
     }
     if (item.kind !== "event") break;
   }
-  if ((clientGone || stop.signal.aborted) && options.cancelOnDisconnect && !isTerminal(run.record.status)) run.controller.abort();
+  if ((clientGone || stop.signal.aborted) && options.cancelOnDisconnect && run.finished === false && !run.cancelAction) {
+    await reply.server.deerflow.runs.cancel(run.record.thread_id, run.record.run_id, "interrupt", false).catch(() => undefined);
+  }
 }

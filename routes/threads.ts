@@ -1,48 +1,119 @@
-// Thread routes (LangGraph API): create, get, state.
+// Thread routes (LangGraph API): create, search, get, patch, delete, state get/update, history.
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { NotFoundError, ValidationError } from "../src/errors.js";
-import { assertThreadId } from "../src/runtime/run-service.js";
+import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
+import { assertThreadId } from "../src/runtime/run-service.js";
 import { readThreadState } from "../src/runtime/thread-state-reader.js";
 import type { ThreadRecord } from "../src/runtime/thread-store.js";
 
-/** `POST /threads` body; the SDK may add `if_exists`, `supersteps`, `ttl`, `graph_id` (accepted, ignored). */
-const ThreadCreateSchema = z.looseObject({
-  thread_id: z.string().nullish(),
-  metadata: z.record(z.string(), z.unknown()).nullish(),
+const metadataSchema = z.record(z.string(), z.unknown());
+/** `POST /threads`; the SDK may add `supersteps`, `ttl`, `graph_id` (accepted, ignored). */
+const ThreadCreateSchema = z.looseObject({ thread_id: z.string().nullish(), metadata: metadataSchema.nullish(), if_exists: z.enum(["raise", "do_nothing"]).nullish() });
+/** `POST /threads/search`; the SDK may add `select`, `values`, `extract` (accepted, ignored). */
+const ThreadSearchSchema = z.looseObject({
+  metadata: metadataSchema.nullish(),
+  status: z.enum(["idle", "busy", "interrupted", "error"]).nullish(),
+  ids: z.array(z.string()).nullish(),
+  limit: z.number().int().min(1).max(1000).default(10),
+  offset: z.number().int().min(0).default(0),
+  sort_by: z.string().nullish(),
+  sort_order: z.enum(["asc", "desc"]).nullish(),
 });
+const ThreadPatchSchema = z.looseObject({ metadata: metadataSchema.nullish() });
+const StateUpdateSchema = z.looseObject({
+  values: z.record(z.string(), z.unknown()).nullish(),
+  as_node: z.string().nullish(),
+  checkpoint_id: z.string().nullish(),
+  checkpoint: z.looseObject({ checkpoint_id: z.string().optional() }).nullish(),
+});
+const HistorySchema = z.looseObject({
+  limit: z.number().int().min(1).max(100).default(10),
+  before: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish(),
+  metadata: metadataSchema.nullish(),
+});
+
+function parse<T>(schema: z.ZodType<T>, value: unknown): T {
+  const parsed = schema.safeParse(value ?? {});
+  if (!parsed.success) throw new ValidationError("Invalid request body", zodIssuesToDetail(parsed.error.issues));
+  return parsed.data;
+}
+
+type ThreadParams = { Params: { thread_id: string } };
 
 /** Registers the thread routes under the given prefix (`""` or `/api`). */
 export async function threadRoutes(app: FastifyInstance): Promise<void> {
-  const { persistence } = app.deerflow;
+  const { persistence, threadService } = app.deerflow;
+  const { threads } = persistence;
 
+  /** The Thread resource with its materialised state values. */
   const threadView = async (thread: ThreadRecord) => {
     const state = await readThreadState(persistence.checkpointer, thread.thread_id);
     return { ...thread, values: state.values, interrupts: {} };
   };
+  const requireThread = (threadId: string): ThreadRecord => {
+    assertThreadId(threadId);
+    const thread = threads.get(threadId);
+    if (!thread) throw new NotFoundError(`Thread ${threadId} not found`);
+    return thread;
+  };
 
   app.post("/threads", async (request) => {
-    const parsed = ThreadCreateSchema.safeParse(request.body ?? {});
-    if (!parsed.success) throw new ValidationError("Invalid thread", zodIssuesToDetail(parsed.error.issues));
-    const threadId = parsed.data.thread_id ?? randomUUID();
+    const body = parse(ThreadCreateSchema, request.body);
+    const threadId = body.thread_id ?? randomUUID();
     assertThreadId(threadId);
-    return threadView(persistence.threads.create(threadId, parsed.data.metadata ?? {}));
+    if (body.if_exists === "raise" && threads.get(threadId)) throw new ConflictError(`Thread ${threadId} already exists`);
+    return threadView(threads.create(threadId, body.metadata ?? {}));
   });
 
-  app.get<{ Params: { thread_id: string } }>("/threads/:thread_id", async (request) => {
-    const { thread_id: threadId } = request.params;
-    assertThreadId(threadId);
-    const thread = persistence.threads.get(threadId);
-    if (!thread) throw new NotFoundError(`Thread ${threadId} not found`);
-    return threadView(thread);
+  app.post("/threads/search", async (request) => {
+    const body = parse(ThreadSearchSchema, request.body);
+    const found = threads.search({
+      metadata: body.metadata ?? undefined,
+      status: body.status ?? undefined,
+      ids: body.ids ?? undefined,
+      limit: body.limit,
+      offset: body.offset,
+      sortBy: body.sort_by ?? undefined,
+      sortOrder: body.sort_order ?? undefined,
+    });
+    // Search results carry only the title of the state (spec gateway.md 1.3), not whole conversations.
+    return Promise.all(
+      found.map(async (t) => {
+        const { values } = await readThreadState(persistence.checkpointer, t.thread_id);
+        return { ...t, values: values.title ? { title: values.title } : {}, interrupts: {} };
+      }),
+    );
   });
 
-  app.get<{ Params: { thread_id: string } }>("/threads/:thread_id/state", async (request) => {
-    const { thread_id: threadId } = request.params;
-    assertThreadId(threadId);
-    if (!persistence.threads.get(threadId)) throw new NotFoundError(`Thread ${threadId} not found`);
-    return readThreadState(persistence.checkpointer, threadId);
+  app.get<ThreadParams>("/threads/:thread_id", async (request) => threadView(requireThread(request.params.thread_id)));
+
+  app.patch<ThreadParams>("/threads/:thread_id", async (request) => {
+    requireThread(request.params.thread_id);
+    const body = parse(ThreadPatchSchema, request.body);
+    return threadView(threads.patchMetadata(request.params.thread_id, body.metadata ?? {})!);
+  });
+
+  app.delete<ThreadParams>("/threads/:thread_id", async (request) => {
+    assertThreadId(request.params.thread_id);
+    await threadService.delete(request.params.thread_id);
+    return { success: true, message: `Thread ${request.params.thread_id} deleted` };
+  });
+
+  app.get<ThreadParams>("/threads/:thread_id/state", async (request) => {
+    requireThread(request.params.thread_id);
+    return readThreadState(persistence.checkpointer, request.params.thread_id);
+  });
+
+  app.post<ThreadParams>("/threads/:thread_id/state", async (request) => {
+    assertThreadId(request.params.thread_id);
+    return threadService.updateState(request.params.thread_id, parse(StateUpdateSchema, request.body));
+  });
+
+  app.post<ThreadParams>("/threads/:thread_id/history", async (request) => {
+    assertThreadId(request.params.thread_id);
+    const body = parse(HistorySchema, request.body);
+    return threadService.history(request.params.thread_id, { limit: body.limit, before: body.before ?? undefined, metadata: body.metadata ?? undefined });
   });
 }

@@ -5,14 +5,16 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from "pino";
 import { registerRoutes } from "../routes/index.js";
 import { installErrorHandlers } from "../routes/errors.js";
+import { AgentStore } from "./config/agent-store.js";
 import { getAppConfig } from "./config/app-config.js";
-import { getRuntimeHome } from "./config/paths.js";
+import { getAgentsDir, getRuntimeHome } from "./config/paths.js";
 import type { AppConfig } from "./config/schema.js";
 import { getLogger } from "./logger.js";
 import { resolveAgentFactory, type AgentFactory } from "./runtime/agent-factory.js";
 import { openPersistence, type Persistence } from "./runtime/persistence.js";
 import { RunManager } from "./runtime/run-manager.js";
 import { RunService } from "./runtime/run-service.js";
+import { ThreadService } from "./runtime/thread-service.js";
 import { MemoryStreamBridge, type StreamBridge } from "./runtime/stream-bridge.js";
 
 /** Options of {@link buildApp}; every field has a production default. */
@@ -36,6 +38,8 @@ export interface BuildAppOptions {
 /** Services shared by the routes (a Fastify decorator, not module state). */
 export interface GatewayServices {
   runService: RunService;
+  threadService: ThreadService;
+  agents: AgentStore;
   runs: RunManager;
   bridge: StreamBridge;
   persistence: Persistence;
@@ -58,18 +62,21 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const logger = options.logger ?? getLogger();
   const readConfig = options.getAppConfig ?? getAppConfig;
   const appConfig = readConfig();
-  const persistence = await openPersistence(appConfig, options.home ?? getRuntimeHome());
+  const home = options.home ?? getRuntimeHome();
+  const persistence = await openPersistence(appConfig, home);
+  const agentFactory = options.agentFactory ?? resolveAgentFactory();
   const bridge = new MemoryStreamBridge(options.queueMaxSize ?? 256);
-  const runs = new RunManager();
+  const runs = new RunManager(persistence.runs);
   const runService = new RunService({
     bridge,
     runs,
     persistence,
-    agentFactory: options.agentFactory ?? resolveAgentFactory(),
+    agentFactory,
     getAppConfig: readConfig,
     logger,
     cleanupDelayMs: options.cleanupDelayMs,
   });
+  const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home });
 
   const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), bodyLimit: 10 * 1024 * 1024 }) as unknown as FastifyInstance;
   // One JSON line per request, written when the response (SSE included) has finished.
@@ -77,7 +84,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     const level = request.url === "/health" ? "debug" : "info";
     request.log[level]({ req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: Math.round(reply.elapsedTime) }, "request completed");
   });
-  app.decorate("deerflow", { runService, runs, bridge, persistence, getAppConfig: readConfig });
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig });
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     const text = String(body);
     if (!text.trim()) return done(null, {});
@@ -92,8 +99,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   installErrorHandlers(app);
   await app.register(registerRoutes);
   app.addHook("onClose", async () => {
-    for (const run of runs.inFlight()) run.controller.abort();
-    await Promise.race([Promise.all(runs.inFlight().map((r) => r.done)), new Promise((r) => setTimeout(r, 5_000).unref())]);
+    // Shutdown drain (DeerFlow test_gateway_run_drain_shutdown): interrupt in-flight runs, wait at most 5 s,
+    // and only then close the stores, so every final status is written.
+    await runs.drain(5_000);
     bridge.close();
     await persistence.close();
   });

@@ -5,12 +5,14 @@ import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
 import type { AppConfig } from "../config/schema.js";
+import { RunStore } from "./run-store.js";
 import { ThreadStore } from "./thread-store.js";
 
 /** The checkpointer, the thread store and how to close them. */
 export interface Persistence {
   checkpointer: BaseCheckpointSaver;
   threads: ThreadStore;
+  runs: RunStore;
   /** Human-readable location (file path or `memory`), for logs. */
   location: string;
   close(): Promise<void>;
@@ -19,7 +21,7 @@ export interface Persistence {
 /**
  * Opens persistence from the `checkpointer` section (restart-only). Default and `type: sqlite`: one SQLite file
  * (`connection_string` relative to `home`, default `<home>/data/deerflow.sqlite`, WAL mode) shared by the
- * checkpoints and the `threads` table. `type: memory`: a MemorySaver and an in-memory thread table (lost on
+ * checkpoints and the `threads` and `runs` tables. `type: memory`: a MemorySaver and an in-memory thread table (lost on
  * restart). `type: postgres`: PostgresSaver on `connection_string`, threads in SQLite under `home`.
  * @param home The runtime home (`DEER_FLOW_HOME`).
  * @throws Error when the database cannot be opened.
@@ -28,7 +30,7 @@ export async function openPersistence(appConfig: AppConfig, home: string): Promi
   const section = appConfig.checkpointer ?? { type: "sqlite" as const, connection_string: null };
   if (section.type === "memory") {
     const db = new Database(":memory:");
-    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), location: "memory", close: async () => void db.close() };
+    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), runs: new RunStore(db), location: "memory", close: async () => void db.close() };
   }
   const file = section.type === "sqlite" && section.connection_string ? path.resolve(home, section.connection_string) : path.join(home, "data", "deerflow.sqlite");
   mkdirSync(path.dirname(file), { recursive: true });
@@ -36,13 +38,14 @@ export async function openPersistence(appConfig: AppConfig, home: string): Promi
   db.pragma("journal_mode = WAL");
   db.pragma("busy_timeout = 5000");
   const threads = new ThreadStore(db);
+  const runs = new RunStore(db);
   if (section.type === "postgres") {
     if (!section.connection_string) throw new Error("checkpointer.type postgres needs checkpointer.connection_string");
     const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
     const saver = PostgresSaver.fromConnString(section.connection_string);
     await saver.setup();
-    return { checkpointer: saver, threads, location: "postgres", close: async () => { await saver.end(); db.close(); } };
+    return { checkpointer: saver, threads, runs, location: "postgres", close: async () => { await saver.end(); db.close(); } };
   }
   const saver = new SqliteSaver(db);
-  return { checkpointer: saver, threads, location: file, close: async () => void db.close() };
+  return { checkpointer: saver, threads, runs, location: file, close: async () => void db.close() };
 }

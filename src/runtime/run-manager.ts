@@ -1,11 +1,14 @@
-// Run records and per-thread admission (the in-memory part of DeerFlow's RunManager).
+// Port of DeerFlow's RunManager: run records, per-thread admission with multitask strategies, and cancellation.
 import { randomUUID } from "node:crypto";
-import { ConflictError } from "../errors.js";
+import { ConflictError, NotFoundError } from "../errors.js";
+import type { RunStore } from "./run-store.js";
 
 /** LangGraph run status. */
 export type RunStatus = "pending" | "running" | "success" | "error" | "timeout" | "interrupted";
-/** Multitask strategy of a run (only `reject` is admitted by this release). */
+/** What to do with a new run on a thread that already has one in flight (spec gateway.md 3.6). */
 export type MultitaskStrategy = "reject" | "interrupt" | "rollback" | "enqueue";
+/** How a cancel stops a run: keep its checkpoints (`interrupt`) or restore the pre-run state (`rollback`). */
+export type CancelAction = "interrupt" | "rollback";
 
 /** The Run resource as the API returns it (spec gateway.md 1.3). Timestamps are ISO strings. */
 export interface RunRecord {
@@ -21,13 +24,21 @@ export interface RunRecord {
   error?: string;
 }
 
-/** A run plus what the process needs to control it. */
+/** A run in this process, plus what is needed to control it. */
 export interface ActiveRun {
   record: RunRecord;
   /** Aborts the run's graph (cancel, client disconnect with `on_disconnect: cancel`, shutdown). */
   controller: AbortController;
-  /** Settles when the worker has finished (any terminal status). */
+  /** How the run was cancelled, once it was. */
+  cancelAction?: CancelAction;
+  /** Settles when every run admitted before this one on the thread has finished. */
+  predecessors: Promise<void>;
+  /** Settles when the worker has finished (any terminal status, after cleanup). */
   done: Promise<void>;
+  /** Class name of the error a failed run raised (for `__error__` answers). */
+  errorName?: string;
+  /** True once `done` has settled. */
+  finished: boolean;
   onDisconnect: "cancel" | "continue";
 }
 
@@ -36,18 +47,44 @@ const TERMINAL: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout",
 /** True for `success`, `error`, `timeout` and `interrupted`. */
 export const isTerminal = (status: RunStatus) => TERMINAL.has(status);
 
-/** Keeps run records and admits at most one active run per thread. */
+/** Input of {@link RunManager.admit}. */
+export interface AdmitInput {
+  threadId: string;
+  assistantId: string;
+  metadata: Record<string, unknown>;
+  kwargs: RunRecord["kwargs"];
+  onDisconnect: "cancel" | "continue";
+  strategy: MultitaskStrategy;
+}
+
+/**
+ * Keeps run records (durably, in the {@link RunStore}) and admits runs per thread. A run counts as in flight until
+ * its worker has finished (a cancelled run still finalising blocks `reject`). Strategies: `reject` (409),
+ * `interrupt` / `rollback` (cancel the in-flight runs with that action, then start after they finish),
+ * `enqueue` (start after the in-flight runs finish).
+ */
 export class RunManager {
-  private readonly runs = new Map<string, ActiveRun>();
-  private readonly activeByThread = new Map<string, string>();
+  private readonly live = new Map<string, ActiveRun & { resolveDone: () => void }>();
+  private readonly byThread = new Map<string, string[]>();
+
+  constructor(private readonly store: RunStore) {
+    store.interruptOrphans();
+  }
+
+  private inFlightOn(threadId: string): ActiveRun[] {
+    return (this.byThread.get(threadId) ?? []).map((id) => this.live.get(id)!).filter((r) => r && !r.finished);
+  }
 
   /**
-   * Admits a run on `threadId` (status `pending`).
-   * @throws ConflictError "Thread <id> already has an active run" when a pending or running run exists.
+   * Admits a run (status `pending`) according to `strategy`.
+   * @throws ConflictError "Thread <id> already has an active run" for `reject` when a run is in flight.
    */
-  admit(input: { threadId: string; assistantId: string; metadata: Record<string, unknown>; kwargs: RunRecord["kwargs"]; onDisconnect: "cancel" | "continue" }): ActiveRun {
-    const current = this.activeByThread.get(input.threadId);
-    if (current && !isTerminal(this.runs.get(current)!.record.status)) throw new ConflictError(`Thread ${input.threadId} already has an active run`);
+  admit(input: AdmitInput): ActiveRun {
+    const inFlight = this.inFlightOn(input.threadId);
+    if (inFlight.length && input.strategy === "reject") throw new ConflictError(`Thread ${input.threadId} already has an active run`);
+    if (input.strategy === "interrupt" || input.strategy === "rollback") {
+      for (const run of inFlight) this.cancelRun(run, input.strategy);
+    }
     const now = new Date().toISOString();
     const record: RunRecord = {
       run_id: randomUUID(),
@@ -56,44 +93,128 @@ export class RunManager {
       status: "pending",
       metadata: input.metadata,
       kwargs: input.kwargs,
-      multitask_strategy: "reject",
+      multitask_strategy: input.strategy,
       created_at: now,
       updated_at: now,
     };
     let resolveDone!: () => void;
-    const run: ActiveRun = { record, controller: new AbortController(), done: new Promise((r) => (resolveDone = r)), onDisconnect: input.onDisconnect };
-    (run as ActiveRun & { resolveDone: () => void }).resolveDone = resolveDone;
-    this.runs.set(record.run_id, run);
-    this.activeByThread.set(input.threadId, record.run_id);
+    const done = new Promise<void>((r) => (resolveDone = r));
+    const run = {
+      record,
+      controller: new AbortController(),
+      predecessors: Promise.all(inFlight.map((r) => r.done)).then(() => undefined),
+      done,
+      finished: false,
+      onDisconnect: input.onDisconnect,
+      resolveDone,
+    };
+    this.live.set(record.run_id, run);
+    this.byThread.set(input.threadId, [...(this.byThread.get(input.threadId) ?? []).filter((id) => !this.live.get(id)?.finished), record.run_id]);
+    this.store.save(record);
     return run;
   }
 
-  /** Moves a run to `status` (and records `error`); a terminal status releases the thread and settles `done`. */
+  /** Updates a run's status (and error), durably. */
   setStatus(runId: string, status: RunStatus, error?: string): void {
-    const run = this.runs.get(runId);
+    const run = this.live.get(runId);
     if (!run) return;
     run.record.status = status;
     run.record.updated_at = new Date().toISOString();
     if (error !== undefined) run.record.error = error;
-    if (isTerminal(status)) {
-      if (this.activeByThread.get(run.record.thread_id) === runId) this.activeByThread.delete(run.record.thread_id);
-      (run as ActiveRun & { resolveDone: () => void }).resolveDone();
-    }
+    this.store.save(run.record);
   }
 
-  /** The run, only when it belongs to `threadId` (when given). */
-  get(runId: string, threadId?: string): ActiveRun | undefined {
-    const run = this.runs.get(runId);
+  /** Saves the record as it is now (after the worker updated metadata). */
+  touch(runId: string): void {
+    const run = this.live.get(runId);
+    if (run) this.store.save(run.record);
+  }
+
+  /** Marks the worker finished: the thread admits the next run and `done` settles. */
+  finish(runId: string): void {
+    const run = this.live.get(runId);
+    if (!run || run.finished) return;
+    run.finished = true;
+    run.resolveDone();
+    // The record stays in the store; the control object is kept a while for late cancels and joins.
+    setTimeout(() => this.live.delete(runId), 60_000).unref();
+  }
+
+  private cancelRun(run: ActiveRun, action: CancelAction): void {
+    if (run.cancelAction || run.finished) return;
+    run.cancelAction = action;
+    if (action === "interrupt") this.setStatus(run.record.run_id, "interrupted");
+    run.controller.abort(new Error(`Run cancelled (${action})`));
+  }
+
+  /**
+   * Cancels a run (DeerFlow `cancel_run`): `interrupt` marks it `interrupted` at once; `rollback` ends it as `error`
+   * once its writes are undone. Cancelling an already interrupted run is a no-op.
+   * @param wait When true, resolves only after the worker has finished.
+   * @throws NotFoundError for an unknown run (or one of another thread); ConflictError "Run <id> is not
+   *   cancellable (status: <s>)" for a run that already succeeded or failed.
+   */
+  async cancel(threadId: string, runId: string, action: CancelAction, wait: boolean): Promise<void> {
+    const run = this.live.get(runId);
+    const record = run?.record ?? this.store.get(runId);
+    if (!record || record.thread_id !== threadId) throw new NotFoundError(`Run ${runId} not found`);
+    if (!run || run.finished) {
+      if (record.status === "interrupted" || record.status === "pending" || record.status === "running") return;
+      throw new ConflictError(`Run ${runId} is not cancellable (status: ${record.status})`);
+    }
+    if (isTerminal(run.record.status) && run.record.status !== "interrupted") {
+      throw new ConflictError(`Run ${runId} is not cancellable (status: ${run.record.status})`);
+    }
+    this.cancelRun(run, action);
+    if (wait) await run.done;
+  }
+
+  /** The live control object of a run in this process, if any (only when it belongs to `threadId`, if given). */
+  getActive(runId: string, threadId?: string): ActiveRun | undefined {
+    const run = this.live.get(runId);
     return run && (threadId === undefined || run.record.thread_id === threadId) ? run : undefined;
   }
 
-  /** Runs of a thread, newest first. */
-  list(threadId: string): RunRecord[] {
-    return [...this.runs.values()].filter((r) => r.record.thread_id === threadId).map((r) => r.record).reverse();
+  /** The run record (live or stored), only when it belongs to `threadId` (when given). */
+  get(runId: string, threadId?: string): RunRecord | undefined {
+    const record = this.live.get(runId)?.record ?? this.store.get(runId) ?? undefined;
+    return record && (threadId === undefined || record.thread_id === threadId) ? record : undefined;
   }
 
-  /** Runs not yet terminal. */
+  /** Runs of a thread, newest first. */
+  list(threadId: string, options: { limit?: number; offset?: number; status?: RunStatus } = {}): RunRecord[] {
+    return this.store.list(threadId, options);
+  }
+
+  /** Whether a thread has a run whose worker has not finished. */
+  hasInFlight(threadId: string): boolean {
+    return this.inFlightOn(threadId).length > 0;
+  }
+
+  /** Runs whose worker has not finished. */
   inFlight(): ActiveRun[] {
-    return [...this.runs.values()].filter((r) => !isTerminal(r.record.status));
+    return [...this.live.values()].filter((r) => !r.finished);
+  }
+
+  /** Cancels every in-flight run (`interrupt`) and waits for them, at most `budgetMs` (ms). Used on shutdown. */
+  async drain(budgetMs: number): Promise<void> {
+    const runs = this.inFlight();
+    for (const run of runs) this.cancelRun(run, "interrupt");
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(runs.map((r) => r.done)), new Promise((r) => (timer = setTimeout(r, budgetMs)))]);
+    clearTimeout(timer);
+  }
+
+  /** Deletes one finished run's record. */
+  delete(runId: string): void {
+    this.live.delete(runId);
+    this.store.delete(runId);
+  }
+
+  /** Forgets a thread's runs (thread deletion). */
+  forgetThread(threadId: string): void {
+    for (const id of this.byThread.get(threadId) ?? []) this.live.delete(id);
+    this.byThread.delete(threadId);
+    this.store.deleteThread(threadId);
   }
 }

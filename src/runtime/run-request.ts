@@ -81,7 +81,7 @@ export function normalizeStreamModes(raw: string | string[] | null | undefined):
 
 /**
  * Validates a RunCreate body. Unsupported options (`webhook`, `on_completion`, `after_seconds`,
- * `feedback_keys` with a value; `if_not_exists: reject`; multitask strategies other than `reject`) are 422
+ * `feedback_keys` with a value; `if_not_exists: reject`) are 422
  * `unsupported_run_option`, each naming its field.
  * @throws ValidationError with a FastAPI-style `detail` list.
  */
@@ -95,7 +95,6 @@ export function parseRunRequest(body: unknown): RunRequest {
     unsupported.push({ type: "unsupported_run_option", loc: ["body", field], msg: `Run option '${field}' is not supported by DeerFlow`, input, ctx: { option: field } });
   for (const field of UNSUPPORTED_WHEN_SET) if (data[field] !== undefined && data[field] !== null) reject(field, data[field]);
   if (data.if_not_exists === "reject") reject("if_not_exists", data.if_not_exists);
-  if (data.multitask_strategy && data.multitask_strategy !== "reject") reject("multitask_strategy", data.multitask_strategy);
   if (unsupported.length) throw new ValidationError("Unsupported run options", unsupported);
   return { ...data, streamModes: normalizeStreamModes(data.stream_mode) };
 }

@@ -2,14 +2,16 @@
 // (DeerFlow gateway services.start_run + runtime/runs/worker.run_agent).
 import { randomUUID } from "node:crypto";
 import { coerceMessageLikeToMessage, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
-import { Command } from "@langchain/langgraph";
+import { Command, type CheckpointTuple } from "@langchain/langgraph";
 import type { Logger } from "pino";
 import type { AppConfig } from "../config/schema.js";
 import { BadRequestError, NotFoundError, ValidationError } from "../errors.js";
 import type { AgentFactory } from "./agent-factory.js";
 import type { Persistence } from "./persistence.js";
 import { buildRunConfig, type RunConfig } from "./run-config.js";
-import type { ActiveRun, RunManager } from "./run-manager.js";
+import type { ActiveRun, RunManager, RunRecord, RunStatus } from "./run-manager.js";
+import { latestCheckpoint, rollbackThread } from "./rollback.js";
+import { readThreadState } from "./thread-state-reader.js";
 import { parseRunRequest, type RunRequest, type StreamModeName } from "./run-request.js";
 import { serializeMessage, serializeValues, toWire } from "./serialization.js";
 import type { StreamBridge } from "./stream-bridge.js";
@@ -47,13 +49,14 @@ export function assertThreadId(threadId: unknown): asserts threadId is string {
   }
 }
 
-/** Converts `input.messages` entries to LangChain messages; a message without an id gets a UUID. */
-export function toGraphInput(request: RunRequest): unknown {
-  if (request.command && "resume" in request.command) return new Command({ resume: request.command.resume });
-  if (!request.input) return null;
-  const { messages, ...rest } = request.input;
-  if (!messages) return rest;
-  const converted: BaseMessage[] = messages.map((raw, i) => {
+/**
+ * Converts wire messages (`{type|role, content, ...}`) to LangChain messages; a message without an id gets a UUID
+ * and server-owned `additional_kwargs` keys are removed.
+ * @param where Path used in errors, e.g. `input.messages`.
+ * @throws BadRequestError "Invalid message at <where>[i]: ..." for an entry that is not a message.
+ */
+export function toMessages(messages: Record<string, unknown>[], where = "input.messages"): BaseMessage[] {
+  return messages.map((raw, i) => {
     const entry = { ...raw };
     if (entry.additional_kwargs && typeof entry.additional_kwargs === "object") {
       const kwargs = { ...(entry.additional_kwargs as Record<string, unknown>) };
@@ -66,11 +69,19 @@ export function toGraphInput(request: RunRequest): unknown {
       message = coerceMessageLikeToMessage(entry as never);
       if (!isBaseMessage(message)) throw new Error("not a message");
     } catch (err) {
-      throw new BadRequestError(`Invalid message at input.messages[${i}]: ${(err as Error).message.split("\n")[0]}`);
+      throw new BadRequestError(`Invalid message at ${where}[${i}]: ${(err as Error).message.split("\n")[0]}`);
     }
     return message;
   });
-  return { ...rest, messages: converted };
+}
+
+/** The graph input of a run: a resume `Command`, or `input` with its messages converted (see {@link toMessages}). */
+export function toGraphInput(request: RunRequest): unknown {
+  if (request.command && "resume" in request.command) return new Command({ resume: request.command.resume });
+  if (!request.input) return null;
+  const { messages, ...rest } = request.input;
+  if (!messages) return rest;
+  return { ...rest, messages: toMessages(messages) };
 }
 
 /** The SSE event name of a graph chunk: `messages` for the tuple mode; subgraph frames get `|ns1|ns2`. */
@@ -146,26 +157,35 @@ export class RunService {
       metadata: runConfig.metadata,
       kwargs: { input: request.input ?? null, config: { configurable: runConfig.configurable, recursion_limit: runConfig.recursion_limit } },
       onDisconnect: request.on_disconnect ?? "cancel",
+      strategy: request.multitask_strategy ?? "reject",
     });
+    this.deps.bridge.open(run.record.run_id);
     void this.execute(run, input, runConfig, request);
     return { run, request };
   }
 
-  /** The worker: builds the agent for this run and publishes its stream to the bridge. Never throws. */
+  /** The worker: waits for its predecessors, builds the agent for this run and publishes its stream. Never throws. */
   private async execute(run: ActiveRun, input: unknown, runConfig: RunConfig, request: RunRequest): Promise<void> {
     const { bridge, runs, persistence, logger } = this.deps;
     const { run_id: runId, thread_id: threadId } = run.record;
     const signal = run.controller.signal;
     const log = logger.child({ run_id: runId, thread_id: threadId });
-    let status: "success" | "error" | "interrupted" = "success";
+    let status: RunStatus = "success";
+    let error: string | undefined;
+    let before: CheckpointTuple | undefined;
+    let started = false;
     try {
+      await Promise.race([run.predecessors, new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }))]);
       if (signal.aborted) {
+        // Cancelled while pending: no agent is built (DeerFlow `test_pending_cancel_stops_waiting_for_prior_finalization`).
         status = "interrupted";
         return;
       }
+      started = true;
       runs.setStatus(runId, "running");
       persistence.threads.setStatus(threadId, "busy");
       bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: 1 });
+      before = await latestCheckpoint(persistence.checkpointer, threadId);
       const appConfig = this.deps.getAppConfig();
       const context = { ...runConfig.context, thread_id: threadId, run_id: runId, app_config: appConfig };
       const metadata = { ...runConfig.metadata, run_id: runId, thread_id: threadId, assistant_id: run.record.assistant_id };
@@ -173,7 +193,9 @@ export class RunService {
       const agent = await this.deps.agentFactory(config);
       agent.checkpointer = persistence.checkpointer;
       run.record.metadata = { ...run.record.metadata, ...config.metadata };
+      runs.touch(runId);
       const subgraphs = Boolean(request.stream_subgraphs);
+      if (signal.aborted) throw signal.reason;
       const stream = await agent.stream(input, {
         configurable: config.configurable,
         context,
@@ -184,6 +206,8 @@ export class RunService {
         streamMode: graphStreamModes(request.streamModes),
         subgraphs,
         signal,
+        ...(request.interrupt_before ? { interruptBefore: request.interrupt_before } : {}),
+        ...(request.interrupt_after ? { interruptAfter: request.interrupt_after } : {}),
       });
       for await (const chunk of stream) {
         if (signal.aborted) break;
@@ -199,16 +223,44 @@ export class RunService {
         status = "error";
         const e = rootError(err);
         const name = e.constructor?.name && e.constructor.name !== "Error" ? e.constructor.name : e.name;
+        error = e.message;
+        run.errorName = name;
         log.warn({ err: e.message, name }, "run failed");
-        run.record.error = e.message;
         bridge.publish(runId, "error", { message: e.message, name, error: name });
       }
     } finally {
-      runs.setStatus(runId, status, status === "error" ? run.record.error : undefined);
-      persistence.threads.setStatus(threadId, status === "error" ? "error" : "idle");
+      if (status === "interrupted" && run.cancelAction === "rollback") {
+        if (started) {
+          try {
+            await rollbackThread(persistence.checkpointer, threadId, before);
+          } catch (err) {
+            log.error({ err: (err as Error).message }, "rollback failed");
+          }
+        }
+        status = "error";
+        error = "Rolled back by user";
+      }
+      runs.setStatus(runId, status, error);
+      if (started || status === "interrupted") persistence.threads.setStatus(threadId, status === "error" && !run.cancelAction ? "error" : "idle");
       bridge.publishEnd(runId);
       bridge.cleanup(runId, this.deps.cleanupDelayMs ?? 60_000);
+      runs.finish(runId);
       log.info({ status }, "run finished");
     }
+  }
+
+  /**
+   * Waits until the run has finished and returns what `/wait` and `/join` answer: the thread's final state
+   * values, or `{__error__: {error, message}}` when the run failed (LangGraph API contract).
+   */
+  async result(run: ActiveRun): Promise<Record<string, unknown>> {
+    await run.done;
+    return this.resultOf(run.record, run.errorName);
+  }
+
+  /** The `/wait` answer for a finished run record (state values, or `__error__`). */
+  async resultOf(record: RunRecord, errorName?: string): Promise<Record<string, unknown>> {
+    if (record.status === "error") return { __error__: { error: errorName ?? "RunError", message: record.error ?? "run failed" } };
+    return (await readThreadState(this.deps.persistence.checkpointer, record.thread_id)).values;
   }
 }

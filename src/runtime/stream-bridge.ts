@@ -23,6 +23,8 @@ export interface SubscribeOptions {
  * implementation serves one process; a Redis implementation can serve several replicas behind the same interface.
  */
 export interface StreamBridge {
+  /** Declares a run's stream at admission, so subscribers wait for its events instead of ending at once. */
+  open(runId: string): void;
   /** Appends an event to the run's log and wakes its subscribers. Returns the event id. */
   publish(runId: string, event: string, data: unknown): string;
   /** Marks the run's stream finished; subscribers drain what is left and then get `end`. */
@@ -75,6 +77,10 @@ export class MemoryStreamBridge implements StreamBridge {
   private wake(log: RunLog): void {
     for (const w of log.waiters) w();
     log.waiters.clear();
+  }
+
+  open(runId: string): void {
+    this.log(runId);
   }
 
   publish(runId: string, event: string, data: unknown): string {

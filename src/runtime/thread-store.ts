@@ -57,6 +57,49 @@ export class ThreadStore {
     return this.get(threadId)!;
   }
 
+  /** Merges `metadata` into the thread's metadata (server-owned keys dropped); null for an unknown thread. */
+  patchMetadata(threadId: string, metadata: Record<string, unknown>): ThreadRecord | null {
+    const thread = this.get(threadId);
+    if (!thread) return null;
+    const merged = { ...thread.metadata, ...ThreadStore.cleanMetadata(metadata) };
+    this.db.prepare("UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?").run(JSON.stringify(merged), new Date().toISOString(), threadId);
+    return this.get(threadId);
+  }
+
+  /** Deletes the thread row; returns whether it existed. */
+  delete(threadId: string): boolean {
+    return this.db.prepare("DELETE FROM threads WHERE thread_id = ?").run(threadId).changes > 0;
+  }
+
+  /**
+   * Threads matching every key of `metadata` (JSON equality per key) and `status`, optionally restricted to `ids`,
+   * sorted (`sort_by` one of thread_id, status, created_at, updated_at; default `updated_at desc`) and paged.
+   */
+  search(query: { metadata?: Record<string, unknown>; status?: ThreadStatus; ids?: string[]; limit: number; offset: number; sortBy?: string; sortOrder?: "asc" | "desc" }): ThreadRecord[] {
+    const column = ["thread_id", "status", "created_at", "updated_at"].includes(query.sortBy ?? "") ? query.sortBy : "updated_at";
+    const order = query.sortOrder === "asc" ? "ASC" : "DESC";
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (query.status) {
+      where.push("status = ?");
+      params.push(query.status);
+    }
+    if (query.ids?.length) {
+      where.push(`thread_id IN (${query.ids.map(() => "?").join(",")})`);
+      params.push(...query.ids);
+    }
+    for (const [key, value] of Object.entries(query.metadata ?? {})) {
+      // Same JSON type and value: "1" does not match 1, objects compare by their minified JSON.
+      where.push("json_type(metadata, ?) = json_type(?, '$') AND json_extract(metadata, ?) = json_extract(?, '$')");
+      const path = `$."${key.replace(/"/g, '""')}"`;
+      const json = JSON.stringify(value);
+      params.push(path, json, path, json);
+    }
+    const sql = `SELECT * FROM threads ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY ${column} ${order}, rowid ${order} LIMIT ? OFFSET ?`;
+    const rows = this.db.prepare(sql).all(...params, query.limit, query.offset) as Row[];
+    return rows.map((r) => ThreadStore.toRecord(r)!);
+  }
+
   /** Sets the status (and `updated_at`). No-op for an unknown thread. */
   setStatus(threadId: string, status: ThreadStatus): void {
     this.db.prepare("UPDATE threads SET status = ?, updated_at = ? WHERE thread_id = ?").run(status, new Date().toISOString(), threadId);

@@ -88,7 +88,7 @@ describe("bad input", () => {
 
   it("rejects a body that fails the schema with 422 and a detail list, creating no run", async () => {
     const thread = await (await postJson(`${h.url}/threads`, { thread_id: "bad-input" })).json();
-    for (const body of [[], { foo: 1 }, { stream_mode: ["events", "tools", "events"] }, { webhook: "https://x" }, { multitask_strategy: "enqueue" }, { input: { messages: "hi" } }]) {
+    for (const body of [[], { foo: 1 }, { stream_mode: ["events", "tools", "events"] }, { webhook: "https://x" }, { multitask_strategy: "bogus" }, { input: { messages: "hi" } }]) {
       const res = await postJson(`${h.url}/threads/${thread.thread_id}/runs/stream`, body);
       expect(res.status, JSON.stringify(body)).toBe(422);
       expect(Array.isArray((await res.json()).detail)).toBe(true);

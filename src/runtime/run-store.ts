@@ -1,0 +1,81 @@
+// The run table: finished and in-flight run records, durable next to the threads and checkpoints.
+import type Database from "better-sqlite3";
+import type { RunRecord, RunStatus } from "./run-manager.js";
+
+interface Row {
+  run_id: string;
+  thread_id: string;
+  assistant_id: string;
+  status: RunStatus;
+  metadata: string;
+  kwargs: string;
+  multitask_strategy: RunRecord["multitask_strategy"];
+  created_at: string;
+  updated_at: string;
+  error: string | null;
+}
+
+/** Filters of {@link RunStore.list}. */
+export interface RunListOptions {
+  limit?: number;
+  offset?: number;
+  status?: RunStatus;
+}
+
+/** Run records in a better-sqlite3 database (synchronous, so each call is atomic within the process). */
+export class RunStore {
+  constructor(private readonly db: Database.Database) {
+    db.exec(`CREATE TABLE IF NOT EXISTS runs (
+      run_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, assistant_id TEXT NOT NULL, status TEXT NOT NULL,
+      metadata TEXT NOT NULL, kwargs TEXT NOT NULL, multitask_strategy TEXT NOT NULL,
+      created_at TEXT NOT NULL, updated_at TEXT NOT NULL, error TEXT);
+      CREATE INDEX IF NOT EXISTS runs_by_thread ON runs (thread_id, created_at)`);
+  }
+
+  private static toRecord(row: Row | undefined): RunRecord | null {
+    if (!row) return null;
+    const { error, ...rest } = row;
+    return { ...rest, metadata: JSON.parse(row.metadata), kwargs: JSON.parse(row.kwargs), ...(error !== null ? { error } : {}) };
+  }
+
+  /** Inserts or replaces a run record. */
+  save(record: RunRecord): void {
+    this.db
+      .prepare(`INSERT OR REPLACE INTO runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, error)
+        VALUES (@run_id, @thread_id, @assistant_id, @status, @metadata, @kwargs, @multitask_strategy, @created_at, @updated_at, @error)`)
+      .run({ ...record, metadata: JSON.stringify(record.metadata), kwargs: JSON.stringify(record.kwargs), error: record.error ?? null });
+  }
+
+  /** The run, or null. */
+  get(runId: string): RunRecord | null {
+    return RunStore.toRecord(this.db.prepare("SELECT * FROM runs WHERE run_id = ?").get(runId) as Row | undefined);
+  }
+
+  /** Runs of a thread, newest first. */
+  list(threadId: string, options: RunListOptions = {}): RunRecord[] {
+    const rows = this.db
+      .prepare(`SELECT * FROM runs WHERE thread_id = ? ${options.status ? "AND status = ?" : ""} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`)
+      .all(...[threadId, ...(options.status ? [options.status] : []), options.limit ?? 10, options.offset ?? 0]) as Row[];
+    return rows.map((r) => RunStore.toRecord(r)!);
+  }
+
+  /** Deletes one run. */
+  delete(runId: string): void {
+    this.db.prepare("DELETE FROM runs WHERE run_id = ?").run(runId);
+  }
+
+  /** Deletes a thread's runs. */
+  deleteThread(threadId: string): void {
+    this.db.prepare("DELETE FROM runs WHERE thread_id = ?").run(threadId);
+  }
+
+  /**
+   * Marks runs left `pending` or `running` by a previous process as `interrupted` (they cannot be resumed).
+   * @returns how many were marked.
+   */
+  interruptOrphans(): number {
+    return this.db
+      .prepare("UPDATE runs SET status = 'interrupted', updated_at = ?, error = 'Interrupted by a server restart' WHERE status IN ('pending', 'running')")
+      .run(new Date().toISOString()).changes;
+  }
+}

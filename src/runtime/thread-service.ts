@@ -1,0 +1,107 @@
+// Thread operations beyond plain rows: state updates through the graph, history, and deletion of everything a
+// thread owns (checkpoints, runs, directories).
+import { rmSync } from "node:fs";
+import path from "node:path";
+import type { BaseCheckpointSaver } from "@langchain/langgraph";
+import { THREAD_STATE_FIELDS } from "../agents/thread-state.js";
+import type { AppConfig } from "../config/schema.js";
+import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
+import type { AgentFactory } from "./agent-factory.js";
+import type { Persistence } from "./persistence.js";
+import type { RunManager } from "./run-manager.js";
+import { toMessages } from "./run-service.js";
+import { checkpointToState, readThreadState, type ThreadStateResponse } from "./thread-state-reader.js";
+
+/** What {@link ThreadService} needs. */
+export interface ThreadServiceDeps {
+  persistence: Persistence;
+  runs: RunManager;
+  agentFactory: AgentFactory;
+  getAppConfig: () => AppConfig;
+  /** Runtime home: thread directories live under `<home>/users/<user>/threads/<id>`. */
+  home: string;
+}
+
+/** Body of `POST /threads/{id}/state`. */
+export interface StateUpdate {
+  values?: Record<string, unknown> | null;
+  as_node?: string | null;
+  checkpoint_id?: string | null;
+  checkpoint?: { checkpoint_id?: string } | null;
+}
+
+interface UpdatableGraph {
+  updateState(config: Record<string, unknown>, values: unknown, asNode?: string): Promise<unknown>;
+  nodes?: Record<string, unknown>;
+}
+
+/** Thread state updates, history and deletion. */
+export class ThreadService {
+  constructor(private readonly deps: ThreadServiceDeps) {}
+
+  private requireThread(threadId: string): void {
+    if (!this.deps.persistence.threads.get(threadId)) throw new NotFoundError(`Thread ${threadId} not found`);
+  }
+
+  /**
+   * Applies `values` to the thread's state as a graph update (each channel's reducer applies: messages are
+   * appended or replaced by id), optionally from `checkpoint_id`. `as_node` is honoured when it names a node of the
+   * lead-agent graph; otherwise LangGraph picks the writer (so a rename after a finished run leaves `next` empty).
+   * @throws NotFoundError for an unknown thread or checkpoint; ConflictError while a run is in flight;
+   *   ValidationError "Unknown thread-state field(s): ..." for keys that are not ThreadState channels.
+   */
+  async updateState(threadId: string, update: StateUpdate): Promise<ThreadStateResponse> {
+    this.requireThread(threadId);
+    if (this.deps.runs.hasInFlight(threadId)) throw new ConflictError(`Thread ${threadId} has a run in flight; wait for it or cancel it first`);
+    const values = { ...(update.values ?? {}) };
+    const unknown = Object.keys(values).filter((k) => !(THREAD_STATE_FIELDS as readonly string[]).includes(k));
+    if (unknown.length) throw new ValidationError(`Unknown thread-state field(s): ${unknown.join(", ")}`);
+    if (Array.isArray(values.messages)) values.messages = toMessages(values.messages as Record<string, unknown>[], "values.messages");
+    const { checkpointer } = this.deps.persistence;
+    const checkpointId = update.checkpoint_id ?? update.checkpoint?.checkpoint_id;
+    const configurable: Record<string, unknown> = { thread_id: threadId, checkpoint_ns: "" };
+    if (checkpointId) {
+      if (!(await checkpointer.getTuple({ configurable: { ...configurable, checkpoint_id: checkpointId } }))) throw new NotFoundError(`Checkpoint ${checkpointId} not found`);
+      configurable.checkpoint_id = checkpointId;
+    }
+    const appConfig = this.deps.getAppConfig();
+    const agent = await this.deps.agentFactory({ configurable: { thread_id: threadId }, context: { thread_id: threadId, user_id: "default", app_config: appConfig } });
+    agent.checkpointer = checkpointer;
+    const graph = ((agent as { graph?: UpdatableGraph }).graph ?? agent) as UpdatableGraph;
+    const asNode = update.as_node && graph.nodes && update.as_node in graph.nodes ? update.as_node : undefined;
+    await graph.updateState({ configurable }, values, asNode);
+    return readThreadState(checkpointer, threadId);
+  }
+
+  /**
+   * The thread's checkpoints, newest first, each in ThreadState shape; `before` (a checkpoint id or config)
+   * pages backwards, `metadata` filters by checkpoint metadata. An unknown thread has no history (`[]`).
+   */
+  async history(threadId: string, options: { limit: number; before?: unknown; metadata?: Record<string, unknown> }): Promise<ThreadStateResponse[]> {
+    const { checkpointer } = this.deps.persistence;
+    const beforeId =
+      typeof options.before === "string"
+        ? options.before
+        : ((options.before as { configurable?: { checkpoint_id?: string } } | undefined)?.configurable?.checkpoint_id ?? undefined);
+    const out: ThreadStateResponse[] = [];
+    const iterator = (checkpointer as BaseCheckpointSaver).list(
+      { configurable: { thread_id: threadId, checkpoint_ns: "" } },
+      { limit: options.limit, ...(beforeId ? { before: { configurable: { checkpoint_id: beforeId } } } : {}), ...(options.metadata ? { filter: options.metadata } : {}) },
+    );
+    for await (const tuple of iterator) out.push(checkpointToState(threadId, tuple));
+    return out;
+  }
+
+  /**
+   * Deletes a thread and everything it owns: checkpoints, run records, its directories under the runtime home.
+   * @throws NotFoundError for an unknown thread; ConflictError while a run is in flight (the thread survives).
+   */
+  async delete(threadId: string): Promise<void> {
+    this.requireThread(threadId);
+    if (this.deps.runs.hasInFlight(threadId)) throw new ConflictError(`Thread ${threadId} has work in flight; cancel its runs before deleting it`);
+    await this.deps.persistence.checkpointer.deleteThread(threadId);
+    this.deps.runs.forgetThread(threadId);
+    this.deps.persistence.threads.delete(threadId);
+    rmSync(path.join(this.deps.home, "users", "default", "threads", threadId), { recursive: true, force: true });
+  }
+}
