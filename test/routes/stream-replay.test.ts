@@ -1,0 +1,78 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/app.js";
+import { postJson, startHarness, type Harness } from "../support/harness.js";
+import { parseSse } from "../support/sse.js";
+
+const CONFIG = `models:\n  - name: slow\n    use: deerflow-gateway:ScriptedChatModel\n    model: slow\n    token_delay_ms: 80\n`;
+const human = (content: string) => ({ messages: [{ role: "user", content }] });
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error("condition not met in time");
+}
+
+describe("stream replay with a small retention", () => {
+  it("answers a join whose cursor was evicted with one gap frame (no id, no end) and leaves the run running", async () => {
+    h = await startHarness(CONFIG, { queueMaxSize: 2 });
+    await postJson(`${h.url}/threads`, { thread_id: "t-gap" });
+    const res = await postJson(`${h.url}/threads/t-gap/runs`, { input: human(Array(40).fill("w").join(" ")), stream_mode: ["messages-tuple"] });
+    const run = await res.json();
+    let firstId = "";
+    const live = await fetch(`${h.url}/threads/t-gap/runs/${run.run_id}/stream`, { headers: { "last-event-id": "-1" } });
+    const reader = live.body!.getReader();
+    let text = "";
+    while (!firstId) {
+      text += new TextDecoder().decode((await reader.read()).value);
+      firstId = parseSse(text).frames[0]?.id ?? "";
+    }
+    await reader.cancel();
+    // 80 ms per token: within 600 ms several newer events have pushed the first one out of a 2-event buffer.
+    await new Promise((r) => setTimeout(r, 600));
+    const gapRes = await fetch(`${h.url}/threads/t-gap/runs/${run.run_id}/stream`, { headers: { "last-event-id": firstId } });
+    const body = await gapRes.text();
+    const { frames } = parseSse(body);
+    expect(frames).toHaveLength(1);
+    expect(frames[0].event).toBe("gap");
+    expect(frames[0].id).toBeUndefined();
+    expect(frames[0].data).toMatchObject({ code: "stream_replay_gap", run_id: run.run_id, requested_event_id: firstId, recovery: "reload_durable_state" });
+    expect(typeof frames[0].data.earliest_available_event_id).toBe("string");
+    expect(body).not.toContain("event: end");
+    expect((await (await fetch(`${h.url}/threads/t-gap/runs/${run.run_id}`)).json()).status).toBe("running");
+    await fetch(`${h.url}/threads/t-gap/runs/${run.run_id}/cancel?wait=1`, { method: "POST" });
+  });
+});
+
+describe("graceful shutdown and restart", () => {
+  it("interrupts in-flight runs on close, keeps finished runs, and serves both after a restart", async () => {
+    h = await startHarness(CONFIG);
+    await postJson(`${h.url}/threads`, { thread_id: "t-drain" });
+    await postJson(`${h.url}/threads`, { thread_id: "t-done" });
+    const done = await (await postJson(`${h.url}/threads/t-done/runs/wait`, { input: human("quick") })).json();
+    expect(done.messages).toHaveLength(2);
+    const slow = await (await postJson(`${h.url}/threads/t-drain/runs`, { input: human(Array(100).fill("w").join(" ")) })).json();
+    await until(async () => (await (await fetch(`${h!.url}/threads/t-drain/runs/${slow.run_id}`)).json()).status === "running");
+    await h.app.close();
+    const app = await buildApp({ heartbeatMs: 0 });
+    try {
+      const slowAfter = (await app.inject({ url: `/threads/t-drain/runs/${slow.run_id}` })).json();
+      expect(slowAfter.status).toBe("interrupted");
+      const runs = (await app.inject({ url: "/threads/t-done/runs" })).json();
+      expect(runs).toHaveLength(1);
+      expect(runs[0].status).toBe("success");
+      expect((await app.inject({ url: "/threads/t-done" })).json().status).toBe("idle");
+    } finally {
+      await app.close();
+      await app.close();
+    }
+    h.app = app;
+  });
+});
