@@ -5,6 +5,7 @@ import { validateAgentName } from "../src/config/agent-config.js";
 import { AgentCreateSchema, AgentUpdateSchema } from "../src/config/agent-store.js";
 import { DeerflowError, ValidationError } from "../src/errors.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
+import { doc } from "./openapi.js";
 
 /** The agents API is switched off by `agents_api.enabled: false`. HTTP 403. */
 class AgentsApiDisabledError extends DeerflowError {
@@ -40,17 +41,17 @@ export async function agentRoutes(app: FastifyInstance): Promise<void> {
     }
   };
 
-  app.get("/agents", async (request) => ({ agents: store.list(userId(request)) }));
+  app.get("/agents", { schema: doc("agents", "List custom agents with their souls") }, async (request) => ({ agents: store.list(userId(request)) }));
 
-  app.get<{ Querystring: { name?: string } }>("/agents/check", async (request) => {
+  app.get<{ Querystring: { name?: string } }>("/agents/check", { schema: doc("agents", "Is an agent name available?") }, async (request) => {
     if (typeof request.query.name !== "string") throw new ValidationError("Query parameter 'name' is required");
     const name = validateAgentName(request.query.name);
     return { available: store.isAvailable(name, userId(request)), name };
   });
 
-  app.get<NameParams>("/agents/:name", async (request) => store.get(validateAgentName(request.params.name), userId(request)));
+  app.get<NameParams>("/agents/:name", { schema: doc("agents", "Get a custom agent") }, async (request) => store.get(validateAgentName(request.params.name), userId(request)));
 
-  app.post("/agents", async (request, reply) => {
+  app.post("/agents", { schema: doc("agents", "Create a custom agent (201)", { body: AgentCreateSchema }) }, async (request, reply) => {
     const body = parseBody(AgentCreateSchema, request.body);
     validateAgentName(body.name);
     assertKnownModel(body.model);
@@ -58,21 +59,21 @@ export async function agentRoutes(app: FastifyInstance): Promise<void> {
     return reply.code(201).send(agent);
   });
 
-  app.put<NameParams>("/agents/:name", async (request) => {
+  app.put<NameParams>("/agents/:name", { schema: doc("agents", "Partially update a custom agent", { body: AgentUpdateSchema }) }, async (request) => {
     const name = validateAgentName(request.params.name);
     const body = parseBody(AgentUpdateSchema, request.body);
     if ("model" in body) assertKnownModel(body.model);
     return store.update(name, body, userId(request));
   });
 
-  app.delete<NameParams>("/agents/:name", async (request, reply) => {
+  app.delete<NameParams>("/agents/:name", { schema: doc("agents", "Delete a custom agent (204)") }, async (request, reply) => {
     await store.delete(validateAgentName(request.params.name), userId(request));
     return reply.code(204).send();
   });
 
-  app.get("/user-profile", async () => ({ content: store.readUserProfile() }));
+  app.get("/user-profile", { schema: doc("agents", "Read the user profile") }, async () => ({ content: store.readUserProfile() }));
 
-  app.put("/user-profile", async (request) => {
+  app.put("/user-profile", { schema: doc("agents", "Replace the user profile", { body: ProfileSchema }) }, async (request) => {
     const body = parseBody(ProfileSchema, request.body);
     return { content: store.writeUserProfile(body.content ?? "") };
   });

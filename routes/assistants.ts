@@ -6,6 +6,7 @@ import type { AgentRecord } from "../src/config/agent-store.js";
 import { NotFoundError, ValidationError } from "../src/errors.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { assistantIdToAgentName } from "../src/runtime/run-config.js";
+import { doc } from "./openapi.js";
 
 const SearchSchema = z.looseObject({
   graph_id: z.string().nullish(),
@@ -52,7 +53,7 @@ export async function assistantRoutes(app: FastifyInstance): Promise<void> {
     return match;
   };
 
-  app.post("/assistants/search", async (request) => {
+  app.post("/assistants/search", { schema: doc("assistants", "Search assistants", { body: SearchSchema }) }, async (request) => {
     const parsed = SearchSchema.safeParse(request.body ?? {});
     if (!parsed.success) throw new ValidationError("Invalid request body", zodIssuesToDetail(parsed.error.issues));
     const { graph_id: graphId, name, metadata, limit, offset } = parsed.data;
@@ -63,14 +64,14 @@ export async function assistantRoutes(app: FastifyInstance): Promise<void> {
       .slice(offset, offset + limit);
   });
 
-  app.get<IdParams>("/assistants/:assistant_id", async (request) => find(request.params.assistant_id));
+  app.get<IdParams>("/assistants/:assistant_id", { schema: doc("assistants", "Get an assistant") }, async (request) => find(request.params.assistant_id));
 
-  app.get<IdParams>("/assistants/:assistant_id/graph", async (request) => {
+  app.get<IdParams>("/assistants/:assistant_id/graph", { schema: doc("assistants", "Graph of an assistant") }, async (request) => {
     find(request.params.assistant_id);
     return { graph_id: "lead_agent", nodes: [], edges: [] };
   });
 
-  app.get<IdParams>("/assistants/:assistant_id/schemas", async (request) => {
+  app.get<IdParams>("/assistants/:assistant_id/schemas", { schema: doc("assistants", "Schemas of an assistant") }, async (request) => {
     find(request.params.assistant_id);
     return { graph_id: "lead_agent", input_schema: {}, output_schema: {}, state_schema: {}, config_schema: {}, context_schema: {} };
   });

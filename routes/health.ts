@@ -1,10 +1,11 @@
 // GET /health: liveness plus the config's health (spec/README.md decision 2).
 import type { FastifyInstance } from "fastify";
 import { getAppConfigStatus } from "../src/config/app-config.js";
+import { doc } from "./openapi.js";
 
 /** `GET /health` -> 200 `{status: "healthy", service}`, or `{status: "degraded", config_error}` after a bad config edit. */
 export async function healthRoutes(app: FastifyInstance): Promise<void> {
-  app.get("/health", async () => {
+  app.get("/health", { schema: doc("health", "Liveness and config health") }, async () => {
     // Check the file now (signature check), so a broken edit shows up even before the next run.
     try {
       app.deerflow.getAppConfig();

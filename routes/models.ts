@@ -2,6 +2,7 @@
 import type { FastifyInstance } from "fastify";
 import type { ModelConfig } from "../src/config/schema.js";
 import { NotFoundError } from "../src/errors.js";
+import { doc } from "./openapi.js";
 
 /** The public view of a model entry: descriptive fields only. */
 export function publicModel(m: ModelConfig) {
@@ -17,11 +18,11 @@ export function publicModel(m: ModelConfig) {
 
 /** Registers the model routes (mounted under `/api`). */
 export async function modelRoutes(app: FastifyInstance): Promise<void> {
-  app.get("/models", async () => {
+  app.get("/models", { schema: doc("models", "Configured models (no keys, no URLs)") }, async () => {
     const config = app.deerflow.getAppConfig();
     return { models: config.models.map(publicModel), token_usage: { enabled: Boolean(config.token_usage.enabled) } };
   });
-  app.get<{ Params: { name: string } }>("/models/:name", async (request) => {
+  app.get<{ Params: { name: string } }>("/models/:name", { schema: doc("models", "One configured model") }, async (request) => {
     const model = app.deerflow.getAppConfig().models.find((m) => m.name === request.params.name);
     if (!model) throw new NotFoundError(`Model '${request.params.name}' not found`);
     return publicModel(model);

@@ -7,6 +7,7 @@ import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
 import { readThreadState } from "../src/runtime/thread-state-reader.js";
 import type { ThreadRecord } from "../src/runtime/thread-store.js";
+import { doc } from "./openapi.js";
 
 const metadataSchema = z.record(z.string(), z.unknown());
 /** `POST /threads`; the SDK may add `supersteps`, `ttl`, `graph_id` (accepted, ignored). */
@@ -59,7 +60,7 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
     return thread;
   };
 
-  app.post("/threads", async (request) => {
+  app.post("/threads", { schema: doc("threads", "Create a thread (idempotent for a given thread_id)", { body: ThreadCreateSchema }) }, async (request) => {
     const body = parse(ThreadCreateSchema, request.body);
     const threadId = body.thread_id ?? randomUUID();
     assertThreadId(threadId);
@@ -67,7 +68,7 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
     return threadView(threads.create(threadId, body.metadata ?? {}));
   });
 
-  app.post("/threads/search", async (request) => {
+  app.post("/threads/search", { schema: doc("threads", "Search threads by metadata and status", { body: ThreadSearchSchema }) }, async (request) => {
     const body = parse(ThreadSearchSchema, request.body);
     const found = threads.search({
       metadata: body.metadata ?? undefined,
@@ -87,31 +88,31 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
     );
   });
 
-  app.get<ThreadParams>("/threads/:thread_id", async (request) => threadView(requireThread(request.params.thread_id)));
+  app.get<ThreadParams>("/threads/:thread_id", { schema: doc("threads", "Get a thread with its state values") }, async (request) => threadView(requireThread(request.params.thread_id)));
 
-  app.patch<ThreadParams>("/threads/:thread_id", async (request) => {
+  app.patch<ThreadParams>("/threads/:thread_id", { schema: doc("threads", "Merge thread metadata", { body: ThreadPatchSchema }) }, async (request) => {
     requireThread(request.params.thread_id);
     const body = parse(ThreadPatchSchema, request.body);
     return threadView(threads.patchMetadata(request.params.thread_id, body.metadata ?? {})!);
   });
 
-  app.delete<ThreadParams>("/threads/:thread_id", async (request) => {
+  app.delete<ThreadParams>("/threads/:thread_id", { schema: doc("threads", "Delete a thread, its checkpoints, runs and files") }, async (request) => {
     assertThreadId(request.params.thread_id);
     await threadService.delete(request.params.thread_id);
     return { success: true, message: `Thread ${request.params.thread_id} deleted` };
   });
 
-  app.get<ThreadParams>("/threads/:thread_id/state", async (request) => {
+  app.get<ThreadParams>("/threads/:thread_id/state", { schema: doc("threads", "Current thread state") }, async (request) => {
     requireThread(request.params.thread_id);
     return readThreadState(persistence.checkpointer, request.params.thread_id);
   });
 
-  app.post<ThreadParams>("/threads/:thread_id/state", async (request) => {
+  app.post<ThreadParams>("/threads/:thread_id/state", { schema: doc("threads", "Update thread state values", { body: StateUpdateSchema }) }, async (request) => {
     assertThreadId(request.params.thread_id);
     return threadService.updateState(request.params.thread_id, parse(StateUpdateSchema, request.body));
   });
 
-  app.post<ThreadParams>("/threads/:thread_id/history", async (request) => {
+  app.post<ThreadParams>("/threads/:thread_id/history", { schema: doc("threads", "Checkpoint history, newest first", { body: HistorySchema }) }, async (request) => {
     assertThreadId(request.params.thread_id);
     const body = parse(HistorySchema, request.body);
     return threadService.history(request.params.thread_id, { limit: body.limit, before: body.before ?? undefined, metadata: body.metadata ?? undefined });

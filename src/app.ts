@@ -5,6 +5,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from "pino";
 import { registerRoutes } from "../routes/index.js";
 import { installErrorHandlers } from "../routes/errors.js";
+import { registerOpenApi } from "../routes/openapi.js";
 import { AgentStore } from "./config/agent-store.js";
 import { getAppConfig } from "./config/app-config.js";
 import { getAgentsDir, getRuntimeHome } from "./config/paths.js";
@@ -97,6 +98,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   await app.register(fastifyCors, { origin: true, exposedHeaders: ["Content-Location", "Location"] });
   await app.register(fastifySSE, { heartbeatInterval: options.heartbeatMs ?? 15_000 });
   installErrorHandlers(app);
+  await registerOpenApi(app);
   await app.register(registerRoutes);
   app.addHook("onClose", async () => {
     // Shutdown drain (DeerFlow test_gateway_run_drain_shutdown): interrupt in-flight runs, wait at most 5 s,
