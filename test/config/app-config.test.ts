@@ -19,7 +19,7 @@ import { getModelConfig, getToolConfig, parseAppConfig } from "../../src/config/
 import { ConfigError } from "../../src/errors.js";
 import { getLogger, setLogger } from "../../src/logger.js";
 
-const FIXTURE = path.resolve(import.meta.dirname, "../../../shared/fixtures/deerflow/config.example.yaml");
+const FIXTURE = path.resolve(import.meta.dirname, "../fixtures/deerflow/config.example.yaml");
 const MODEL = (name: string, extra = "") => `models:\n  - name: ${name}\n    use: langchain_openai:ChatOpenAI\n    model: gpt-test\n${extra}`;
 
 let dir: string;

@@ -6,7 +6,7 @@ import {
   enabledMcpServers, isSkillEnabled, loadExtensionsConfig, resolveExtensionsConfigPath, substituteEnvLenient,
 } from "../../src/config/extensions-config.js";
 
-const fixture = () => path.resolve(import.meta.dirname, "../../../shared/fixtures/deerflow/extensions_config.example.json");
+const fixture = () => path.resolve(import.meta.dirname, "../fixtures/deerflow/extensions_config.example.json");
 let dir: string;
 beforeEach(() => {
   dir = mkdtempSync(path.join(tmpdir(), "dfgw-ext-"));
