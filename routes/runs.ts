@@ -78,6 +78,7 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
 
   app.get<ThreadParams>("/threads/:thread_id/runs", { schema: doc("runs", "List a thread's runs, newest first", { querystring: ListQuerySchema }) }, async (request) => {
     assertThreadId(request.params.thread_id);
+    if (!app.deerflow.persistence.threads.get(request.params.thread_id)) throw new NotFoundError(`Thread ${request.params.thread_id} not found`);
     const query = parse(ListQuerySchema, request.query, "query");
     return runs.list(request.params.thread_id, { limit: query.limit, offset: query.offset, status: query.status as RunStatus | undefined });
   });

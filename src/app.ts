@@ -79,7 +79,16 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   });
   const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home });
 
-  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), bodyLimit: 10 * 1024 * 1024 }) as unknown as FastifyInstance;
+  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: 10 * 1024 * 1024,
+    // Long ids are validated by the routes (422), not cut off by the router (414).
+    routerOptions: { maxParamLength: 1000 },
+    // Malformed URLs and the like, caught before routing: still answered as {detail}.
+    frameworkErrors: (error, _request, reply) => {
+      const raw = reply as unknown as { code(status: number): { send(body: unknown): unknown } };
+      void raw.code(error.statusCode ?? 400).send({ detail: error.message });
+    },
+  }) as unknown as FastifyInstance;
   // One JSON line per request, written when the response (SSE included) has finished.
   app.addHook("onResponse", async (request, reply) => {
     const level = request.url === "/health" ? "debug" : "info";
@@ -95,7 +104,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
       done(err as Error, undefined);
     }
   });
-  await app.register(fastifyCors, { origin: true, exposedHeaders: ["Content-Location", "Location"] });
+  await app.register(fastifyCors, { origin: true, exposedHeaders: ["Content-Location", "Location"], strictPreflight: false });
   await app.register(fastifySSE, { heartbeatInterval: options.heartbeatMs ?? 15_000 });
   installErrorHandlers(app);
   await registerOpenApi(app);

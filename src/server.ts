@@ -29,6 +29,8 @@ async function main(): Promise<void> {
     logger.info({ signal }, "shutting down: interrupting in-flight runs (up to 5 s)");
     const force = setTimeout(() => process.exit(1), 10_000).unref();
     await watcher?.close();
+    // Interrupt runs before closing the server: open SSE streams end with the runs, so close() is not held up.
+    await app.deerflow.runs.drain(5_000);
     await app.close();
     clearTimeout(force);
     process.exit(0);

@@ -10,6 +10,8 @@ import { getAgentsDir } from "./paths.js";
 
 /** DeerFlow's agent-name rule (`agents_config.py:23`). */
 export const AGENT_NAME_PATTERN = /^[A-Za-z0-9-]+$/;
+/** Longest agent name (DeerFlow's DB column size; also keeps paths under filesystem limits). */
+export const MAX_AGENT_NAME_LENGTH = 128;
 const USER_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
 
 /** Per-agent sampling overrides (DeerFlow `AgentModelSettings`): unknown keys rejected, null = inherit. */
@@ -35,12 +37,16 @@ export const AgentConfigSchema = z.looseObject({
 export type AgentConfig = z.infer<typeof AgentConfigSchema> & { name: string };
 
 /**
- * Validates an agent name against `^[A-Za-z0-9-]+$` and returns it lowercased (names are stored lowercase).
- * @throws ValidationError "Invalid agent name '<x>'. Must match pattern: ^[A-Za-z0-9-]+$".
+ * Validates an agent name against `^[A-Za-z0-9-]+$` (at most 128 characters) and returns it lowercased (names are
+ * stored lowercase). @throws ValidationError "Invalid agent name '<x>'. Must match pattern: ^[A-Za-z0-9-]+$", or
+ * naming the length limit.
  */
 export function validateAgentName(name: string): string {
   if (typeof name !== "string" || !AGENT_NAME_PATTERN.test(name)) {
-    throw new ValidationError(`Invalid agent name '${String(name)}'. Must match pattern: ${AGENT_NAME_PATTERN.source}`);
+    throw new ValidationError(`Invalid agent name '${String(name).slice(0, 80)}'. Must match pattern: ${AGENT_NAME_PATTERN.source}`);
+  }
+  if (name.length > MAX_AGENT_NAME_LENGTH) {
+    throw new ValidationError(`Invalid agent name '${name.slice(0, 40)}...': at most ${MAX_AGENT_NAME_LENGTH} characters`);
   }
   return name.toLowerCase();
 }

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } fr
 import path from "node:path";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { z } from "zod";
-import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
+import { ConfigError, ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { getLogger } from "../logger.js";
 import { AgentReasoningEffortSchema, agentDir, loadAgentConfig, ModelSettingsSchema, validateAgentName } from "./agent-config.js";
 import { atomicWriteFile } from "./atomic-write.js";
@@ -100,8 +100,14 @@ export class AgentStore {
   private readDoc(dir: string): Doc | null {
     const file = path.join(dir, "config.yaml");
     if (!existsSync(file)) return null;
-    const parsed = parseYaml(readFileSync(file, "utf8")) ?? {};
-    if (typeof parsed !== "object" || Array.isArray(parsed)) throw new ValidationError(`Agent config ${file} is not a mapping`);
+    const shown = path.relative(this.agentsDir, file);
+    let parsed: unknown;
+    try {
+      parsed = parseYaml(readFileSync(file, "utf8")) ?? {};
+    } catch (err) {
+      throw new ConfigError(`Failed to parse agent config ${shown}: ${(err as Error).message.split("\n")[0]}`, { path: file, code: "agent_config_invalid" });
+    }
+    if (typeof parsed !== "object" || Array.isArray(parsed)) throw new ConfigError(`Agent config ${shown} is not a mapping`, { path: file, code: "agent_config_invalid" });
     return parsed as Doc;
   }
 

@@ -39,6 +39,8 @@ export async function openPersistence(appConfig: AppConfig, home: string): Promi
   db.pragma("busy_timeout = 5000");
   const threads = new ThreadStore(db);
   const runs = new RunStore(db);
+  // Nothing runs yet in this process: a busy thread or a running run is left over from a crash.
+  threads.resetBusy();
   if (section.type === "postgres") {
     if (!section.connection_string) throw new Error("checkpointer.type postgres needs checkpointer.connection_string");
     const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");

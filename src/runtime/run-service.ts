@@ -49,6 +49,15 @@ export function assertThreadId(threadId: unknown): asserts threadId is string {
   }
 }
 
+/** Why `content` is not a message content (a string, or a list of strings / `{type, ...}` blocks), or null. */
+function contentProblem(content: unknown): string | null {
+  if (typeof content === "string") return null;
+  if (content === undefined) return "content is required";
+  if (!Array.isArray(content)) return `content must be a string or a list of content blocks, got ${content === null ? "null" : typeof content}`;
+  const bad = content.findIndex((b) => typeof b !== "string" && !(b && typeof b === "object" && !Array.isArray(b) && typeof (b as { type?: unknown }).type === "string"));
+  return bad === -1 ? null : `content[${bad}] must be a string or an object with a string "type"`;
+}
+
 /**
  * Converts wire messages (`{type|role, content, ...}`) to LangChain messages; a message without an id gets a UUID
  * and server-owned `additional_kwargs` keys are removed.
@@ -66,6 +75,9 @@ export function toMessages(messages: Record<string, unknown>[], where = "input.m
     if (typeof entry.id !== "string" || !entry.id) entry.id = randomUUID();
     let message: BaseMessage;
     try {
+      // Checked here: a bad content shape would be checkpointed and then break every later run of the thread.
+      const problem = contentProblem(entry.content);
+      if (problem) throw new Error(problem);
       message = coerceMessageLikeToMessage(entry as never);
       if (!isBaseMessage(message)) throw new Error("not a message");
     } catch (err) {

@@ -100,6 +100,11 @@ export class ThreadStore {
     return rows.map((r) => ThreadStore.toRecord(r)!);
   }
 
+  /** Threads left `busy` by a process that died mid-run go back to `idle`; returns how many. */
+  resetBusy(): number {
+    return this.db.prepare("UPDATE threads SET status = 'idle', updated_at = ? WHERE status = 'busy'").run(new Date().toISOString()).changes;
+  }
+
   /** Sets the status (and `updated_at`). No-op for an unknown thread. */
   setStatus(threadId: string, status: ThreadStatus): void {
     this.db.prepare("UPDATE threads SET status = ?, updated_at = ? WHERE thread_id = ?").run(status, new Date().toISOString(), threadId);

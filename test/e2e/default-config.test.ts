@@ -142,3 +142,40 @@ describe("bad input", () => {
     expect((await res.json()).detail).toContain("/nope");
   });
 });
+
+describe("hostile input", () => {
+  it("rejects a message whose content is not text or content blocks with 400, and the thread stays usable", async () => {
+    const thread = await (await postJson(`${h.url}/threads`, {})).json();
+    for (const content of [5, true, { a: 1 }, [null], undefined]) {
+      const res = await postJson(`${h.url}/threads/${thread.thread_id}/runs/stream`, { input: { messages: [{ role: "user", content }] } });
+      expect(res.status, JSON.stringify(content)).toBe(400);
+      expect((await res.json()).detail).toMatch(/^Invalid message at input\.messages\[0\]: content/);
+    }
+    const ok = await postJson(`${h.url}/threads/${thread.thread_id}/runs/stream`, { input: human("fine") });
+    expect(await ok.text()).toContain("You said: fine");
+  });
+
+  it("answers overlong agent names with 422 and no host paths", async () => {
+    const long = "a".repeat(300);
+    const res = await postJson(`${h.url}/runs/stream`, { assistant_id: long, input: human("x") });
+    expect(res.status).toBe(422);
+    const text = await res.text();
+    expect(text).toContain("at most 128 characters");
+    expect(text).not.toContain(h.dir);
+  });
+
+  it("answers malformed URLs, long path params and bare preflights with JSON", async () => {
+    const bad = await fetch(`${h.url}/threads/%zz`);
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).detail).toBeTruthy();
+    const long = await fetch(`${h.url}/threads/${"a".repeat(300)}`);
+    expect(long.status).toBe(422);
+    expect((await long.json()).detail).toContain("Invalid thread_id");
+    const preflight = await fetch(`${h.url}/runs/stream`, { method: "OPTIONS" });
+    expect(preflight.status).toBeLessThan(400);
+  });
+
+  it("answers the runs of an unknown thread with 404", async () => {
+    expect((await fetch(`${h.url}/threads/never-made-2/runs`)).status).toBe(404);
+  });
+});

@@ -70,4 +70,27 @@ describe("the server process", () => {
     expect(lines.some((l) => JSON.parse(l).msg === "deerflow-gateway ready")).toBe(true);
     expect(lines.filter((l) => JSON.parse(l).req?.url === "/runs/stream")).toHaveLength(1);
   });
+
+  it("interrupts a streaming run on SIGTERM: the client gets `end` and the process exits 0", async () => {
+    const config = path.join(dir, "slow.yaml");
+    writeFileSync(config, "models:\n  - name: slow\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n    token_delay_ms: 50\n");
+    const port = String(18000 + Math.floor(Math.random() * 2000));
+    const { child, exited } = startServer({ DEER_FLOW_CONFIG_PATH: config, PORT: port });
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok);
+    const res = await fetch(`http://127.0.0.1:${port}/runs/stream`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input: { messages: [{ role: "user", content: Array(400).fill("w").join(" ") }] }, stream_mode: "messages-tuple" }),
+    });
+    const reader = res.body!.getReader();
+    let text = new TextDecoder().decode((await reader.read()).value);
+    child.kill("SIGTERM");
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text).toContain("event: end");
+    expect(await exited).toBe(0);
+  });
 });
