@@ -12,6 +12,7 @@ import { buildRunConfig, type RunConfig } from "./run-config.js";
 import type { ActiveRun, RunManager, RunRecord, RunStatus } from "./run-manager.js";
 import { latestCheckpoint, rollbackThread } from "./rollback.js";
 import { readThreadState } from "./thread-state-reader.js";
+import type { ThreadStatus } from "./thread-store.js";
 import { parseRunRequest, type RunRequest, type StreamModeName } from "./run-request.js";
 import { serializeMessage, serializeValues, toWire } from "./serialization.js";
 import type { StreamBridge } from "./stream-bridge.js";
@@ -253,7 +254,12 @@ export class RunService {
         error = "Rolled back by user";
       }
       runs.setStatus(runId, status, error);
-      if (started || status === "interrupted") persistence.threads.setStatus(threadId, status === "error" && !run.cancelAction ? "error" : "idle");
+      if (started || status === "interrupted") {
+        let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";
+        // A run that stopped at interrupt_before/after (or a graph interrupt) leaves nodes pending: the thread waits.
+        if (status === "success" && (await readThreadState(persistence.checkpointer, threadId).catch(() => null))?.next.length) threadStatus = "interrupted";
+        persistence.threads.setStatus(threadId, threadStatus);
+      }
       bridge.publishEnd(runId);
       bridge.cleanup(runId, this.deps.cleanupDelayMs ?? 60_000);
       runs.finish(runId);

@@ -56,11 +56,11 @@ export function toWire(value: unknown, seen: WeakSet<object> = new WeakSet()): u
   }
 }
 
-/** Agent-loop bookkeeping channels that are not thread state (langchain's `jumpTo`). */
-const INTERNAL_CHANNELS = new Set(["jumpTo"]);
+/** Agent-loop bookkeeping channels that are not thread state (langchain's `jumpTo`, `structuredResponse`). */
+const INTERNAL_CHANNELS = new Set(["jumpTo", "structuredResponse"]);
 
 /**
- * A `values` payload: internal `__pregel_*` keys and langchain's `jumpTo` removed (`__interrupt__` kept),
+ * A `values` payload: internal `__pregel_*` keys and langchain's bookkeeping channels removed (`__interrupt__` kept),
  * everything else `toWire`d.
  */
 export function serializeValues(values: unknown): unknown {

@@ -30,7 +30,7 @@ const ref = (threadId: string, id: string | undefined): CheckpointRef | null =>
 /**
  * Converts a checkpoint tuple to the wire state. `values` are the channel values without LangGraph internals
  * (`branch:*`, `__*`), messages flattened; `next` are the nodes the checkpoint still triggers (`branch:to:<node>`
- * channels); interrupts come from pending `__interrupt__` writes.
+ * channels and pending sends); interrupts come from pending `__interrupt__` writes.
  */
 export function checkpointToState(threadId: string, tuple: CheckpointTuple | undefined): ThreadStateResponse {
   if (!tuple) {
@@ -41,14 +41,17 @@ export function checkpointToState(threadId: string, tuple: CheckpointTuple | und
   const next: string[] = [];
   for (const [key, value] of Object.entries(channels)) {
     if (key.startsWith("branch:to:")) next.push(key.slice("branch:to:".length));
-    else if (!key.startsWith("branch:") && !key.startsWith("__") && !key.includes(":")) values[key] = value;
+    else if (key === "__pregel_tasks" && Array.isArray(value)) {
+      // Sends (e.g. one per tool call) wait here until their node runs.
+      for (const task of value) if (task && typeof (task as { node?: unknown }).node === "string") next.push((task as { node: string }).node);
+    } else if (!key.startsWith("branch:") && !key.startsWith("__") && !key.includes(":")) values[key] = value;
   }
   const interrupts = (tuple.pendingWrites ?? []).filter(([, channel]) => channel === "__interrupt__").flatMap(([, , value]) => (Array.isArray(value) ? value : [value]));
   const id = tuple.checkpoint.id;
   const parentId = tuple.parentConfig?.configurable?.checkpoint_id as string | undefined;
   return {
     values: serializeValues(values) as Record<string, unknown>,
-    next,
+    next: [...new Set(next)],
     tasks: [],
     metadata: (tuple.metadata ?? {}) as Record<string, unknown>,
     created_at: tuple.checkpoint.ts ?? null,

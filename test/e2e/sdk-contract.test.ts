@@ -266,3 +266,17 @@ describe("replay", () => {
     expect(resumed.at(-1).event).toBe("end");
   });
 });
+
+describe("interrupts", () => {
+  it("stops before a node with interrupt_before, marks the thread interrupted, and resumes with a new run", async () => {
+    const t = await c.threads.create();
+    const parts = await drain(c.runs.stream(t.thread_id, "lead_agent", { input: human('!call ask_clarification {"question":"q?"}'), streamMode: ["updates"], interruptBefore: ["tools"] }));
+    expect(parts.some((p) => p.event === "updates" && "__interrupt__" in p.data)).toBe(true);
+    const state = await c.threads.getState(t.thread_id);
+    expect(state.next).toEqual(["tools"]);
+    expect((await c.threads.get(t.thread_id)).status).toBe("interrupted");
+    const resumed = (await c.runs.wait(t.thread_id, "lead_agent", { input: null as never })) as { messages: any[] };
+    expect(resumed.messages.at(-1)).toMatchObject({ type: "tool", name: "ask_clarification" });
+    expect((await c.threads.get(t.thread_id)).status).toBe("idle");
+  });
+});
