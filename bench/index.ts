@@ -4,12 +4,14 @@ import { pino } from "pino";
 import { setLogger } from "../src/logger.js";
 import { runAppConfigBench } from "./app-config.bench.js";
 import { runBuildAgentBench } from "./build-agent.bench.js";
+import { runSdkChainBench } from "./sdk-chain.bench.js";
 import { runRunsBench } from "./runs.bench.js";
 import { formatTable, type BenchSuite } from "./stats.js";
 
 /** Every benchmark suite, in run order. */
 const SUITES: { title: string; run: () => Promise<BenchSuite> }[] = [
   { title: "Lead agent build and first run", run: runBuildAgentBench },
+  { title: "SDK chain (all features): build, first superstep, first run", run: runSdkChainBench },
   { title: "Config: getAppConfig cost and hot reload", run: runAppConfigBench },
   { title: "Gateway: stateless /runs/stream throughput and latency", run: runRunsBench },
 ];

@@ -6,9 +6,30 @@ export { DeerflowMiddleware } from "./agents/middlewares/base.js";
 export { ClarificationMiddleware } from "./agents/middlewares/clarification.js";
 export { DanglingToolCallMiddleware } from "./agents/middlewares/dangling-tool-call.js";
 export { LoopDetectionMiddleware } from "./agents/middlewares/loop-detection.js";
+export { MemoryMiddleware, type MemoryMiddlewareOptions } from "./agents/middlewares/memory.js";
+export { SandboxMiddleware, type SandboxMiddlewareOptions } from "./agents/middlewares/sandbox.js";
+export { SubagentLimitMiddleware, type SubagentLimitOptions } from "./agents/middlewares/subagent-limit.js";
+export { SummarizationMiddleware, createSummarizationMiddleware, type SummarizationOptions } from "./agents/middlewares/summarization.js";
 export { ThreadDataMiddleware } from "./agents/middlewares/thread-data.js";
+export { TitleMiddleware, fallbackTitle, type TitleMiddlewareOptions } from "./agents/middlewares/title.js";
+export { TodoMiddleware, type TodoMiddlewareOptions } from "./agents/middlewares/todo.js";
+export { TokenBudgetMiddleware } from "./agents/middlewares/token-budget.js";
 export { ToolErrorHandlingMiddleware } from "./agents/middlewares/tool-error-handling.js";
-export { ThreadState, mergeArtifacts, mergeSandbox, mergeTodos, mergeViewedImages } from "./agents/thread-state.js";
+export { UploadsMiddleware, type UploadsOptions } from "./agents/middlewares/uploads.js";
+export { ViewImageMiddleware } from "./agents/middlewares/view-image.js";
+export { resolveRunScope, RunScopedStore, type RunScope } from "./agents/middlewares/run-scope.js";
+export {
+  ThreadState, ThreadStateFields, THREAD_STATE_FIELDS, mergeArtifacts, mergeDelegations, mergeGoal, mergePromoted, mergeSandbox,
+  mergeSkillContext, mergeTodos, mergeViewedImages,
+} from "./agents/thread-state.js";
+export { FileMemoryStore, type MemoryDocument } from "./agents/memory/file-memory-store.js";
+export { MemoryUpdateQueue, recordConversation, type MemoryJob, type MemoryUpdater } from "./agents/memory/memory-queue.js";
+export { ensureSandbox, type SandboxProvider } from "./sandbox/provider.js";
+export { createTaskTool, type SubagentRuntime } from "./tools/builtins/task.js";
+export { createViewImageTool } from "./tools/builtins/view-image.js";
+export { createMemoryTools } from "./tools/builtins/memory-tools.js";
+export { createWriteTodosTool } from "./tools/builtins/write-todos.js";
+export { createAskClarificationTool } from "./tools/builtins/ask-clarification.js";
 export { makeLeadAgent, _makeLeadAgent } from "./agents/lead-agent/agent.js";
 export { applyPromptTemplate } from "./agents/lead-agent/prompt.js";
 export { getAppConfig, setAppConfig, resetAppConfig, withAppConfig, loadAppConfig } from "./config/app-config.js";

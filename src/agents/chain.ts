@@ -1,16 +1,29 @@
 // Port of DeerFlow agents/factory.py: _assemble_from_features and _insert_extra.
 import type { AgentMiddleware } from "langchain";
+import { MemoryConfigSchema } from "../config/schema.js";
 import { DeerflowError } from "../errors.js";
+import { getLogger } from "../logger.js";
 import { createAskClarificationTool } from "../tools/builtins/ask-clarification.js";
+import { createMemoryTools } from "../tools/builtins/memory-tools.js";
+import { createTaskTool } from "../tools/builtins/task.js";
+import { createViewImageTool } from "../tools/builtins/view-image.js";
 import { getAnchors, RuntimeFeatures, type FeatureFlag, type MiddlewareClass } from "./features.js";
+import { isMiddleware } from "./middlewares/base.js";
 import { ClarificationMiddleware } from "./middlewares/clarification.js";
 import { DanglingToolCallMiddleware } from "./middlewares/dangling-tool-call.js";
-import { isMiddleware } from "./middlewares/base.js";
 import { LoopDetectionMiddleware } from "./middlewares/loop-detection.js";
+import { MemoryMiddleware } from "./middlewares/memory.js";
+import { SandboxMiddleware } from "./middlewares/sandbox.js";
+import { SubagentLimitMiddleware } from "./middlewares/subagent-limit.js";
 import { ThreadDataMiddleware } from "./middlewares/thread-data.js";
+import { TitleMiddleware } from "./middlewares/title.js";
+import { TodoMiddleware } from "./middlewares/todo.js";
+import { TokenBudgetMiddleware } from "./middlewares/token-budget.js";
 import { ToolErrorHandlingMiddleware } from "./middlewares/tool-error-handling.js";
+import { UploadsMiddleware } from "./middlewares/uploads.js";
+import { ViewImageMiddleware } from "./middlewares/view-image.js";
 
-/** A feature was switched on whose built-in middleware this release does not include. */
+/** A feature was switched on whose built-in this release does not include (used by the app layer, e.g. bootstrap). */
 export class FeatureUnavailableError extends DeerflowError {
   constructor(message: string) {
     super("unsupported", message);
@@ -29,10 +42,12 @@ export interface AssembledChain {
   featureTools: NamedTool[];
 }
 
-function unavailable(flag: string, builtIn: string): never {
-  throw new FeatureUnavailableError(
-    `RuntimeFeatures.${flag}=true needs the built-in ${builtIn}, which this release does not include; pass false or your own middleware instance`,
-  );
+/** Options of {@link assembleFromFeatures}. */
+export interface AssembleOptions {
+  /** Adds TodoMiddleware (plan mode). */
+  planMode?: boolean;
+  /** The agent's name: the built-in memory's bucket (default `"default"`). */
+  name?: string;
 }
 
 /** `true` selects the built-in, a middleware instance replaces it, `false` skips (DeerFlow checks `is not False`). */
@@ -41,30 +56,51 @@ function slot(flag: FeatureFlag, builtIn: () => AgentMiddleware): AgentMiddlewar
   return isMiddleware(flag) ? flag : builtIn();
 }
 
+/** Built-in memory (spec 1.6): tool mode gives the memory tools and no middleware, else MemoryMiddleware. */
+function builtInMemory(features: RuntimeFeatures, name: string): { middleware: AgentMiddleware | null; tools: NamedTool[] } {
+  const config = MemoryConfigSchema.parse(features.memoryConfig ?? {});
+  if (config.enabled && config.mode === "tool") {
+    const tools: NamedTool[] = [];
+    for (const t of createMemoryTools({ agentName: name })) {
+      if (tools.some((x) => x.name === t.name)) getLogger().warn(`Memory tool name '${t.name}' already exists and was skipped.`);
+      else tools.push(t);
+    }
+    // The file-backed store needs no passive writes in tool mode, so no MemoryMiddleware is added.
+    return { middleware: null, tools };
+  }
+  if (config.mode === "tool") getLogger().warn("memory.mode is 'tool' but memory is disabled: memory tools will not be registered");
+  return { middleware: new MemoryMiddleware({ agentName: name, memoryConfig: features.memoryConfig }), tools: [] };
+}
+
 /**
  * Builds the fixed middleware chain from feature flags (DeerFlow `_assemble_from_features`). Order:
- * 1. sandbox group: a middleware instance replaces the whole group; `true` gives ThreadData(lazy) (Uploads and
- *    Sandbox join the group when they are ported);
+ * 1. sandbox group: a middleware instance replaces the whole group; `true` gives ThreadDataMiddleware (lazy
+ *    paths), UploadsMiddleware, SandboxMiddleware (lazy acquisition);
  * 2. DanglingToolCallMiddleware (always);
- * 3. [guardrail instance];
- * 4. ToolErrorHandlingMiddleware (always);
- * 5. [summarization instance];
- * 6. [TodoMiddleware when planMode];
- * 7. [autoTitle]; 8. [memory]; 9. [vision]; 10. [subagent];
- * 11. [loopDetection: instance or LoopDetectionMiddleware with default thresholds];
- * 12. [tokenBudget];
+ * 3. [guardrail: a custom instance];
+ * 4. ToolErrorHandlingMiddleware (always, no app config);
+ * 5. [summarization: a custom instance];
+ * 6. [TodoMiddleware when `planMode`, with the short SDK todo prompt];
+ * 7. [autoTitle: instance or TitleMiddleware];
+ * 8. [memory: instance, or MemoryMiddleware — none in memory tool mode, which adds the memory tools instead];
+ * 9. [vision: instance or ViewImageMiddleware];
+ * 10. [subagent: instance or SubagentLimitMiddleware (3 per response, 6 per run)];
+ * 11. [loopDetection: instance or LoopDetectionMiddleware (3/5/20/100/30/50)];
+ * 12. [tokenBudget: instance or TokenBudgetMiddleware with the default, disabled config (inert)];
  * 13. ClarificationMiddleware (always last).
+ * Feature tools, in order: memory tools (tool mode), `view_image` (vision and sandbox both on), `task` (subagent
+ * on, built-in or custom; it answers with an error while no subagent runtime is plugged in), `ask_clarification`.
  * @throws DeerflowError (`validation_failed`) for `summarization=true` / `guardrail=true` (no built-in exists).
- * @throws FeatureUnavailableError for a built-in this release does not ship yet.
  */
-export function assembleFromFeatures(features: RuntimeFeatures, options: { planMode?: boolean } = {}): AssembledChain {
+export function assembleFromFeatures(features: RuntimeFeatures, options: AssembleOptions = {}): AssembledChain {
+  const name = options.name ?? "default";
   const chain: AgentMiddleware[] = [];
-  const featureTools: NamedTool[] = [];
   const add = (m: AgentMiddleware | null) => m && chain.push(m);
+  let memoryTools: NamedTool[] = [];
 
   if (features.sandbox !== false) {
     if (isMiddleware(features.sandbox)) chain.push(features.sandbox);
-    else chain.push(new ThreadDataMiddleware({ lazyInit: true }));
+    else chain.push(new ThreadDataMiddleware({ lazyInit: true }), new UploadsMiddleware(), new SandboxMiddleware({ lazyInit: true }));
   }
   chain.push(new DanglingToolCallMiddleware());
   if (features.guardrail !== false) {
@@ -78,14 +114,25 @@ export function assembleFromFeatures(features: RuntimeFeatures, options: { planM
     }
     chain.push(features.summarization);
   }
-  if (options.planMode) unavailable("planMode", "TodoMiddleware");
-  add(slot(features.autoTitle, () => unavailable("autoTitle", "TitleMiddleware")));
-  add(slot(features.memory, () => unavailable("memory", "MemoryMiddleware")));
-  add(slot(features.vision, () => unavailable("vision", "ViewImageMiddleware")));
-  add(slot(features.subagent, () => unavailable("subagent", "SubagentLimitMiddleware")));
+  if (options.planMode) chain.push(new TodoMiddleware());
+  add(slot(features.autoTitle, () => new TitleMiddleware()));
+  if (features.memory !== false) {
+    if (isMiddleware(features.memory)) chain.push(features.memory);
+    else {
+      const memory = builtInMemory(features, name);
+      add(memory.middleware);
+      memoryTools = memory.tools;
+    }
+  }
+  add(slot(features.vision, () => new ViewImageMiddleware()));
+  add(slot(features.subagent, () => new SubagentLimitMiddleware()));
   add(slot(features.loopDetection, () => new LoopDetectionMiddleware()));
-  add(slot(features.tokenBudget, () => unavailable("tokenBudget", "TokenBudgetMiddleware")));
+  add(slot(features.tokenBudget, () => new TokenBudgetMiddleware()));
   chain.push(new ClarificationMiddleware());
+
+  const featureTools: NamedTool[] = [...memoryTools];
+  if (features.vision !== false && features.sandbox !== false) featureTools.push(createViewImageTool());
+  if (features.subagent !== false) featureTools.push(createTaskTool());
   featureTools.push(createAskClarificationTool());
   return { middleware: chain, featureTools };
 }

@@ -37,7 +37,8 @@ export type DeerflowAgent = ReturnType<typeof createAgent>;
  * `factory.py:125-140`): `middleware` with `features` is rejected; `middleware` with a non-empty
  * `extraMiddleware` is rejected ("full takeover"); every extra must be a middleware. Without `middleware`, the
  * chain comes from `assembleFromFeatures` plus `insertExtra`, and the feature tools are appended after the user
- * tools, skipping names the user already provides (user tools win).
+ * tools, skipping names the user already provides (user tools win). `name` is the graph name and the built-in
+ * memory's bucket.
  * @param model A LangChain chat model. @param tools The agent's tools (copied).
  * @throws DeerflowError (`validation_failed`) on the conflicts above or a bad feature flag.
  * @throws TypeError "extra_middleware items must be AgentMiddleware instances, got <Type>".
@@ -59,7 +60,7 @@ export function createDeerflowAgent(model: BaseChatModel, tools: NamedTool[] | n
     middleware = [...options.middleware];
   } else {
     const features = options.features instanceof RuntimeFeatures ? options.features : new RuntimeFeatures(options.features);
-    const assembled = assembleFromFeatures(features, { planMode: options.planMode });
+    const assembled = assembleFromFeatures(features, { planMode: options.planMode, name: options.name ?? "default" });
     middleware = insertExtra(assembled.middleware, options.extraMiddleware ?? []);
     const names = new Set(finalTools.map((t) => t.name));
     for (const t of assembled.featureTools) if (!names.has(t.name)) finalTools.push(t);

@@ -1,6 +1,12 @@
 // Port of DeerFlow agents/thread_state.py: the lead agent's state schema and its reducers.
 import { MessagesValue, ReducedValue, StateSchema } from "@langchain/langgraph";
 import { z } from "zod";
+import {
+  DelegationSchema, mergeDelegations, mergeGoal, mergePromoted, mergeSkillContext, PromotedSchema, SkillContextEntrySchema,
+  type Delegation, type Goal, type Promoted, type SkillContextEntry,
+} from "./thread-state-reducers.js";
+
+export * from "./thread-state-reducers.js";
 
 /** `{sandbox_id}` recorded when a sandbox is acquired for the thread. */
 export const SandboxStateSchema = z.object({ sandbox_id: z.string() });
@@ -30,6 +36,9 @@ export type ViewedImage = z.infer<typeof ViewedImageSchema>;
 export const TodoSchema = z.looseObject({ content: z.string(), status: z.string() });
 /** A todo entry. */
 export type Todo = z.infer<typeof TodoSchema>;
+
+/** A background task record (last write wins; DeerFlow's MCP task runtime fills it). */
+export const BackgroundTaskSchema = z.looseObject({});
 
 /**
  * Merges sandbox updates. Mirrors DeerFlow `merge_sandbox`: a null update keeps the current value, a first
@@ -71,7 +80,7 @@ export function mergeViewedImages(
   return { ...(current ?? {}), ...next };
 }
 
-/** Last-write-wins reducer for plain fields (`thread_data`, `title`, `uploaded_files`). */
+/** Last-write-wins channel for plain fields (`thread_data`, `title`, `uploaded_files`, ...); `undefined` keeps. */
 function lastValue<T>(schema: z.ZodType<T>) {
   return new ReducedValue(schema.nullable().optional().default(null), {
     inputSchema: schema.nullable().optional(),
@@ -79,33 +88,53 @@ function lastValue<T>(schema: z.ZodType<T>) {
   });
 }
 
+/** A nullable channel merged by `merge` (updates may be null/undefined, meaning "keep"). */
+function reduced<T>(schema: z.ZodType<T>, merge: (c: T | null | undefined, n: T | null | undefined) => T | null) {
+  return new ReducedValue(schema.nullable().optional().default(null), { inputSchema: schema.nullable().optional(), reducer: merge });
+}
+
 /**
- * The lead agent's state (`ThreadState` in DeerFlow): `messages` (add-messages reducer) plus the
- * DeerFlow channels `sandbox`, `thread_data`, `title`, `artifacts`, `todos`, `uploaded_files`,
- * `viewed_images`, each with the reducer named in spec/agent-factory.md section 5.
+ * The channels of {@link ThreadState}, one definition each. Middlewares that read or write a channel declare it
+ * in their own `stateSchema` from here, so they see it in `wrapModelCall` and still work with a custom
+ * `stateSchema` (langchain keeps the agent's definition when both declare the same key).
  */
-export const ThreadState = new StateSchema({
+export const ThreadStateFields = {
   messages: MessagesValue,
-  sandbox: new ReducedValue(SandboxStateSchema.nullable().optional().default(null), {
-    inputSchema: SandboxStateSchema.nullable().optional(),
-    reducer: (c: SandboxState | null | undefined, n: SandboxState | null | undefined) => mergeSandbox(c, n),
-  }),
+  sandbox: reduced(SandboxStateSchema, mergeSandbox),
   thread_data: lastValue(ThreadDataSchema),
   title: lastValue(z.string()),
   artifacts: new ReducedValue(z.array(z.string()).default(() => []), {
     inputSchema: z.array(z.string()).nullable().optional(),
     reducer: (c: string[], n: string[] | null | undefined) => mergeArtifacts(c, n),
   }),
-  todos: new ReducedValue(z.array(TodoSchema).nullable().optional().default(null), {
-    inputSchema: z.array(TodoSchema).nullable().optional(),
-    reducer: (c: Todo[] | null | undefined, n: Todo[] | null | undefined) => mergeTodos(c, n),
-  }),
+  todos: reduced(z.array(TodoSchema), mergeTodos),
+  goal: reduced(z.record(z.string(), z.unknown()) as z.ZodType<Goal>, mergeGoal),
   uploaded_files: lastValue(z.array(UploadedFileSchema)),
   viewed_images: new ReducedValue(z.record(z.string(), ViewedImageSchema).default(() => ({})), {
     inputSchema: z.record(z.string(), ViewedImageSchema).nullable().optional(),
     reducer: (c: Record<string, ViewedImage>, n: Record<string, ViewedImage> | null | undefined) => mergeViewedImages(c, n),
   }),
-});
+  promoted: reduced(PromotedSchema as z.ZodType<Promoted>, mergePromoted),
+  delegations: new ReducedValue(z.array(DelegationSchema).default(() => []) as z.ZodType<Delegation[]>, {
+    inputSchema: z.array(DelegationSchema).nullable().optional() as z.ZodType<Delegation[] | null | undefined>,
+    reducer: (c: Delegation[], n: Delegation[] | null | undefined) => mergeDelegations(c, n),
+  }),
+  skill_context: new ReducedValue(z.array(SkillContextEntrySchema).default(() => []) as z.ZodType<SkillContextEntry[]>, {
+    inputSchema: z.array(z.looseObject({})).nullable().optional() as z.ZodType<Record<string, unknown>[] | null | undefined>,
+    reducer: (c: Record<string, unknown>[], n: Record<string, unknown>[] | null | undefined) => mergeSkillContext(c, n),
+  }),
+  summary_text: lastValue(z.string()),
+  background_tasks: lastValue(z.array(BackgroundTaskSchema)),
+};
+
+/**
+ * The lead agent's state (`ThreadState` in DeerFlow): `messages` (add-messages reducer) plus the DeerFlow
+ * channels, each with the reducer named in spec/agent-factory.md section 5: `sandbox` (mergeSandbox),
+ * `thread_data`, `title` (last write), `artifacts` (mergeArtifacts), `todos` (mergeTodos), `goal` (mergeGoal),
+ * `uploaded_files` (last write), `viewed_images` (mergeViewedImages), `promoted` (mergePromoted), `delegations`
+ * (mergeDelegations), `skill_context` (mergeSkillContext), `summary_text`, `background_tasks` (last write).
+ */
+export const ThreadState = new StateSchema(ThreadStateFields);
 
 /** The names of ThreadState's channels, in declaration order (used to validate state updates). */
-export const THREAD_STATE_FIELDS = ["messages", "sandbox", "thread_data", "title", "artifacts", "todos", "uploaded_files", "viewed_images"] as const;
+export const THREAD_STATE_FIELDS = Object.keys(ThreadStateFields) as (keyof typeof ThreadStateFields)[];

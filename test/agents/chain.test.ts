@@ -1,13 +1,16 @@
 import type { AgentMiddleware, ModelRequest } from "langchain";
 import { describe, expect, it } from "vitest";
-import { assembleFromFeatures, FeatureUnavailableError, insertExtra } from "../../src/agents/chain.js";
+import { assembleFromFeatures, insertExtra } from "../../src/agents/chain.js";
 import { Next, Prev, RuntimeFeatures, type MiddlewareClass } from "../../src/agents/features.js";
 import { DeerflowMiddleware } from "../../src/agents/middlewares/base.js";
 import { ClarificationMiddleware } from "../../src/agents/middlewares/clarification.js";
 import { DanglingToolCallMiddleware } from "../../src/agents/middlewares/dangling-tool-call.js";
 import { LoopDetectionMiddleware } from "../../src/agents/middlewares/loop-detection.js";
 import { ThreadDataMiddleware } from "../../src/agents/middlewares/thread-data.js";
+import { SubagentLimitMiddleware } from "../../src/agents/middlewares/subagent-limit.js";
+import { TokenBudgetMiddleware } from "../../src/agents/middlewares/token-budget.js";
 import { ToolErrorHandlingMiddleware } from "../../src/agents/middlewares/tool-error-handling.js";
+import { SandboxMiddleware } from "../../src/agents/middlewares/sandbox.js";
 import { DeerflowError } from "../../src/errors.js";
 
 /** A fresh pass-through middleware class whose observable name (and class name) is `name`. */
@@ -43,12 +46,78 @@ describe("assembleFromFeatures: fixed chain (agent-factory.md §1.5, AF-002)", (
     expect(featureTools.map((t) => t.name)).toEqual(["ask_clarification"]);
   });
 
-  it("with default features the sandbox group is ThreadDataMiddleware only (Uploads/Sandbox not ported yet)", () => {
-    const { middleware } = assembleFromFeatures(new RuntimeFeatures());
+  it("with default features the sandbox group is ThreadData, Uploads, Sandbox (AF-002b)", () => {
+    const { middleware, featureTools } = assembleFromFeatures(new RuntimeFeatures());
     expect(names(middleware)).toEqual([
-      "ThreadDataMiddleware", "DanglingToolCallMiddleware", "ToolErrorHandlingMiddleware", "LoopDetectionMiddleware", "ClarificationMiddleware",
+      "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware", "DanglingToolCallMiddleware", "ToolErrorHandlingMiddleware",
+      "LoopDetectionMiddleware", "ClarificationMiddleware",
     ]);
     expect(middleware[0]).toBeInstanceOf(ThreadDataMiddleware);
+    expect((middleware[2] as SandboxMiddleware).lazyInit).toBe(true);
+    expect(featureTools.map((t) => t.name)).toEqual(["ask_clarification"]);
+  });
+
+  it("constructs ToolErrorHandlingMiddleware without an app config (AF-002)", () => {
+    const teh = assembleFromFeatures(new RuntimeFeatures()).middleware.find((m) => m instanceof ToolErrorHandlingMiddleware);
+    expect(teh).toBeDefined();
+    expect((teh as unknown as { appConfig?: unknown }).appConfig).toBeUndefined();
+  });
+
+  it("builds the full chain in the fixed order with every built-in and the feature tools (AF-003)", () => {
+    const f = new RuntimeFeatures({
+      sandbox: true, memory: true, summarization: mw("MySummarization"), subagent: true, vision: true, autoTitle: true, guardrail: mw("MyGuardrail"),
+    });
+    const { middleware, featureTools } = assembleFromFeatures(f, { planMode: true });
+    expect(names(middleware)).toEqual([
+      "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware", "DanglingToolCallMiddleware", "MyGuardrail", "ToolErrorHandlingMiddleware",
+      "MySummarization", "TodoMiddleware", "TitleMiddleware", "MemoryMiddleware", "ViewImageMiddleware", "SubagentLimitMiddleware",
+      "LoopDetectionMiddleware", "ClarificationMiddleware",
+    ]);
+    expect(featureTools.map((t) => t.name)).toEqual(["view_image", "task", "ask_clarification"]);
+  });
+
+  it("installs an inert TokenBudgetMiddleware for tokenBudget=true, right before Clarification", () => {
+    const chain = assembleFromFeatures(new RuntimeFeatures({ sandbox: false, tokenBudget: true })).middleware;
+    expect(names(chain).slice(-3)).toEqual(["LoopDetectionMiddleware", "TokenBudgetMiddleware", "ClarificationMiddleware"]);
+    expect((chain.at(-2) as TokenBudgetMiddleware).config.enabled).toBe(false);
+  });
+
+  it("injects view_image only when both vision and sandbox are on (AF-008)", () => {
+    const tools = (f: RuntimeFeatures) => assembleFromFeatures(f).featureTools.map((t) => t.name);
+    const on = assembleFromFeatures(new RuntimeFeatures({ vision: true }));
+    expect(on.featureTools.map((t) => t.name)).toContain("view_image");
+    expect(names(on.middleware)).toContain("ViewImageMiddleware");
+    expect(tools(new RuntimeFeatures({ vision: true, sandbox: false }))).not.toContain("view_image");
+    const custom = new RuntimeFeatures({ vision: mw("MyVision"), sandbox: false });
+    expect(tools(custom)).not.toContain("view_image");
+    expect(names(assembleFromFeatures(custom).middleware)).toContain("MyVision");
+    expect(tools(new RuntimeFeatures({ vision: mw("MyVision") }))).toContain("view_image");
+  });
+
+  it("injects task with subagent on, built-in or custom, and places SubagentLimit before LoopDetection (AF-009)", () => {
+    const { middleware, featureTools } = assembleFromFeatures(new RuntimeFeatures({ subagent: true, sandbox: false }));
+    expect(featureTools.map((t) => t.name)).toEqual(["task", "ask_clarification"]);
+    expect(names(middleware)).toEqual([
+      "DanglingToolCallMiddleware", "ToolErrorHandlingMiddleware", "SubagentLimitMiddleware", "LoopDetectionMiddleware", "ClarificationMiddleware",
+    ]);
+    const limit = middleware[2] as SubagentLimitMiddleware;
+    expect([limit.maxConcurrent, limit.maxTotal]).toEqual([3, 6]);
+    expect(assembleFromFeatures(new RuntimeFeatures({ subagent: mw("MySub"), sandbox: false })).featureTools.map((t) => t.name)).toContain("task");
+  });
+
+  it("in memory tool mode adds the memory tools first and no MemoryMiddleware (spec 1.6)", () => {
+    const { middleware, featureTools } = assembleFromFeatures(new RuntimeFeatures({ sandbox: true, vision: true, memory: true, memoryConfig: { mode: "tool" } }));
+    expect(featureTools.map((t) => t.name)).toEqual(["memory_search", "memory_add", "memory_update", "memory_delete", "view_image", "ask_clarification"]);
+    expect(names(middleware)).not.toContain("MemoryMiddleware");
+  });
+
+  it("keeps MemoryMiddleware (and no tools) when memory is disabled in tool mode, or in middleware mode", () => {
+    for (const memoryConfig of [{ mode: "tool", enabled: false }, { mode: "middleware" }, null]) {
+      const { middleware, featureTools } = assembleFromFeatures(new RuntimeFeatures({ sandbox: false, memory: true, memoryConfig }), { name: "researcher" });
+      expect(names(middleware)).toContain("MemoryMiddleware");
+      expect((middleware.find((m) => m.name === "MemoryMiddleware") as unknown as { agentName: string }).agentName).toBe("researcher");
+      expect(featureTools.map((t) => t.name)).toEqual(["ask_clarification"]);
+    }
   });
 
   it("builds the default LoopDetectionMiddleware with thresholds 3/5/20/100/30/50", () => {
@@ -102,30 +171,14 @@ describe("assembleFromFeatures: fixed chain (agent-factory.md §1.5, AF-002)", (
     expect(() => assembleFromFeatures(f)).toThrow(`${flag}=true requires a custom AgentMiddleware`);
   });
 
-  it.each([
-    ["memory", "MemoryMiddleware"],
-    ["autoTitle", "TitleMiddleware"],
-    ["vision", "ViewImageMiddleware"],
-    ["subagent", "SubagentLimitMiddleware"],
-    ["tokenBudget", "TokenBudgetMiddleware"],
-  ] as const)("rejects %s=true with FeatureUnavailableError because the built-in %s is not shipped", (flag, builtIn) => {
-    const f = new RuntimeFeatures({ sandbox: false, [flag]: true });
-    let err: unknown;
-    try {
-      assembleFromFeatures(f);
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(FeatureUnavailableError);
-    expect((err as FeatureUnavailableError).code).toBe("unsupported");
-    expect((err as Error).message).toContain(`RuntimeFeatures.${flag}=true`);
-    expect((err as Error).message).toContain(builtIn);
+  it("adds TodoMiddleware right after ToolErrorHandling in plan mode, and none by default (AF-014)", () => {
+    const chain = names(assembleFromFeatures(noSandbox(), { planMode: true }).middleware);
+    expect(chain.indexOf("TodoMiddleware")).toBe(chain.indexOf("ToolErrorHandlingMiddleware") + 1);
+    expect(names(assembleFromFeatures(noSandbox()).middleware)).not.toContain("TodoMiddleware");
   });
 
-  it("rejects plan mode with FeatureUnavailableError (TodoMiddleware is not shipped) and adds no Todo by default (AF-014)", () => {
-    expect(() => assembleFromFeatures(noSandbox(), { planMode: true })).toThrow(FeatureUnavailableError);
-    expect(() => assembleFromFeatures(noSandbox(), { planMode: true })).toThrow("TodoMiddleware");
-    expect(names(assembleFromFeatures(noSandbox()).middleware)).not.toContain("TodoMiddleware");
+  it("keeps Clarification last with sandbox, memory and vision on (AF-020b)", () => {
+    expect(names(assembleFromFeatures(new RuntimeFeatures({ memory: true, vision: true })).middleware).at(-1)).toBe("ClarificationMiddleware");
   });
 });
 

@@ -1,13 +1,17 @@
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { MemorySaver } from "@langchain/langgraph";
 import { tool, type AgentMiddleware, type ModelRequest } from "langchain";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { FeatureUnavailableError } from "../../src/agents/chain.js";
 import { createDeerflowAgent, type DeerflowAgent } from "../../src/agents/factory.js";
 import { Next, RuntimeFeatures } from "../../src/agents/features.js";
 import { DeerflowMiddleware } from "../../src/agents/middlewares/base.js";
 import { DanglingToolCallMiddleware } from "../../src/agents/middlewares/dangling-tool-call.js";
+import type { MemoryMiddleware } from "../../src/agents/middlewares/memory.js";
+import { SummarizationMiddleware } from "../../src/agents/middlewares/summarization.js";
 import { ThreadState } from "../../src/agents/thread-state.js";
 import { DeerflowError } from "../../src/errors.js";
 import { ScriptedChatModel } from "../../src/models/scripted-chat-model.js";
@@ -50,7 +54,10 @@ describe("createDeerflowAgent: construction (agent-factory.md §1, group A)", ()
     const agent = createDeerflowAgent(new ScriptedChatModel({}), null, { features: { sandbox: false } });
     expect(mwNames(agent)).toEqual(["DanglingToolCallMiddleware", "ToolErrorHandlingMiddleware", "LoopDetectionMiddleware", "ClarificationMiddleware"]);
     expect(toolNames(agent)).toEqual(["ask_clarification"]);
-    expect(mwNames(createDeerflowAgent(new ScriptedChatModel({})))[0]).toBe("ThreadDataMiddleware");
+    expect(mwNames(createDeerflowAgent(new ScriptedChatModel({})))).toEqual([
+      "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware", "DanglingToolCallMiddleware", "ToolErrorHandlingMiddleware",
+      "LoopDetectionMiddleware", "ClarificationMiddleware",
+    ]);
   });
 
   it("rejects middleware together with features (AF-004a)", () => {
@@ -104,9 +111,33 @@ describe("createDeerflowAgent: construction (agent-factory.md §1, group A)", ()
     ]);
   });
 
-  it("surfaces FeatureUnavailableError for an unshipped built-in and for plan mode", () => {
-    expect(() => createDeerflowAgent(new ScriptedChatModel({}), null, { features: { memory: true } })).toThrow(FeatureUnavailableError);
-    expect(() => createDeerflowAgent(new ScriptedChatModel({}), null, { planMode: true })).toThrow(FeatureUnavailableError);
+  it("builds the full chain and tool list with every feature on (AF-003)", () => {
+    class MyGuardrail extends Passthrough {
+      override name = "MyGuardrail";
+    }
+    class MySummarization extends Passthrough {
+      override name = "MySummarization";
+    }
+    const agent = createDeerflowAgent(new ScriptedChatModel({}), null, {
+      features: { sandbox: true, memory: true, summarization: new MySummarization(), subagent: true, vision: true, autoTitle: true, guardrail: new MyGuardrail() },
+      planMode: true,
+    });
+    expect(mwNames(agent)).toEqual([
+      "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware", "DanglingToolCallMiddleware", "MyGuardrail", "ToolErrorHandlingMiddleware",
+      "MySummarization", "TodoMiddleware", "TitleMiddleware", "MemoryMiddleware", "ViewImageMiddleware", "SubagentLimitMiddleware",
+      "LoopDetectionMiddleware", "ClarificationMiddleware",
+    ]);
+    expect(toolNames(agent)).toEqual(["view_image", "task", "ask_clarification"]);
+  });
+
+  it("drops the whole sandbox group when off, and puts a replacement first (AF-011)", () => {
+    const off = mwNames(createDeerflowAgent(new ScriptedChatModel({}), null, { features: { sandbox: false } }));
+    const custom = new Passthrough();
+    const replaced = createDeerflowAgent(new ScriptedChatModel({}), null, { features: { sandbox: custom } });
+    for (const chain of [off, mwNames(replaced)]) {
+      for (const n of ["ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware"]) expect(chain).not.toContain(n);
+    }
+    expect(opts(replaced).middleware?.[0]).toBe(custom);
   });
 
   it("rejects summarization=true with a validation error (AF-007a)", () => {
@@ -179,5 +210,51 @@ describe("createDeerflowAgent: running the built agent", () => {
     const out = await run(agent, "second", "tA");
     expect(out.messages.map((m) => m.content)).toEqual(["first", "You said: first", "second", "You said: second"]);
     expect((await run(agent, "other", "tB")).messages).toHaveLength(2);
+  });
+});
+
+describe("createDeerflowAgent: every feature on, one real run", () => {
+  it("streams the answer, titles the thread, records thread data and queues memory, with only two extra graph nodes", async () => {
+    const home = mkdtempSync(path.join(tmpdir(), "full-chain-"));
+    process.env.DEER_FLOW_HOME = home;
+    try {
+      class MyGuardrail extends Passthrough {
+        override name = "MyGuardrail";
+      }
+      const model = new ScriptedChatModel({});
+      const agent = createDeerflowAgent(model, [boom], {
+        features: {
+          memory: true, summarization: new SummarizationMiddleware({ model }), subagent: true, vision: true, autoTitle: true,
+          guardrail: new MyGuardrail(), tokenBudget: true,
+        },
+        planMode: true,
+        checkpointer: new MemorySaver(),
+      });
+      const nodes = Object.keys((agent as unknown as { graph: { nodes: Record<string, unknown> } }).graph.nodes).filter((n) => n !== "__start__");
+      expect(nodes).toEqual(["ThreadDataMiddleware.before_agent", "UploadsMiddleware.before_agent", "model_request", "tools"]);
+      const tokens: string[] = [];
+      let final: Record<string, unknown> = {};
+      const config = { configurable: { thread_id: "t-full" }, context: { thread_id: "t-full", run_id: "run-1", user_id: "u1" }, streamMode: ["messages", "values"] };
+      for await (const [mode, chunk] of (await agent.stream({ messages: [new HumanMessage("hello full chain")] } as never, config as never)) as AsyncIterable<[string, unknown]>) {
+        if (mode === "messages") tokens.push(String((chunk as [BaseMessage])[0].content));
+        else final = chunk as Record<string, unknown>;
+      }
+      expect(tokens.join("")).toBe("You said: hello full chain");
+      expect(final.title).toBe("hello full chain");
+      expect((final.thread_data as Record<string, string>).uploads_path).toBe(path.join(home, "users", "u1", "threads", "t-full", "user-data", "uploads"));
+      expect(final.uploaded_files).toEqual([]);
+      expect((final.messages as BaseMessage[]).map((m) => m.getType())).toEqual(["human", "ai"]);
+      const memory = (opts(agent).middleware ?? []).find((m) => m.name === "MemoryMiddleware") as unknown as MemoryMiddleware;
+      await memory.queue.flush();
+      expect(memory.queue.store.load("u1", "default").threads["t-full"].last_user_message).toBe("hello full chain");
+
+      const out = await run(agent, "!call boom {}", "t-full", { thread_id: "t-full", run_id: "run-2", user_id: "u1" });
+      expect(out.messages.slice(-3).map((m) => m.getType())).toEqual(["ai", "tool", "ai"]);
+      expect(String(out.messages.at(-2)!.content)).toContain("Tool 'boom' failed");
+      await memory.queue.flush();
+    } finally {
+      delete process.env.DEER_FLOW_HOME;
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });

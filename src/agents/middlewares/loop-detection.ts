@@ -1,8 +1,10 @@
 // Port of DeerFlow agents/middlewares/loop_detection_middleware.py (LoopDetectionMiddleware).
-import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import type { ModelRequest } from "langchain";
 import { LoopDetectionConfigSchema, type LoopDetectionConfig } from "../../config/schema.js";
 import { DeerflowMiddleware } from "./base.js";
+import { recordStopReason, rewriteAiMessage } from "./message-utils.js";
+import { resolveRunScope, RunScopedStore, type RunScope, type RuntimeLike } from "./run-scope.js";
 
 const SALIENT_FIELDS = ["path", "url", "query", "command", "pattern", "glob", "cmd"];
 const MAX_WARNINGS_PER_RUN = 4;
@@ -50,95 +52,124 @@ export function toolCallSetHash(calls: ToolCallLike[]): string {
   return calls.map(toolCallKey).sort().join("|");
 }
 
+/** What LoopDetectionMiddleware tracks for one run of one thread. */
+interface LoopRunState {
+  window: string[];
+  toolWindow: string[];
+  warnedHashes: Set<string>;
+  warnedTools: Set<string>;
+  pending: string[];
+  warningsSent: number;
+  stopReason: string | null;
+}
+
+const newRunState = (): LoopRunState => ({
+  window: [], toolWindow: [], warnedHashes: new Set(), warnedTools: new Set(), pending: [], warningsSent: 0, stopReason: null,
+});
+
 /**
  * Stops tool-call loops within a run. Layer 1 counts identical tool-call sets in a sliding window: at
  * `warn_threshold` a "[LOOP DETECTED]" warning is queued (once per set), at `hard_limit` the run is stopped.
  * Layer 2 counts calls per tool name: at `tool_freq_warn` one warning per tool, at `tool_freq_hard_limit` a
  * "[FORCED STOP] Tool <name> called <n> times" stop (per-tool overrides in `tool_freq_overrides`). Warnings never
  * touch the AI message: they are appended to the next model request as a human message named `loop_warning`
- * (at most 4 per run). A hard stop replaces the last AI message by a copy without tool calls, the stop text
- * appended and finish reason `stop`, and sets `context.stop_reason = "loop_capped"` when the context is writable.
- * Hooks: afterModel (detect), wrapModelCall (inject). The agent is built per run, so the instance state is per run.
+ * (at most 4 per run). A hard stop replaces the model's message by a copy with the same id, no tool calls, the
+ * stop text appended and finish reason `stop`; the run's stop reason becomes `loop_capped`
+ * ({@link consumeStopReason}, and `context.stop_reason` when the context is writable).
+ *
+ * Hook: wrapModelCall only (inject before the call, detect on the response), so it adds no graph node. State is
+ * kept per thread (`thread_id`) and per run (`run_id`, else the run's input message), LRU-bounded by
+ * `max_tracked_threads`: one instance can serve many threads and runs without leaking warnings between them.
+ * Mirrors DeerFlow `LoopDetectionMiddleware` (which uses before/after_model and before/after_agent).
  */
 export class LoopDetectionMiddleware extends DeerflowMiddleware {
   readonly name = "LoopDetectionMiddleware";
   /** Effective thresholds. */
   readonly config: LoopDetectionConfig;
-  private window: string[] = [];
-  private toolWindow: string[] = [];
-  private warnedHashes = new Set<string>();
-  private warnedTools = new Set<string>();
-  private pending: string[] = [];
-  private warningsSent = 0;
+  private readonly runs: RunScopedStore<LoopRunState>;
 
-  /** @param config The `loop_detection` section; defaults 3/5/20/100/30/50. */
+  /** @param config The `loop_detection` section; defaults 3/5/20/100/30/50. @throws ZodError when hard < warn. */
   constructor(config: Partial<LoopDetectionConfig> = {}) {
     super();
     this.config = LoopDetectionConfigSchema.parse(config);
+    this.runs = new RunScopedStore(newRunState, this.config.max_tracked_threads);
   }
 
   private limitsFor(tool: string): [number, number] {
     return this.config.tool_freq_overrides[tool] ?? [this.config.tool_freq_warn, this.config.tool_freq_hard_limit];
   }
 
-  afterModel(state: { messages: BaseMessage[] }, runtime?: { context?: unknown }) {
-    const last = state.messages.at(-1);
-    if (!last || !AIMessage.isInstance(last) || !last.tool_calls?.length) return undefined;
-    const calls = last.tool_calls;
+  /**
+   * Records one model response of the run `scope` and returns the replacement message on a hard stop (else
+   * undefined; warnings are queued for the next request).
+   */
+  detect(message: AIMessage, scope: RunScope, context?: unknown): AIMessage | undefined {
+    const calls = message.tool_calls ?? [];
+    if (!calls.length) return undefined;
+    const run = this.runs.get(scope);
     const hash = toolCallSetHash(calls);
-    this.window.push(hash);
-    if (this.window.length > this.config.window_size) this.window.shift();
-    const repeats = this.window.filter((h) => h === hash).length;
+    run.window.push(hash);
+    if (run.window.length > this.config.window_size) run.window.shift();
+    const repeats = run.window.filter((h) => h === hash).length;
 
     const toolWindowSize = Math.max(this.config.tool_freq_hard_limit, ...Object.values(this.config.tool_freq_overrides).map(([, h]) => h));
-    for (const c of calls) this.toolWindow.push(c.name);
-    while (this.toolWindow.length > toolWindowSize) this.toolWindow.shift();
+    for (const c of calls) run.toolWindow.push(c.name);
+    while (run.toolWindow.length > toolWindowSize) run.toolWindow.shift();
 
     if (repeats >= this.config.hard_limit) {
-      return this.stop(last, `[FORCED STOP] The same tool calls were repeated ${repeats} times. Stop calling tools and answer with what you have.`, runtime);
+      return this.stop(run, message, `[FORCED STOP] The same tool calls were repeated ${repeats} times. Stop calling tools and answer with what you have.`, context);
     }
     for (const name of new Set(calls.map((c) => c.name))) {
-      const count = this.toolWindow.filter((n) => n === name).length;
+      const count = run.toolWindow.filter((n) => n === name).length;
       const [warn, hard] = this.limitsFor(name);
-      if (count >= hard) return this.stop(last, `[FORCED STOP] Tool ${name} called ${count} times. Stop calling it and answer with what you have.`, runtime);
-      if (count >= warn && !this.warnedTools.has(name)) {
-        this.warnedTools.add(name);
-        this.pending.push(`[LOOP DETECTED] Tool ${name} has been called ${count} times in this run. Consider whether more calls help.`);
-      } else if (count < warn) this.warnedTools.delete(name);
+      if (count >= hard) return this.stop(run, message, `[FORCED STOP] Tool ${name} called ${count} times. Stop calling it and answer with what you have.`, context);
+      if (count >= warn && !run.warnedTools.has(name)) {
+        run.warnedTools.add(name);
+        run.pending.push(`[LOOP DETECTED] Tool ${name} has been called ${count} times in this run. Consider whether more calls help.`);
+      } else if (count < warn) run.warnedTools.delete(name);
     }
-    if (repeats >= this.config.warn_threshold && !this.warnedHashes.has(hash)) {
-      this.warnedHashes.add(hash);
-      this.pending.push(`[LOOP DETECTED] You have made the same tool call ${repeats} times. Change approach or answer with what you have.`);
+    if (repeats >= this.config.warn_threshold && !run.warnedHashes.has(hash)) {
+      run.warnedHashes.add(hash);
+      run.pending.push(`[LOOP DETECTED] You have made the same tool call ${repeats} times. Change approach or answer with what you have.`);
     }
-    for (const h of this.warnedHashes) if (!this.window.includes(h)) this.warnedHashes.delete(h);
+    for (const h of run.warnedHashes) if (!run.window.includes(h)) run.warnedHashes.delete(h);
     return undefined;
   }
 
-  private stop(last: AIMessage, text: string, runtime?: { context?: unknown }) {
-    const content = typeof last.content === "string" ? (last.content ? `${last.content}\n\n${text}` : text) : [...last.content, { type: "text", text }];
-    const { tool_calls: _raw, function_call: _fn, ...kwargs } = last.additional_kwargs ?? {};
-    const ctx = runtime?.context as Record<string, unknown> | undefined;
-    if (ctx && typeof ctx === "object" && !Object.isFrozen(ctx)) ctx.stop_reason = "loop_capped";
-    return {
-      messages: [
-        new AIMessage({
-          id: last.id,
-          content: content as string,
-          name: last.name,
-          tool_calls: [],
-          additional_kwargs: kwargs,
-          response_metadata: { ...last.response_metadata, finish_reason: "stop", loop_capped: true },
-          usage_metadata: last.usage_metadata,
-        }),
-      ],
-    };
+  private stop(run: LoopRunState, last: AIMessage, text: string, context: unknown): AIMessage {
+    run.stopReason = "loop_capped";
+    recordStopReason(context, "loop_capped");
+    return rewriteAiMessage(last, { append: text, toolCalls: [], metadata: { finish_reason: "stop", loop_capped: true } });
   }
 
-  wrapModelCall(request: ModelRequest, handler: (r: ModelRequest) => unknown) {
-    if (!this.pending.length || this.warningsSent >= MAX_WARNINGS_PER_RUN) return handler(request) as never;
-    const text = [...new Set(this.pending)].join("\n");
-    this.pending = [];
-    this.warningsSent++;
-    return handler({ ...request, messages: [...request.messages, new HumanMessage({ content: text, name: "loop_warning" })] }) as never;
+  /** Warnings queued for the next model request of the run `scope` (read-only view). */
+  pendingWarnings(scope: RunScope): readonly string[] {
+    return this.runs.peek(scope)?.pending ?? [];
+  }
+
+  /** `"loop_capped"` once after a hard stop in the run `scope`, then null (DeerFlow `consume_stop_reason`). */
+  consumeStopReason(scope: RunScope): string | null {
+    const run = this.runs.peek(scope);
+    const reason = run?.stopReason ?? null;
+    if (run) run.stopReason = null;
+    return reason;
+  }
+
+  async wrapModelCall(request: ModelRequest, handler: (r: ModelRequest) => unknown) {
+    const runtime = request.runtime as RuntimeLike | undefined;
+    const scope = resolveRunScope(runtime, request.state?.messages ?? request.messages);
+    const run = this.runs.get(scope);
+    let outgoing = request;
+    if (run.pending.length) {
+      if (run.warningsSent < MAX_WARNINGS_PER_RUN) {
+        run.warningsSent++;
+        const warning = new HumanMessage({ content: [...new Set(run.pending)].join("\n"), name: "loop_warning" });
+        outgoing = { ...request, messages: [...request.messages, warning] };
+      }
+      run.pending = [];
+    }
+    const response = await handler(outgoing);
+    if (!AIMessage.isInstance(response)) return response as never;
+    return (this.detect(response, scope, runtime?.context) ?? response) as never;
   }
 }

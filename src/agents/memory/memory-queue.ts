@@ -1,0 +1,101 @@
+// Port of DeerFlow agents/memory/queue.py (MemoryUpdateQueue): conversations wait here, debounced per thread,
+// until they are folded into the memory file in the background.
+import type { BaseMessage } from "@langchain/core/messages";
+import { getLogger } from "../../logger.js";
+import { textOf } from "../middlewares/message-utils.js";
+import { FileMemoryStore, MAX_MEMORY_THREADS, type MemoryDocument } from "./file-memory-store.js";
+
+/** One conversation to fold into memory. */
+export interface MemoryJob {
+  threadId: string;
+  userId: string;
+  agentName: string;
+  messages: BaseMessage[];
+}
+
+/** Folds a conversation into a memory document (an LLM-based updater can replace the default digest). */
+export type MemoryUpdater = (doc: MemoryDocument, job: MemoryJob) => MemoryDocument | Promise<MemoryDocument>;
+
+const clip = (s: string, n = 500) => (s.length > n ? `${s.slice(0, n - 3)}...` : s);
+
+/**
+ * The default updater: records a digest of the conversation (turn count, last user and assistant text, each at
+ * most 500 chars) under `threads[threadId]`, keeping the 100 most recently updated threads. Facts are untouched.
+ */
+export const recordConversation: MemoryUpdater = (doc, job) => {
+  const talk = job.messages.filter((m) => (m.getType() === "human" && !m.additional_kwargs?.hide_from_ui) || m.getType() === "ai");
+  const lastOf = (type: string) => [...talk].reverse().find((m) => m.getType() === type && textOf(m).trim());
+  doc.threads[job.threadId] = {
+    updated_at: new Date().toISOString(),
+    turns: talk.length,
+    last_user_message: clip(lastOf("human") ? textOf(lastOf("human")!) : ""),
+    last_assistant_message: clip(lastOf("ai") ? textOf(lastOf("ai")!) : ""),
+  };
+  const entries = Object.entries(doc.threads).sort(([, a], [, b]) => b.updated_at.localeCompare(a.updated_at));
+  doc.threads = Object.fromEntries(entries.slice(0, MAX_MEMORY_THREADS));
+  return doc;
+};
+
+/** Options of {@link MemoryUpdateQueue}. */
+export interface MemoryQueueOptions {
+  /** Wait after the last job of a thread before processing it, in ms. Default 0 (next tick). */
+  debounceMs?: number;
+  updater?: MemoryUpdater;
+}
+
+/**
+ * Queues memory updates and applies them in the background, one at a time. Jobs for the same
+ * (user, agent, thread) coalesce: only the newest conversation is processed. Failures are logged, never thrown to
+ * the run. `flush()` processes everything pending now (tests, shutdown).
+ */
+export class MemoryUpdateQueue {
+  readonly store: FileMemoryStore;
+  private readonly debounceMs: number;
+  private readonly updater: MemoryUpdater;
+  private readonly jobs = new Map<string, MemoryJob>();
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> = Promise.resolve();
+
+  constructor(store: FileMemoryStore = new FileMemoryStore(), options: MemoryQueueOptions = {}) {
+    this.store = store;
+    this.debounceMs = Math.max(0, options.debounceMs ?? 0);
+    this.updater = options.updater ?? recordConversation;
+  }
+
+  /** Jobs waiting to be processed. */
+  get pending(): number {
+    return this.jobs.size;
+  }
+
+  /**
+   * Queues `job`, replacing a pending job of the same conversation. The memory file is resolved now, so a later
+   * change of `DEER_FLOW_HOME` does not redirect the write.
+   * @throws Error for a user id or agent name that is not a safe path segment.
+   */
+  add(job: MemoryJob): void {
+    this.store.fileFor(job.userId, job.agentName);
+    this.jobs.set(`${job.userId}\u0000${job.agentName}\u0000${job.threadId}`, job);
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.flush(), this.debounceMs);
+    this.timer.unref?.();
+  }
+
+  /** Processes every pending job; resolves when they (and any batch already running) are written. */
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = [...this.jobs.values()];
+    this.jobs.clear();
+    this.running = this.running.then(async () => {
+      for (const job of batch) {
+        try {
+          const doc = await this.updater(this.store.load(job.userId, job.agentName), job);
+          this.store.save(job.userId, job.agentName, doc);
+        } catch (err) {
+          getLogger().warn({ thread_id: job.threadId, agent: job.agentName, err: (err as Error).message }, "memory update failed");
+        }
+      }
+    });
+    return this.running;
+  }
+}

@@ -1,0 +1,74 @@
+// Per-thread, per-run bookkeeping for middlewares whose instance outlives one run (an SDK agent reused across
+// threads and runs). DeerFlow keys the same state by thread id and clears it in before_agent / after_agent;
+// here the run is recognised from the runtime, so no extra graph node is needed.
+import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+
+/** Which run a hook call belongs to. */
+export interface RunScope {
+  /** `context.thread_id`, else `configurable.thread_id`, else `"default"`. */
+  threadId: string;
+  /** `context.run_id`, else `configurable.run_id`, else `input:<id of the newest human message>`. */
+  runId: string;
+}
+
+/** The subset of a langchain runtime the scope is read from. */
+export interface RuntimeLike {
+  context?: unknown;
+  configurable?: Record<string, unknown>;
+}
+
+/** The runtime context as a plain record (`{}` when absent). */
+export function contextOf(runtime: RuntimeLike | undefined): Record<string, unknown> {
+  const ctx = runtime?.context;
+  return ctx && typeof ctx === "object" ? (ctx as Record<string, unknown>) : {};
+}
+
+/**
+ * The run a hook call belongs to. Without a run id (an SDK `invoke` with no context), each new human input
+ * starts a run, identified by that message's id: every run appends one, and the message reducer gives it an id.
+ */
+export function resolveRunScope(runtime: RuntimeLike | undefined, messages: readonly BaseMessage[] = []): RunScope {
+  const ctx = contextOf(runtime);
+  const cfg = runtime?.configurable ?? {};
+  const threadId = String(ctx.thread_id ?? cfg.thread_id ?? "default");
+  let runId = ctx.run_id ?? cfg.run_id;
+  if (runId === undefined || runId === null || runId === "") {
+    let input: BaseMessage | undefined;
+    for (let i = messages.length - 1; i >= 0 && !input; i--) if (HumanMessage.isInstance(messages[i])) input = messages[i];
+    runId = input?.id ? `input:${input.id}` : "default";
+  }
+  return { threadId, runId: String(runId) };
+}
+
+/**
+ * State kept per thread for the thread's current run only: asking for a different run on a thread discards the
+ * previous run's state, so nothing (queued warnings, counters) leaks between runs. Threads are kept in LRU order,
+ * at most `maxThreads` (DeerFlow `max_tracked_threads`).
+ */
+export class RunScopedStore<T> {
+  private readonly threads = new Map<string, { runId: string; value: T }>();
+
+  /** @param create Makes a run's initial state. @param maxThreads Threads tracked at once (least recently used dropped). */
+  constructor(private readonly create: () => T, private readonly maxThreads = 100) {}
+
+  /** The state of `scope`'s run, created (and the thread's previous run dropped) when needed. */
+  get(scope: RunScope): T {
+    let entry = this.threads.get(scope.threadId);
+    this.threads.delete(scope.threadId);
+    if (!entry || entry.runId !== scope.runId) entry = { runId: scope.runId, value: this.create() };
+    this.threads.set(scope.threadId, entry);
+    while (this.threads.size > this.maxThreads) this.threads.delete(this.threads.keys().next().value as string);
+    return entry.value;
+  }
+
+  /** The state of `scope`'s run if it exists, without creating or reordering anything. */
+  peek(scope: RunScope): T | undefined {
+    const entry = this.threads.get(scope.threadId);
+    return entry && entry.runId === scope.runId ? entry.value : undefined;
+  }
+
+  /** Number of threads tracked. */
+  get size(): number {
+    return this.threads.size;
+  }
+}

@@ -1,0 +1,105 @@
+// Port of DeerFlow agents/middlewares/title_middleware.py (TitleMiddleware).
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { Command, StateSchema } from "@langchain/langgraph";
+import type { ModelRequest } from "langchain";
+import { TitleConfigSchema } from "../../config/schema.js";
+import { getLogger } from "../../logger.js";
+import { ThreadStateFields } from "../thread-state.js";
+import { DeerflowMiddleware } from "./base.js";
+import { textOf } from "./message-utils.js";
+
+/** The `title` section (enabled, max_words, max_chars, model_name, prompt_template). */
+export type TitleConfig = ReturnType<typeof TitleConfigSchema.parse>;
+
+/** Default prompt of the LLM path; `{max_words}`, `{user_msg}`, `{assistant_msg}` are filled in. */
+export const DEFAULT_TITLE_PROMPT =
+  "Generate a concise title (max {max_words} words) for this conversation.\nUser: {user_msg}\nAssistant: {assistant_msg}\n\n" +
+  "Return only the title, without quotes or explanation.";
+
+/** Options of {@link TitleMiddleware}: the `title` section plus an optional model for LLM titles. */
+export interface TitleMiddlewareOptions extends Partial<TitleConfig> {
+  /** Model that writes titles. Without one the title is the first user message, shortened (the fallback). */
+  model?: BaseChatModel;
+}
+
+/** True for a human message the user wrote (not a hidden reminder, summary or injected context). */
+export function isRealUserMessage(m: BaseMessage): boolean {
+  if (!HumanMessage.isInstance(m)) return false;
+  const kw = m.additional_kwargs ?? {};
+  return !kw.hide_from_ui && !kw.dynamic_context_reminder && m.name !== "summary";
+}
+
+/**
+ * Title from the first user message: the text itself when it fits in `min(maxChars, 50)`, else its first
+ * `min(50, maxChars - 3)` chars, right-trimmed, plus "..."; "New Conversation" when empty. Mirrors DeerFlow
+ * `_fallback_title`.
+ */
+export function fallbackTitle(userText: string, maxChars = 60): string {
+  const text = userText.replace(/\s+/g, " ").trim();
+  if (!text) return "New Conversation";
+  if (text.length <= Math.min(maxChars, 50)) return text;
+  return `${text.slice(0, Math.min(50, maxChars - 3)).trimEnd()}...`;
+}
+
+/** Gate of DeerFlow `_should_generate_title`: >= 2 messages, exactly one real user message, >= 1 AI message. */
+export function shouldGenerateTitle(messages: readonly BaseMessage[]): boolean {
+  return messages.length >= 2 && messages.filter(isRealUserMessage).length === 1 && messages.some((m) => AIMessage.isInstance(m));
+}
+
+const stripThink = (s: string) => s.replace(/<think>[\s\S]*?(<\/think>|$)/gi, "");
+
+/**
+ * Names the thread after its first exchange: when `enabled`, the state has no `title`, and the conversation
+ * (with the new model response) has exactly one real user message and an AI message, writes `{title}`. With a
+ * `model`, the title comes from it (prompt with `max_words`, user/assistant text cut to 500 chars, `<think>`
+ * blocks and quotes stripped, cut to `max_chars`); a model failure or an empty answer falls back to the user's
+ * first message, shortened ({@link fallbackTitle}). The title call is tagged `nostream`, so its tokens do not show
+ * in the `messages` stream.
+ * Hook: wrapModelCall, which returns a Command carrying `title` next to the model's message (DeerFlow uses
+ * after_model); no graph node is added.
+ */
+export class TitleMiddleware extends DeerflowMiddleware {
+  readonly name = "TitleMiddleware";
+  readonly stateSchema = new StateSchema({ title: ThreadStateFields.title });
+  readonly config: TitleConfig;
+  private readonly model?: BaseChatModel;
+
+  /** @throws ZodError for limits out of range (max_words 1-20, max_chars 10-200). */
+  constructor(options: TitleMiddlewareOptions = {}) {
+    super();
+    const { model, ...config } = options;
+    this.config = TitleConfigSchema.parse(config);
+    this.model = model;
+  }
+
+  /** The title for a conversation (LLM when a model is set, else or on failure the fallback). */
+  async generateTitle(messages: readonly BaseMessage[]): Promise<string> {
+    const user = messages.find(isRealUserMessage);
+    const userText = user ? textOf(user) : "";
+    const fallback = fallbackTitle(userText, this.config.max_chars);
+    if (!this.model) return fallback;
+    const assistant = [...messages].reverse().find((m) => AIMessage.isInstance(m));
+    const prompt = (this.config.prompt_template ?? DEFAULT_TITLE_PROMPT)
+      .replaceAll("{max_words}", String(this.config.max_words))
+      .replaceAll("{user_msg}", stripThink(userText).slice(0, 500))
+      .replaceAll("{assistant_msg}", stripThink(assistant ? textOf(assistant) : "").slice(0, 500));
+    try {
+      const out = await this.model.invoke(prompt, { tags: ["nostream"] });
+      const title = stripThink(textOf(out)).trim().replace(/^["'“”‘’`]+|["'“”‘’`]+$/g, "").trim().slice(0, this.config.max_chars).trim();
+      return title || fallback;
+    } catch (err) {
+      getLogger().warn({ err: (err as Error).message }, "title generation failed; using the fallback title");
+      return fallback;
+    }
+  }
+
+  async wrapModelCall(request: ModelRequest, handler: (r: ModelRequest) => unknown) {
+    const response = await handler(request);
+    const state = request.state as { messages?: BaseMessage[]; title?: string | null } | undefined;
+    if (!this.config.enabled || state?.title || !AIMessage.isInstance(response)) return response as never;
+    const conversation = [...(state?.messages ?? request.messages), response];
+    if (!shouldGenerateTitle(conversation)) return response as never;
+    return new Command({ update: { title: await this.generateTitle(conversation) } }) as never;
+  }
+}

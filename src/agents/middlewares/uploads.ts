@@ -1,0 +1,125 @@
+// Port of DeerFlow agents/middlewares/uploads_middleware.py (UploadsMiddleware).
+import { statSync } from "node:fs";
+import path from "node:path";
+import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { StateSchema } from "@langchain/langgraph";
+import { z } from "zod";
+import { getRuntimeHome } from "../../config/paths.js";
+import { ThreadStateFields, type ThreadData, type UploadedFile } from "../thread-state.js";
+import { DeerflowMiddleware } from "./base.js";
+import { textOf } from "./message-utils.js";
+import { threadDataPaths } from "./thread-data.js";
+
+/** Where uploads appear inside the sandbox. */
+export const VIRTUAL_UPLOADS_DIR = "/mnt/user-data/uploads";
+const STAGING = /^\.upload-|\.(part|partial|uploading)$/i;
+
+/** Options of {@link UploadsMiddleware}. */
+export interface UploadsOptions {
+  /** Files listed one by one in the `<current_uploads>` block; the rest are summarized. Default 10, must be >= 1. */
+  maxFilesPerContextSection?: number;
+  /** Root used to find the thread's uploads dir when `thread_data` is not in state; default `DEER_FLOW_HOME`. */
+  baseDir?: string;
+}
+
+/** `n` bytes as KB (under 1 MiB) or MB, one decimal. */
+export function formatSize(bytes: number): string {
+  return bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KB` : `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+/** Neutralizes angle brackets in user-derived strings so they cannot open or close prompt tags. */
+export function neutralizeTags(text: string): string {
+  return text.replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+/** The `<current_uploads>` block for `files` (at most `max` listed, the rest counted by extension). */
+export function formatUploadsBlock(files: UploadedFile[], max: number): string {
+  const listed = files.slice(0, max);
+  const lines = ["<current_uploads>", "The user attached these files to this message:"];
+  for (const f of listed) lines.push(`- ${neutralizeTags(f.filename)} (${formatSize(f.size ?? 0)}) at ${neutralizeTags(String(f.path))}`);
+  const rest = files.slice(max);
+  if (rest.length) {
+    const byExt = new Map<string, number>();
+    for (const f of rest) {
+      const ext = path.extname(f.filename).toLowerCase() || "(no extension)";
+      byExt.set(ext, (byExt.get(ext) ?? 0) + 1);
+    }
+    lines.push(`- ...and ${rest.length} more file(s): ${[...byExt].map(([ext, n]) => `${n} ${neutralizeTags(ext)}`).join(", ")}`);
+  }
+  lines.push("Read them with the file tools using the paths above; they are in the thread's uploads directory.", "</current_uploads>");
+  return lines.join("\n");
+}
+
+function isFile(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Tells the model about the files uploaded with the newest user message. Reads `additional_kwargs.files`
+ * (`{filename, size, path, status}`) of the last message when it is a human message; keeps entries whose
+ * filename is a bare name (no directories), not an upload staging file, and present in the thread's uploads
+ * directory (when it can be resolved). Prepends a `<current_uploads>` block (name, size, virtual path
+ * `/mnt/user-data/uploads/<name>`, at most `maxFilesPerContextSection` listed) and a blank line to the message
+ * (same id), keeping the original text under `additional_kwargs.original_user_content`, and writes
+ * `uploaded_files`. No files, or a last message that is not human: `{uploaded_files: []}`, clearing a stale list.
+ * Hook: beforeAgent (a state write, once per run).
+ * @throws Error when `maxFilesPerContextSection` < 1 (at construction).
+ */
+export class UploadsMiddleware extends DeerflowMiddleware {
+  readonly name = "UploadsMiddleware";
+  readonly stateSchema = new StateSchema({ thread_data: ThreadStateFields.thread_data, uploaded_files: ThreadStateFields.uploaded_files });
+  /** Context keys read to locate the uploads dir (before/after hooks only see their schema's keys). */
+  readonly contextSchema = z.looseObject({ thread_id: z.string().optional(), user_id: z.string().optional() });
+  private readonly maxFiles: number;
+  private readonly baseDir?: string;
+
+  constructor(options: UploadsOptions = {}) {
+    super();
+    this.maxFiles = options.maxFilesPerContextSection ?? 10;
+    if (!(this.maxFiles >= 1)) throw new Error(`maxFilesPerContextSection must be >= 1, got ${this.maxFiles}`);
+    this.baseDir = options.baseDir;
+  }
+
+  private uploadsDir(state: { thread_data?: ThreadData | null }, runtime: { context?: Record<string, unknown>; configurable?: Record<string, unknown> }): string | null {
+    if (state.thread_data?.uploads_path) return state.thread_data.uploads_path;
+    const threadId = runtime.context?.thread_id ?? runtime.configurable?.thread_id;
+    if (typeof threadId !== "string" || !threadId) return null;
+    const userId = String(runtime.context?.user_id ?? runtime.configurable?.user_id ?? "default");
+    try {
+      return threadDataPaths(this.baseDir ?? getRuntimeHome(), userId, threadId).uploads_path;
+    } catch {
+      return null;
+    }
+  }
+
+  beforeAgent(
+    state: { messages: BaseMessage[]; thread_data?: ThreadData | null },
+    runtime: { context?: Record<string, unknown>; configurable?: Record<string, unknown> } = {},
+  ) {
+    const last = state.messages.at(-1);
+    if (!last || !HumanMessage.isInstance(last)) return { uploaded_files: [] };
+    const raw = last.additional_kwargs?.files;
+    if (!Array.isArray(raw) || raw.length === 0) return { uploaded_files: [] };
+    const dir = this.uploadsDir(state, runtime);
+    const files: UploadedFile[] = [];
+    for (const entry of raw as Record<string, unknown>[]) {
+      const filename = typeof entry?.filename === "string" ? entry.filename : "";
+      if (!filename || filename !== path.basename(filename) || filename.includes("\\") || filename === "." || filename === ".." || STAGING.test(filename)) continue;
+      if (dir && !isFile(path.join(dir, filename))) continue;
+      files.push({ filename, size: Number(entry.size ?? 0) || 0, path: `${VIRTUAL_UPLOADS_DIR}/${filename}`, status: entry.status ?? "uploaded" });
+    }
+    if (files.length === 0) return { uploaded_files: [] };
+    if (last.additional_kwargs?.uploads_injected) return { uploaded_files: files };
+    const block = formatUploadsBlock(files, this.maxFiles);
+    const original = textOf(last);
+    const content = typeof last.content === "string" ? `${block}\n\n${last.content}` : [{ type: "text", text: `${block}\n\n` }, ...last.content];
+    const kwargs: Record<string, unknown> = { ...last.additional_kwargs, uploads_injected: true };
+    if (typeof kwargs.original_user_content !== "string") kwargs.original_user_content = original;
+    const updated = new HumanMessage({ id: last.id, name: last.name, content: content as string, additional_kwargs: kwargs, response_metadata: last.response_metadata });
+    return { messages: [updated], uploaded_files: files };
+  }
+}

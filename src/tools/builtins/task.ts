@@ -1,0 +1,60 @@
+// Port of DeerFlow tools/builtins/task_tool.py (task): delegate work to a subagent.
+import { ToolMessage } from "@langchain/core/messages";
+import { tool } from "langchain";
+import { z } from "zod";
+import { toolCallIdOf } from "./write-todos.js";
+
+/** Arguments of `task`. */
+export const TaskSchema = z.object({
+  description: z.string().describe("A short (3-5 word) description of the task"),
+  prompt: z.string().describe("The full task for the subagent: context, goal, expected output"),
+  subagent_type: z.string().default("general-purpose").describe("Which subagent runs the task"),
+});
+/** Input of one `task` call. */
+export type TaskInput = z.infer<typeof TaskSchema>;
+
+/**
+ * Runs subagents for the `task` tool. `types` are the subagent types it accepts; `run` executes one task and
+ * returns the subagent's final answer. (The DeerFlow subagent executor is ported separately.)
+ */
+export interface SubagentRuntime {
+  types: readonly string[];
+  /** @param input The call's arguments. @param config The tool's runtime config (signal, context, metadata). */
+  run(input: TaskInput, config: unknown): Promise<string>;
+}
+
+/** Text of the error result when no subagent runtime is configured. */
+export function missingSubagentRuntimeMessage(subagentType: string): string {
+  return (
+    `Error: the task tool cannot start the '${subagentType}' subagent: no subagent runtime (SubagentRuntime) is configured ` +
+    "for this agent, so no subagent was run. Do the work yourself with the tools you have."
+  );
+}
+
+const failed = (content: string, config: unknown) =>
+  new ToolMessage({ content, tool_call_id: toolCallIdOf(config), name: "task", status: "error", additional_kwargs: { subagent_status: "failed" } });
+
+/**
+ * Creates the `task` tool. With a `runtime`, an unknown `subagent_type` fails listing the available types, and a
+ * known one runs and answers "Task Succeeded. Result: <answer>". Without a runtime every call returns an error
+ * result (status `error`, `subagent_status: failed`) naming the missing subagent runtime: nothing is faked.
+ * Exceptions from the runtime propagate (ToolErrorHandlingMiddleware formats them as "Task failed. Error: ...").
+ */
+export function createTaskTool(runtime?: SubagentRuntime) {
+  return tool(
+    async (input, config) => {
+      if (!runtime) return failed(missingSubagentRuntimeMessage(input.subagent_type), config);
+      if (!runtime.types.includes(input.subagent_type)) {
+        return failed(`Task failed. Error: unknown subagent type '${input.subagent_type}'. Available subagent types: ${runtime.types.join(", ") || "(none)"}.`, config);
+      }
+      return `Task Succeeded. Result: ${await runtime.run(input, config)}`;
+    },
+    {
+      name: "task",
+      description:
+        "Delegate a self-contained task to a subagent that works in its own context and returns a final report. " +
+        "Use it for independent, multi-step work; give the subagent everything it needs in `prompt`.",
+      schema: TaskSchema,
+    },
+  );
+}
