@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { registerRoutes } from "../routes/index.js";
 import { installErrorHandlers } from "../routes/errors.js";
 import { registerOpenApi } from "../routes/openapi.js";
+import { MemoryUpdateQueue } from "./agents/memory/memory-queue.js";
 import { AgentStore } from "./config/agent-store.js";
 import { getAppConfig } from "./config/app-config.js";
 import { getAgentsDir, getRuntimeHome } from "./config/paths.js";
@@ -68,6 +69,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const agentFactory = options.agentFactory ?? resolveAgentFactory();
   const bridge = new MemoryStreamBridge(options.queueMaxSize ?? 256);
   const runs = new RunManager(persistence.runs);
+  const memoryQueue = new MemoryUpdateQueue();
   const runService = new RunService({
     bridge,
     runs,
@@ -76,6 +78,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     getAppConfig: readConfig,
     logger,
     cleanupDelayMs: options.cleanupDelayMs,
+    memoryQueue,
   });
   const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home });
 
@@ -113,6 +116,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     // Shutdown drain (DeerFlow test_gateway_run_drain_shutdown): interrupt in-flight runs, wait at most 5 s,
     // and only then close the stores, so every final status is written.
     await runs.drain(5_000);
+    await memoryQueue.flush();
     bridge.close();
     await persistence.close();
   });

@@ -32,6 +32,8 @@ export interface RunServiceDeps {
   logger: Logger;
   /** How long a finished run's events stay replayable, in ms (default 60000). */
   cleanupDelayMs?: number;
+  /** The process's memory update queue, handed to every run through its context (`memory_queue`). */
+  memoryQueue?: unknown;
 }
 
 /** A started run and the request it came from. */
@@ -200,7 +202,13 @@ export class RunService {
       bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: 1 });
       before = await latestCheckpoint(persistence.checkpointer, threadId);
       const appConfig = this.deps.getAppConfig();
-      const context = { ...runConfig.context, thread_id: threadId, run_id: runId, app_config: appConfig };
+      const context = {
+        ...runConfig.context,
+        thread_id: threadId,
+        run_id: runId,
+        app_config: appConfig,
+        ...(this.deps.memoryQueue ? { memory_queue: this.deps.memoryQueue } : {}),
+      };
       const metadata = { ...runConfig.metadata, run_id: runId, thread_id: threadId, assistant_id: run.record.assistant_id };
       const config = { configurable: runConfig.configurable, context, metadata, recursionLimit: runConfig.recursion_limit, tags: runConfig.tags, runName: runConfig.run_name };
       const agent = await this.deps.agentFactory(config);

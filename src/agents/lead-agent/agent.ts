@@ -1,4 +1,5 @@
 // Port of DeerFlow agents/lead_agent/agent.py: _make_lead_agent (app layer) and make_lead_agent (entry).
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { getAppConfig } from "../../config/app-config.js";
 import { loadAgentConfig, loadAgentSoul, validateAgentName, type AgentConfig } from "../../config/agent-config.js";
@@ -6,7 +7,10 @@ import { getModelConfig, isAppConfig, type AppConfig } from "../../config/schema
 import { NotFoundError } from "../../errors.js";
 import { getLogger } from "../../logger.js";
 import { createChatModel } from "../../models/create-chat-model.js";
-import { getAvailableTools } from "../../tools/get-available-tools.js";
+import { createMemoryTools } from "../../tools/builtins/memory-tools.js";
+import { createViewImageTool } from "../../tools/builtins/view-image.js";
+import { getAvailableTools, type AgentTool } from "../../tools/get-available-tools.js";
+import { MemoryUpdateQueue } from "../memory/memory-queue.js";
 import { FeatureUnavailableError } from "../chain.js";
 import { createDeerflowAgent, type DeerflowAgent } from "../factory.js";
 import { buildMiddlewares } from "./middlewares.js";
@@ -51,6 +55,20 @@ export function resolveModelName(requested: string | null | undefined, appConfig
 }
 
 /**
+ * A helper model (summaries, titles) named in config, with thinking off; on failure (unknown name, bad `use:`)
+ * logs a warning and returns `fallback`, so a broken helper model never fails the run.
+ */
+async function auxiliaryModel(name: string | null | undefined, appConfig: AppConfig, fallback: BaseChatModel | null): Promise<BaseChatModel | null> {
+  if (!name) return fallback;
+  try {
+    return await createChatModel(name, { thinkingEnabled: false, appConfig });
+  } catch (err) {
+    getLogger().warn({ model: name, err: (err as Error).message }, `helper model '${name}' cannot be built; using ${fallback ? "the run's model" : "none"}`);
+    return fallback;
+  }
+}
+
+/**
  * Builds the lead agent for one run from three configuration levels: request (`configurable` + `context`) >
  * custom agent (`agents/<user>/<name>/config.yaml` + `SOUL.md`) > global config. Branches: custom agent
  * (`agent_name` set) or default. Writes the run metadata DeerFlow lists (`agent_name`, `model_name`,
@@ -80,8 +98,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
   const reasoningEffort = resolveRuntimeOption<string | null>(options, "reasoning_effort", agentConfig?.reasoning_effort, null);
   const isPlanMode = Boolean(options.is_plan_mode);
   const subagentEnabled = Boolean(options.subagent_enabled);
-  if (isPlanMode) log.warn("plan mode was requested, but TodoMiddleware is not part of this release; running without it");
-  if (subagentEnabled) log.warn("subagents were requested, but the task tool is not part of this release; running without it");
+  if (subagentEnabled) log.warn("subagents were requested, but the subagent runtime is not part of this release; running without the task tool");
 
   const model = await createChatModel(modelName, {
     thinkingEnabled,
@@ -91,7 +108,22 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
   });
   let tools = await getAvailableTools({ appConfig, groups: agentConfig?.tool_groups ?? null });
   if (options.non_interactive) tools = tools.filter((t) => t.name !== "ask_clarification");
+  if (modelConfig.supports_vision) tools.push(createViewImageTool() as unknown as AgentTool);
+  if (appConfig.memory.enabled && appConfig.memory.mode === "tool") {
+    const names = new Set(tools.map((t) => t.name));
+    for (const t of createMemoryTools({ agentName: agentName ?? "default" })) if (!names.has(t.name)) tools.push(t as unknown as AgentTool);
+  }
   const systemPrompt = applyPromptTemplate({ agentName, soul: loadAgentSoul(agentName, userId) });
+  const queue = config.context?.memory_queue;
+  const middleware = buildMiddlewares({
+    appConfig,
+    agentName,
+    isPlanMode,
+    supportsVision: modelConfig.supports_vision,
+    summaryModel: appConfig.summarization.enabled ? await auxiliaryModel(appConfig.summarization.model_name, appConfig, model) : null,
+    titleModel: appConfig.title.enabled && appConfig.title.model_name ? await auxiliaryModel(appConfig.title.model_name, appConfig, null) : null,
+    memoryQueue: queue instanceof MemoryUpdateQueue ? queue : undefined,
+  });
 
   config.metadata = Object.assign(config.metadata ?? {}, {
     agent_name: agentName ?? "default",
@@ -105,7 +137,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
   });
   log.debug({ agent: agentName ?? "default", model: modelName, thinkingEnabled, reasoningEffort }, "lead agent built");
   return createDeerflowAgent(model, tools, {
-    middleware: buildMiddlewares({ appConfig }),
+    middleware,
     systemPrompt,
     name: agentName ?? "lead_agent",
   });

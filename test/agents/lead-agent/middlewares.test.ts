@@ -16,8 +16,27 @@ describe("buildMiddlewares: app-layer chain (agent-factory.md §2.10)", () => {
   it("keeps the seed order with Clarification last and custom middlewares just before it", () => {
     const chain = buildMiddlewares({ appConfig: parseAppConfig({}), custom: [new Custom()] });
     expect(chain.map((m) => m.name)).toEqual([
-      "ThreadDataMiddleware", "DanglingToolCallMiddleware", "ToolErrorHandlingMiddleware", "LoopDetectionMiddleware", "Custom", "ClarificationMiddleware",
+      "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware", "DanglingToolCallMiddleware", "ToolErrorHandlingMiddleware",
+      "TitleMiddleware", "MemoryMiddleware", "LoopDetectionMiddleware", "Custom", "ClarificationMiddleware",
     ]);
+  });
+
+  it("adds the optional slots in DeerFlow's order: Summarization, Todo, ViewImage, TokenBudget", async () => {
+    const { ScriptedChatModel } = await import("../../../src/models/scripted-chat-model.js");
+    const appConfig = parseAppConfig({ summarization: { enabled: true }, token_budget: { enabled: true } });
+    const chain = buildMiddlewares({ appConfig, isPlanMode: true, supportsVision: true, summaryModel: new ScriptedChatModel() });
+    expect(chain.map((m) => m.name)).toEqual([
+      "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware", "DanglingToolCallMiddleware", "ToolErrorHandlingMiddleware",
+      "SummarizationMiddleware", "TodoMiddleware", "TitleMiddleware", "MemoryMiddleware", "ViewImageMiddleware", "LoopDetectionMiddleware",
+      "TokenBudgetMiddleware", "ClarificationMiddleware",
+    ]);
+  });
+
+  it("leaves MemoryMiddleware out in memory tool mode, and Summarization out without a summary model", () => {
+    const appConfig = parseAppConfig({ memory: { mode: "tool" }, summarization: { enabled: true } });
+    const names = buildMiddlewares({ appConfig }).map((m) => m.name);
+    expect(names).not.toContain("MemoryMiddleware");
+    expect(names).not.toContain("SummarizationMiddleware");
   });
 
   it("builds LoopDetection from the loop_detection section (AF-037)", () => {
