@@ -2,6 +2,7 @@ import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
+import { until } from "../support/wait.js";
 
 // The LangGraph SDK client against the gateway: every call of spec/sdk-contract.md section 5, with the offline
 // scripted model (`scripted`: instant; `slow`: 150 ms per token, for runs that must still be in flight).
@@ -30,14 +31,6 @@ async function drain(it: AsyncIterable<unknown>): Promise<any[]> {
   const parts: any[] = [];
   for await (const p of it) parts.push(p);
   return parts;
-}
-async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error("condition not met in time");
 }
 
 describe("assistants", () => {

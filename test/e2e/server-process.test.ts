@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { until } from "../support/wait.js";
 
 // Drives `src/server.ts` as a real process: the entry point `npm start` runs.
 const root = path.resolve(import.meta.dirname, "../..");
@@ -22,14 +23,7 @@ function startServer(env: Record<string, string>) {
   return { child, exited, output: () => out };
 }
 
-async function waitFor(check: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("timed out");
-}
+const waitFor = (check: () => Promise<boolean>) => until(check, 15_000, 100);
 
 describe("the server process", () => {
   it("exits non-zero at start-up on an invalid config, naming the file and the bad key", async () => {

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
+import { until } from "../support/wait.js";
 
 const CONFIG = `models:\n  - name: slow\n    use: deerflow-gateway:ScriptedChatModel\n    model: slow\n    token_delay_ms: 80\n`;
 const human = (content: string) => ({ messages: [{ role: "user", content }] });
@@ -11,14 +12,6 @@ afterEach(async () => {
   h = undefined;
 });
 
-async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error("condition not met in time");
-}
 
 describe("stream replay with a small retention", () => {
   it("answers a join whose cursor was evicted with one gap frame (no id, no end) and leaves the run running", async () => {
