@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
+import { ensureInitialCheckpoint } from "../src/runtime/rollback.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
 import { readThreadState } from "../src/runtime/thread-state-reader.js";
@@ -65,7 +66,9 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
     const threadId = body.thread_id ?? randomUUID();
     assertThreadId(threadId);
     if (body.if_exists === "raise" && threads.get(threadId)) throw new ConflictError(`Thread ${threadId} already exists`);
-    return threadView(threads.create(threadId, body.metadata ?? {}));
+    const thread = threads.create(threadId, body.metadata ?? {});
+    await ensureInitialCheckpoint(persistence.checkpointer, threadId);
+    return threadView(thread);
   });
 
   app.post("/threads/search", { schema: doc("threads", "Search threads by metadata and status", { body: ThreadSearchSchema }) }, async (request) => {

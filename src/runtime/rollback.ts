@@ -1,9 +1,19 @@
 // Restoring a thread to its pre-run checkpoint (DeerFlow cancel action `rollback`).
-import { copyCheckpoint, uuid6, type BaseCheckpointSaver, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import { copyCheckpoint, emptyCheckpoint, uuid6, type BaseCheckpointSaver, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
 
 /** The thread's newest root checkpoint, or undefined. */
 export function latestCheckpoint(checkpointer: BaseCheckpointSaver, threadId: string): Promise<CheckpointTuple | undefined> {
   return checkpointer.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
+}
+
+/**
+ * Gives a new thread an empty checkpoint (step -1, no channel values), as the LangGraph API does, so its state has
+ * a checkpoint id before the first run. No-op when the thread already has one.
+ */
+export async function ensureInitialCheckpoint(checkpointer: BaseCheckpointSaver, threadId: string): Promise<void> {
+  if (await latestCheckpoint(checkpointer, threadId)) return;
+  const checkpoint = emptyCheckpoint();
+  await checkpointer.put({ configurable: { thread_id: threadId, checkpoint_ns: "" } }, checkpoint, { source: "input", step: -1, parents: {} } as never, {});
 }
 
 /**

@@ -273,3 +273,16 @@ describe("interrupts", () => {
     expect((await c.threads.get(t.thread_id)).status).toBe("idle");
   });
 });
+
+describe("a fresh thread's state", () => {
+  it("has empty values, no next nodes and a checkpoint id before its first run", async () => {
+    const t = await c.threads.create();
+    const state = await c.threads.getState(t.thread_id);
+    expect(state.values).toEqual({});
+    expect(state.next).toEqual([]);
+    expect(typeof state.checkpoint.checkpoint_id).toBe("string");
+    expect(typeof (state as any).checkpoint_id).toBe("string");
+    const parts = await drain(c.runs.stream(t.thread_id, "lead_agent", { input: human("first") }));
+    expect(parts.filter((p) => p.event === "values").at(-1).data.messages.map((m: any) => m.content)).toEqual(["first", "You said: first"]);
+  });
+});
