@@ -1,5 +1,5 @@
 // Port of DeerFlow sandbox/sandbox_provider.py (SandboxProvider) and the lazy acquisition of sandbox/tools.py
-// (ensure_sandbox_initialized). The local provider and the sandbox tools come later; this is the contract.
+// (ensure_sandbox_initialized). The local provider is in local-provider.ts, the tools in src/tools/sandbox/.
 
 /**
  * Hands out sandboxes per thread. `acquire` returns the id of the thread's sandbox (creating it if needed; calling
@@ -7,8 +7,11 @@
  * `SandboxProvider.acquire` / `release`.
  */
 export interface SandboxProvider {
-  /** @param threadId The thread the sandbox serves. @returns The sandbox id. */
-  acquire(threadId: string): Promise<string> | string;
+  /**
+   * @param threadId The thread the sandbox serves. @param options.userId Owner of the thread (default `default`).
+   * @returns The sandbox id.
+   */
+  acquire(threadId: string, options?: { userId?: string }): Promise<string> | string;
   /** @param sandboxId An id returned by {@link acquire}. */
   release(sandboxId: string): Promise<void> | void;
 }
@@ -43,7 +46,8 @@ export async function ensureSandbox(runtime: SandboxToolRuntime, provider: Sandb
   if (existing) return existing;
   const threadId = runtime.context?.thread_id ?? runtime.configurable?.thread_id;
   if (typeof threadId !== "string" || !threadId) throw new Error("Thread ID is required to acquire a sandbox");
-  const sandboxId = await provider.acquire(threadId);
+  const userId = runtime.context?.user_id ?? runtime.configurable?.user_id;
+  const sandboxId = await provider.acquire(threadId, typeof userId === "string" && userId ? { userId } : undefined);
   if (runtime.state && typeof runtime.state === "object" && !Object.isFrozen(runtime.state)) {
     (runtime.state as Record<string, unknown>).sandbox = { sandbox_id: sandboxId };
   }

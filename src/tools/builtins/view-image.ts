@@ -1,5 +1,5 @@
 // Port of DeerFlow tools/builtins/view_image_tool.py (view_image).
-import { closeSync, openSync, readSync, statSync } from "node:fs";
+import { closeSync, openSync, readSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { ToolMessage } from "@langchain/core/messages";
 import { Command } from "@langchain/langgraph";
@@ -51,7 +51,7 @@ function threadDirs(config: ToolConfig, baseDir?: string): ThreadData | null {
 
 /**
  * Resolves a virtual `/mnt/user-data/{workspace,uploads,outputs}/...` path to the host file, or returns the error
- * text for the model. Checks, in order: location, existence, is-a-file, extension (jpg, jpeg, png, webp, gif),
+ * text for the model. Checks, in order: location, existence, is-a-file, no symlink escape (realpath), extension (jpg, jpeg, png, webp, gif),
  * size (at most 20 MiB), magic bytes.
  */
 export function inspectImage(virtualPath: string, dirs: ThreadData | null): { error: string } | { mime_type: string; size: number; actual_path: string } {
@@ -70,6 +70,18 @@ export function inspectImage(virtualPath: string, dirs: ThreadData | null): { er
     return { error: `Error: Image file not found: ${virtualPath}` };
   }
   if (!stat.isFile()) return { error: `Error: Path is not a file: ${virtualPath}` };
+  // A symlink inside the thread's directories must not lead the model to a file outside them.
+  const real = realpathSync(actual);
+  const roots = Object.values(AREAS).flatMap((k) => {
+    try {
+      return [realpathSync(dirs[k])];
+    } catch {
+      return [];
+    }
+  });
+  if (!roots.some((root) => real === root || real.startsWith(root + path.sep))) {
+    return { error: `Error: Image path leaves the thread's directories: ${virtualPath}` };
+  }
   const ext = path.extname(actual).toLowerCase();
   const mime = IMAGE_MIME_TYPES[ext];
   if (!mime) return { error: `Error: Unsupported image type '${ext || "(none)"}': use jpg, jpeg, png, webp or gif` };
@@ -82,7 +94,7 @@ export function inspectImage(virtualPath: string, dirs: ThreadData | null): { er
     closeSync(fd);
   }
   if (!matchesMagic(mime, head)) return { error: `Error: File content does not match its ${ext} extension: ${virtualPath}` };
-  return { mime_type: mime, size: stat.size, actual_path: actual };
+  return { mime_type: mime, size: stat.size, actual_path: real };
 }
 
 /**

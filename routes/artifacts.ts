@@ -1,0 +1,37 @@
+// Artifact route (DeerFlow app/gateway/routers/artifacts.py): files of a thread's own /mnt/user-data.
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { NotFoundError } from "../src/errors.js";
+import { assertThreadId } from "../src/runtime/run-service.js";
+import { openArtifact } from "../src/sandbox/artifacts.js";
+import { doc } from "./openapi.js";
+
+const QuerySchema = z.looseObject({ download: z.enum(["true", "false", "1", "0"]).optional() });
+type ArtifactRequest = { Params: { thread_id: string; "*": string }; Querystring: { download?: string } };
+
+/**
+ * `GET /api/threads/:thread_id/artifacts/*`: streams a file of the thread's `user-data` directories, addressed as
+ * `mnt/user-data/<area>/...`, `<area>/...` or a path relative to `outputs`, with its content type and
+ * `X-Content-Type-Options: nosniff`. HTML, XHTML and SVG are always sent as attachments; `?download=true` forces
+ * one for anything. Traversal (`..`, encoded separators, symlinks leading outside) is 403, a missing file 404.
+ * Register under `/api`.
+ */
+export async function artifactRoutes(app: FastifyInstance): Promise<void> {
+  const { persistence, sandbox: provider } = app.deerflow;
+
+  app.get<ArtifactRequest>("/threads/:thread_id/artifacts/*", { schema: doc("artifacts", "Download a file from the thread's /mnt/user-data", { querystring: QuerySchema }) }, async (request, reply) => {
+    const threadId = request.params.thread_id;
+    assertThreadId(threadId);
+    if (!persistence.threads.get(threadId)) throw new NotFoundError(`Thread ${threadId} not found`);
+    const artifact = await openArtifact(provider.sandboxFor(threadId, "default"), request.params["*"]);
+    const download = request.query.download === "true" || request.query.download === "1";
+    const disposition = artifact.active || download ? "attachment" : "inline";
+    return reply
+      .header("content-type", artifact.contentType)
+      .header("content-length", String(artifact.size))
+      .header("content-disposition", `${disposition}; filename*=UTF-8''${encodeURIComponent(artifact.filename)}`)
+      .header("x-content-type-options", "nosniff")
+      .header("cache-control", "no-store")
+      .send(artifact.handle.createReadStream({ autoClose: true }));
+  });
+}

@@ -1,0 +1,78 @@
+// Port of DeerFlow app/gateway/routers/artifacts.py (path resolution, content types, active content served as a
+// download) for the local sandbox.
+import { constants } from "node:fs";
+import { open, type FileHandle } from "node:fs/promises";
+import path from "node:path";
+import { NotFoundError, ValidationError } from "../errors.js";
+import type { LocalSandbox } from "./local-sandbox.js";
+import { AREAS, checkPathText, VIRTUAL_ROOT } from "./paths.js";
+
+/** Content types by extension; anything else is `application/octet-stream` (text types get `charset=utf-8`). */
+export const MIME_TYPES: Readonly<Record<string, string>> = {
+  ".txt": "text/plain", ".md": "text/markdown", ".markdown": "text/markdown", ".csv": "text/csv", ".tsv": "text/tab-separated-values",
+  ".json": "application/json", ".jsonl": "application/x-ndjson", ".yaml": "application/yaml", ".yml": "application/yaml",
+  ".xml": "application/xml", ".log": "text/plain", ".py": "text/x-python", ".js": "text/javascript", ".mjs": "text/javascript",
+  ".ts": "text/plain", ".css": "text/css", ".html": "text/html", ".htm": "text/html", ".xhtml": "application/xhtml+xml",
+  ".svg": "image/svg+xml", ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+  ".webp": "image/webp", ".ico": "image/x-icon", ".pdf": "application/pdf", ".zip": "application/zip",
+  ".gz": "application/gzip", ".tar": "application/x-tar", ".mp3": "audio/mpeg", ".wav": "audio/wav", ".mp4": "video/mp4",
+  ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+};
+/** Types a browser would execute (scripts in the gateway's origin): always sent as a download. */
+export const ACTIVE_CONTENT_TYPES: ReadonlySet<string> = new Set(["text/html", "application/xhtml+xml", "image/svg+xml"]);
+
+/** The `Content-Type` header for a file name. */
+export function contentTypeFor(filename: string): string {
+  const type = MIME_TYPES[path.extname(filename).toLowerCase()] ?? "application/octet-stream";
+  return type.startsWith("text/") || type === "application/json" || type === "application/yaml" ? `${type}; charset=utf-8` : type;
+}
+
+/**
+ * Maps the artifact route's path to a virtual path: `mnt/user-data/<area>/...` (DeerFlow's form), `<area>/...`
+ * (relative to `/mnt/user-data`), or a bare path, taken as relative to `outputs`.
+ * @throws SandboxPathError for `..`, encoded separators, control characters, over-long paths.
+ */
+export function artifactVirtualPath(raw: string): string {
+  checkPathText(raw || " ");
+  const rel = raw.replace(/^\/+/, "");
+  if (rel === "mnt/user-data" || rel.startsWith("mnt/user-data/")) return `/${rel}`;
+  const first = rel.split("/")[0];
+  return (AREAS as readonly string[]).includes(first) ? `${VIRTUAL_ROOT}/${rel}` : `${VIRTUAL_ROOT}/outputs/${rel}`;
+}
+
+/** An opened artifact: the caller streams `handle` and must close it. `size` in bytes. */
+export interface OpenedArtifact {
+  handle: FileHandle;
+  size: number;
+  filename: string;
+  contentType: string;
+  /** True for active content ({@link ACTIVE_CONTENT_TYPES}), which must be sent as an attachment. */
+  active: boolean;
+}
+
+/**
+ * Opens a file of the thread's own `user-data` directories for download. The real path must stay inside them
+ * (symlinks leading elsewhere are refused) and is opened with O_NOFOLLOW.
+ * @throws SandboxPathError (403) for refused paths; NotFoundError (404); ValidationError (422) for a directory.
+ */
+export async function openArtifact(sandbox: LocalSandbox, rawPath: string): Promise<OpenedArtifact> {
+  const virtual = artifactVirtualPath(rawPath);
+  let real: string;
+  try {
+    real = await sandbox.resolve(virtual, "read");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "ENOTDIR") throw new NotFoundError(`Artifact not found: ${virtual}`);
+    throw err;
+  }
+  const handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
+  const info = await handle.stat();
+  if (!info.isFile()) {
+    await handle.close();
+    throw new ValidationError(`Path is not a file: ${virtual}`);
+  }
+  const filename = path.basename(real);
+  const contentType = contentTypeFor(filename);
+  return { handle, size: info.size, filename, contentType, active: ACTIVE_CONTENT_TYPES.has(contentType.split(";")[0]) };
+}

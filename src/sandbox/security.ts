@@ -1,0 +1,49 @@
+// Port of DeerFlow sandbox/security.py (host bash gating) and tools/tools.py `_is_host_bash_tool`.
+import type { AppConfig } from "../config/schema.js";
+import { getLogger } from "../logger.js";
+import { LocalSandboxProvider } from "./local-provider.js";
+
+/** The tool result of a refused host bash call (DeerFlow `LOCAL_HOST_BASH_DISABLED_MESSAGE`). */
+export const LOCAL_HOST_BASH_DISABLED_MESSAGE =
+  "Host bash execution is disabled for LocalSandboxProvider because it is not a secure sandbox boundary. " +
+  "Set sandbox.allow_host_bash: true only in a fully trusted local environment.";
+
+/** `use:` paths of the bash tool (DeerFlow's and this package's). */
+export const BASH_TOOL_USES: ReadonlySet<string> = new Set([
+  "deerflow.sandbox.tools:bash_tool",
+  "deerflow-gateway/sandbox:bashTool",
+]);
+
+/** `use:` values that name the local provider (DeerFlow's two spellings and this package's). */
+const LOCAL_PROVIDER_USES = new Set([
+  "deerflow.sandbox.local:LocalSandboxProvider",
+  "deerflow.sandbox.local.local_sandbox_provider:LocalSandboxProvider",
+  "deerflow-gateway/sandbox:LocalSandboxProvider",
+]);
+
+/**
+ * Whether host bash may run. This release only has the local provider (no isolation), so it is allowed only
+ * when `sandbox.allow_host_bash` is true, whatever `sandbox.use` says. Mirrors DeerFlow `is_host_bash_allowed`.
+ */
+export function isHostBashAllowed(appConfig: Pick<AppConfig, "sandbox">): boolean {
+  return appConfig.sandbox?.allow_host_bash === true;
+}
+
+/** True for a configured tool that runs host bash: group `bash`, or the bash tool's `use:` (DeerFlow `_is_host_bash_tool`). */
+export function isHostBashTool(entry: { group?: string; use?: string }): boolean {
+  return entry.group === "bash" || BASH_TOOL_USES.has(entry.use ?? "");
+}
+
+/**
+ * The process's sandbox provider for `sandbox.use`. Only the local provider exists in this release: another
+ * `use:` (e.g. DeerFlow's container sandbox) logs a warning and gets the local provider, with host bash still
+ * gated by `allow_host_bash`.
+ * @param home Runtime home holding the thread directories.
+ */
+export function createSandboxProvider(appConfig: Pick<AppConfig, "sandbox">, home: string): LocalSandboxProvider {
+  const use = appConfig.sandbox?.use;
+  if (use && !LOCAL_PROVIDER_USES.has(use)) {
+    getLogger().warn({ use }, `sandbox provider '${use}' is not available in this release; using the local provider (host bash stays off unless sandbox.allow_host_bash is true)`);
+  }
+  return new LocalSandboxProvider({ baseDir: home });
+}

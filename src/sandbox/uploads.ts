@@ -1,0 +1,169 @@
+// Port of DeerFlow uploads/manager.py (normalize_filename, staged uploads published atomically, listing, deletion)
+// for the local sandbox: files land in the thread's `uploads` directory, seen by the agent as /mnt/user-data/uploads.
+import { randomUUID } from "node:crypto";
+import { constants } from "node:fs";
+import { lstat, open, readdir, rename, rm } from "node:fs/promises";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.js";
+import { TEMP_FILE, type LocalSandbox } from "./local-sandbox.js";
+import { checkPathText, MAX_SEGMENT_BYTES, SandboxPathError, VIRTUAL_ROOT } from "./paths.js";
+
+/** Upload limits in bytes and files (config `uploads`). */
+export interface UploadLimits {
+  max_files: number;
+  max_file_size: number;
+  max_total_size: number;
+}
+
+/** One uploaded file as the API reports it (DeerFlow `UploadedFileInfo`). `size` in bytes, `modified` in epoch seconds. */
+export interface UploadedFileInfo {
+  filename: string;
+  size: number;
+  /** Virtual path the agent uses. */
+  path: string;
+  virtual_path: string;
+  /** Where the client downloads it (`GET /api/threads/{id}/artifacts/...`). */
+  artifact_url: string;
+  extension: string | null;
+  modified: number;
+}
+
+/**
+ * The file name an upload is stored under. Only a bare name is accepted: directory components (`/` or `\`), `..`,
+ * percent-encoded separators, control characters and names over {@link MAX_SEGMENT_BYTES} bytes are refused;
+ * surrounding whitespace and leading dots are stripped (`.env` is stored as `env`).
+ * @throws ValidationError (422) naming the rule that failed.
+ */
+export function sanitizeUploadFilename(raw: string): string {
+  const shown = JSON.stringify(String(raw ?? "").slice(0, 120));
+  if (typeof raw !== "string" || !raw.trim()) throw new ValidationError("Invalid filename: empty");
+  if (/[/\\]/.test(raw)) throw new ValidationError(`Invalid filename ${shown}: directory components ('/' or '\\') are not allowed; send a bare file name`);
+  try {
+    checkPathText(raw);
+  } catch (err) {
+    throw new ValidationError(`Invalid filename ${shown}: ${(err as Error).message}`);
+  }
+  const name = raw.trim().replace(/^\.+/, "").trim();
+  if (!name) throw new ValidationError(`Invalid filename ${shown}: nothing left after removing leading dots`);
+  if (TEMP_FILE.test(`.${name}`) || /^(upload|write)-.*\.part$/.test(name)) throw new ValidationError(`Invalid filename ${shown}: reserved for temporary files`);
+  if (Buffer.byteLength(name) > MAX_SEGMENT_BYTES) throw new ValidationError(`Invalid filename: too long (${Buffer.byteLength(name)} bytes; the limit is ${MAX_SEGMENT_BYTES})`);
+  return name;
+}
+
+/** The API's view of an uploaded file. */
+function describe(threadId: string, filename: string, size: number, mtimeMs: number): UploadedFileInfo {
+  const virtual = `${VIRTUAL_ROOT}/uploads/${filename}`;
+  return {
+    filename,
+    size,
+    path: virtual,
+    virtual_path: virtual,
+    artifact_url: `/api/threads/${threadId}/artifacts${VIRTUAL_ROOT}/uploads/${encodeURIComponent(filename)}`,
+    extension: path.extname(filename).toLowerCase() || null,
+    modified: Math.floor(mtimeMs / 1000),
+  };
+}
+
+/** Real path of the thread's uploads directory (refused if it was replaced by a symlink leading outside). */
+async function uploadsDir(sandbox: LocalSandbox): Promise<string> {
+  return sandbox.resolve(`${VIRTUAL_ROOT}/uploads`, "list");
+}
+
+/** Regular files in the thread's uploads directory, sorted by name (temporary files and symlinks skipped). */
+export async function listUploads(sandbox: LocalSandbox): Promise<UploadedFileInfo[]> {
+  const dir = await uploadsDir(sandbox);
+  const out: UploadedFileInfo[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    if (!entry.isFile() || TEMP_FILE.test(entry.name)) continue;
+    const info = await lstat(path.join(dir, entry.name)).catch(() => null);
+    if (info?.isFile()) out.push(describe(sandbox.threadId, entry.name, info.size, info.mtimeMs));
+  }
+  return out.sort((a, b) => a.filename.localeCompare(b.filename));
+}
+
+/**
+ * Deletes one uploaded file (a symlink is removed itself, never its target).
+ * @throws ValidationError for an invalid name (same rules as upload, but nothing is stripped); NotFoundError.
+ */
+export async function deleteUpload(sandbox: LocalSandbox, filename: string): Promise<void> {
+  if (sanitizeUploadFilename(filename) !== filename) throw new ValidationError(`Invalid filename ${JSON.stringify(filename.slice(0, 120))}`);
+  const target = path.join(await uploadsDir(sandbox), filename);
+  const info = await lstat(target).catch(() => null);
+  if (!info || info.isDirectory()) throw new NotFoundError(`File not found: ${filename}`);
+  await rm(target, { force: true });
+}
+
+interface Staged {
+  filename: string;
+  temp: string;
+  size: number;
+}
+
+/**
+ * One upload request: each file is streamed to a temporary `.upload-<uuid>.part` file in the uploads directory
+ * while sizes are counted, and only {@link commit} renames them all into place (so a request that breaks a limit
+ * leaves nothing behind, and readers never see half a file). Call {@link abort} on any failure.
+ */
+export class UploadBatch {
+  private staged: Staged[] = [];
+  private total = 0;
+
+  constructor(
+    private readonly sandbox: LocalSandbox,
+    private readonly limits: UploadLimits,
+  ) {}
+
+  /** Number of files staged so far. */
+  get count(): number {
+    return this.staged.length;
+  }
+
+  /**
+   * Streams one file to a temporary file.
+   * @throws ValidationError for a bad name; PayloadTooLargeError when the file count, the file size or the total
+   *   size exceeds its limit.
+   */
+  async add(rawName: string, stream: Readable): Promise<void> {
+    const filename = sanitizeUploadFilename(rawName);
+    if (this.staged.length >= this.limits.max_files) throw new PayloadTooLargeError(`Too many files: maximum is ${this.limits.max_files}`);
+    const temp = path.join(await uploadsDir(this.sandbox), `.upload-${randomUUID()}.part`);
+    const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+    const entry: Staged = { filename, temp, size: 0 };
+    this.staged.push(entry);
+    try {
+      for await (const chunk of stream) {
+        const buf = chunk as Buffer;
+        entry.size += buf.length;
+        this.total += buf.length;
+        if (entry.size > this.limits.max_file_size) throw new PayloadTooLargeError(`File too large: ${filename} (limit ${this.limits.max_file_size} bytes)`);
+        if (this.total > this.limits.max_total_size) throw new PayloadTooLargeError(`Total upload size too large (limit ${this.limits.max_total_size} bytes)`);
+        await handle.write(buf);
+      }
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** Renames every staged file to its final name (replacing an older upload of the same name). */
+  async commit(): Promise<UploadedFileInfo[]> {
+    const dir = await uploadsDir(this.sandbox);
+    const out: UploadedFileInfo[] = [];
+    for (const entry of this.staged) {
+      const target = path.join(dir, entry.filename);
+      if ((await lstat(target).catch(() => null))?.isDirectory()) throw new SandboxPathError(`Cannot replace directory ${entry.filename} in uploads`);
+      await rename(entry.temp, target);
+      entry.temp = "";
+      out.push(describe(this.sandbox.threadId, entry.filename, entry.size, Date.now()));
+    }
+    this.staged = [];
+    return out;
+  }
+
+  /** Removes every temporary file not yet committed. Never throws. */
+  async abort(): Promise<void> {
+    await Promise.all(this.staged.filter((e) => e.temp).map((e) => rm(e.temp, { force: true }).catch(() => undefined)));
+    this.staged = [];
+  }
+}

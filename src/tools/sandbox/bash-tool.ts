@@ -1,0 +1,54 @@
+// Port of DeerFlow sandbox/tools.py bash_tool (local sandbox branch: host bash, gated by allow_host_bash).
+import { tool } from "langchain";
+import { z } from "zod";
+import { truncateMiddle, validateBashCommand } from "../../sandbox/host-bash.js";
+import type { LocalSandbox } from "../../sandbox/local-sandbox.js";
+import { isHostBashAllowed, LOCAL_HOST_BASH_DISABLED_MESSAGE } from "../../sandbox/security.js";
+import { appConfigOf, threadSandbox, toolErrorText, type ToolRuntimeConfig } from "./runtime.js";
+
+const DESCRIPTION = [
+  "Execute a bash command in the thread's workspace (/mnt/user-data/workspace is the working directory).",
+  "- Always use absolute /mnt/user-data/... paths; other host paths and '..' are refused.",
+  "- Use `python3` to run Python code.",
+  "- Run long-lived processes in the background with output redirected (`cmd > /mnt/user-data/workspace/log 2>&1 &`):",
+  "  a foreground command is killed (with its whole process group) when the command timeout passes.",
+].join("\n");
+
+/**
+ * `bash`: runs a command with host bash in the thread's workspace. Refused ("Error: Host bash execution is
+ * disabled ...") unless `sandbox.allow_host_bash` is true; commands naming paths outside the thread are refused
+ * ({@link validateBashCommand}). Killed with its process group after `sandbox.bash_command_timeout` seconds or when
+ * the run is cancelled. Output (stdout and stderr together, host paths shown as `/mnt/user-data`) is
+ * middle-truncated to `sandbox.bash_output_max_chars`; a non-zero exit adds `[exit code: N]`. DeerFlow `bash_tool`.
+ */
+export const bashTool = tool(
+  async ({ command }, config) => {
+    const runtime = config as ToolRuntimeConfig;
+    const limits = appConfigOf(runtime).sandbox;
+    if (!isHostBashAllowed(appConfigOf(runtime))) return `Error: ${LOCAL_HOST_BASH_DISABLED_MESSAGE}`;
+    let sandbox: LocalSandbox | null = null;
+    try {
+      validateBashCommand(command);
+      sandbox = await threadSandbox(runtime);
+      const result = await sandbox.execute(command, { timeoutSeconds: limits.bash_command_timeout, signal: runtime.signal });
+      let output = sandbox.maskOutput(result.output).replace(/\s+$/, "");
+      if (result.timedOut) {
+        const partial = output ? `\nOutput before it was stopped:\n${output}` : "";
+        return truncateMiddle(`Error: Command timed out after ${limits.bash_command_timeout} seconds and was terminated (process group killed).${partial}`, limits.bash_output_max_chars);
+      }
+      if (result.aborted) return "Error: Command was cancelled";
+      if (result.exitCode !== 0) output = `${output}${output ? "\n" : ""}[exit code: ${result.exitCode ?? "killed"}]`;
+      return truncateMiddle(output || "(no output)", limits.bash_output_max_chars);
+    } catch (err) {
+      return toolErrorText(err, "/mnt/user-data/workspace", { notFound: "Directory not found", doing: "executing command" }, sandbox);
+    }
+  },
+  {
+    name: "bash",
+    description: DESCRIPTION,
+    schema: z.object({
+      command: z.string().describe("The bash command to execute. Always use absolute /mnt/user-data/... paths for files and directories."),
+      description: z.string().optional().describe("Optional short explanation of this command shown in the UI"),
+    }),
+  },
+);

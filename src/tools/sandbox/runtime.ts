@@ -1,0 +1,127 @@
+// What a sandbox tool needs from its runtime config (DeerFlow sandbox/tools.py ensure_sandbox_initialized,
+// get_thread_data, the output truncation helpers and the per-tool error texts).
+import { getAppConfig } from "../../config/app-config.js";
+import { isAppConfig, SandboxConfigSchema, type AppConfig } from "../../config/schema.js";
+import { DeerflowError } from "../../errors.js";
+import { BinaryFileError, type LocalSandbox } from "../../sandbox/local-sandbox.js";
+import { LocalSandboxProvider } from "../../sandbox/local-provider.js";
+import { ensureSandbox, type SandboxToolRuntime } from "../../sandbox/provider.js";
+
+/** The parts of a LangChain tool's runtime config the sandbox tools read (notes/dependencies.md section 2). */
+export interface ToolRuntimeConfig {
+  context?: Record<string, unknown> | null;
+  configurable?: Record<string, unknown>;
+  state?: Record<string, unknown>;
+  signal?: AbortSignal;
+}
+
+/** Sandbox limits (`sandbox` section of config.yaml). */
+export type SandboxLimits = Pick<AppConfig["sandbox"], "allow_host_bash" | "bash_output_max_chars" | "read_file_output_max_chars" | "ls_output_max_chars" | "bash_command_timeout">;
+
+/** Where tools find thread sandboxes: the run's provider (context `sandbox_provider`). */
+interface ThreadSandboxSource {
+  acquire(threadId: string, options?: { userId?: string }): string | Promise<string>;
+  release(sandboxId: string): void | Promise<void>;
+  sandboxFor(threadId: string, userId?: string): LocalSandbox;
+}
+
+function isSource(value: unknown): value is ThreadSandboxSource {
+  return typeof value === "object" && value !== null && typeof (value as ThreadSandboxSource).sandboxFor === "function" && typeof (value as ThreadSandboxSource).acquire === "function";
+}
+
+/**
+ * The app config of the run: `context.app_config` when the worker installed one, else `getAppConfig()`; with no
+ * loadable config at all, the schema defaults (so a tool still answers instead of throwing).
+ */
+export function appConfigOf(config: ToolRuntimeConfig): Pick<AppConfig, "sandbox"> {
+  const candidate = config.context?.app_config ?? config.configurable?.app_config;
+  if (isAppConfig(candidate)) return candidate;
+  try {
+    return getAppConfig();
+  } catch {
+    return { sandbox: SandboxConfigSchema.parse({}) };
+  }
+}
+
+/** The `sandbox` limits of the run. */
+export function sandboxLimits(config: ToolRuntimeConfig): SandboxLimits {
+  return appConfigOf(config).sandbox;
+}
+
+/**
+ * The run's sandbox provider: `context.sandbox_provider` (the gateway's, set by the run worker), else a local
+ * provider over `baseDir` (default `DEER_FLOW_HOME`; stateless apart from its cache, so a fresh one per call is
+ * correct).
+ */
+export function providerOf(config: ToolRuntimeConfig, baseDir?: string): ThreadSandboxSource {
+  const candidate = config.context?.sandbox_provider;
+  return isSource(candidate) ? candidate : new LocalSandboxProvider({ baseDir });
+}
+
+/** A tool-facing failure: its message becomes the "Error: ..." result as is. */
+export class SandboxToolError extends Error {}
+
+/**
+ * The sandbox of the thread this tool call belongs to. Thread and user come only from the server-set runtime
+ * context (`thread_id`, `user_id`; `configurable` as fallback), never from a sandbox id found in state, which a
+ * client could have written. With `record` (default) the first call of a run records the sandbox id in the
+ * tool's state and context ({@link ensureSandbox}), which SandboxMiddleware turns into the `sandbox` state update.
+ * `baseDir` is the runtime home used when the context carries no provider.
+ * @throws SandboxToolError when there is no thread id; Error for an unsafe id.
+ */
+export async function threadSandbox(config: ToolRuntimeConfig, options: { record?: boolean; baseDir?: string } = {}): Promise<LocalSandbox> {
+  const threadId = config.context?.thread_id ?? config.configurable?.thread_id;
+  if (typeof threadId !== "string" || !threadId) throw new SandboxToolError("Thread ID is not available in the runtime context; sandbox tools need a thread");
+  const rawUser = config.context?.user_id ?? config.configurable?.user_id;
+  const userId = typeof rawUser === "string" && rawUser ? rawUser : "default";
+  const provider = providerOf(config, options.baseDir);
+  if (options.record ?? true) await ensureSandbox(config as SandboxToolRuntime, provider);
+  return provider.sandboxFor(threadId, userId);
+}
+
+/** Head-truncates `text` to at most `maxChars` characters (0 = no limit), with a note saying how much was kept. */
+export function truncateHead(text: string, maxChars: number, hint = ""): string {
+  if (maxChars === 0 || text.length <= maxChars) return text;
+  const note = (kept: number) => `\n... [truncated: showing first ${kept} of ${text.length} chars${hint}]`;
+  const kept = Math.max(0, maxChars - note(maxChars).length);
+  return kept === 0 ? text.slice(0, maxChars) : text.slice(0, kept) + note(kept);
+}
+
+/** Wording of the "not found" case per tool. */
+export interface ErrorWording {
+  /** e.g. "File not found" or "Directory not found". */
+  notFound: string;
+  /** e.g. "reading file"; used for unexpected errors. */
+  doing: string;
+}
+
+/**
+ * The "Error: ..." tool result for a failure: refused paths and tool errors keep their message; file-system
+ * codes get DeerFlow's wording; anything else is "Unexpected error <doing>: <message>" with host paths masked.
+ */
+export function toolErrorText(err: unknown, shownPath: string, wording: ErrorWording, sandbox?: LocalSandbox | null): string {
+  if (DeerflowError.isInstance(err) || err instanceof SandboxToolError) return `Error: ${(err as Error).message}`;
+  if (err instanceof BinaryFileError) {
+    return `Error: cannot read '${shownPath}' as text: it appears to be a binary file (e.g. .xlsx, .pdf or an image). read_file only supports UTF-8 text; use view_image for images.`;
+  }
+  const code = (err as NodeJS.ErrnoException)?.code;
+  switch (code) {
+    case "ENOENT":
+      return `Error: ${wording.notFound}: ${shownPath}`;
+    case "ENOTDIR":
+      return `Error: Path is not a directory: ${shownPath}`;
+    case "EISDIR":
+      return `Error: Path is a directory, not a file: ${shownPath}`;
+    case "EACCES":
+    case "EPERM":
+      return `Error: Permission denied: ${shownPath}`;
+    case "ELOOP":
+      return `Error: Access denied: ${shownPath} is a symlink`;
+    case "ENAMETOOLONG":
+      return `Error: Path is too long: ${shownPath.slice(0, 200)}`;
+    default: {
+      const message = err instanceof Error ? err.message : String(err);
+      return `Error: Unexpected error ${wording.doing}: ${sandbox ? sandbox.maskOutput(message) : message}`;
+    }
+  }
+}

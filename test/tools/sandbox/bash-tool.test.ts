@@ -1,0 +1,90 @@
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { bashTool } from "../../../src/tools/sandbox/index.js";
+import { createSandboxFixture, type SandboxFixture } from "./helpers.js";
+
+let fx: SandboxFixture;
+beforeEach(() => {
+  fx = createSandboxFixture();
+});
+afterEach(() => fx.cleanup());
+
+const ALLOWED = { allow_host_bash: true };
+const bash = (command: string, sandbox: Record<string, unknown> = ALLOWED, signal?: AbortSignal) =>
+  (bashTool as unknown as { invoke(i: unknown, c: unknown): Promise<string> }).invoke({ command }, { ...fx.config(sandbox), signal });
+
+describe("bash (host bash, local sandbox)", () => {
+  it("is refused unless sandbox.allow_host_bash is true", async () => {
+    const out = await bash("touch /mnt/user-data/workspace/ran", {});
+    expect(out).toMatch(/^Error: Host bash execution is disabled/);
+    expect(existsSync(path.join(fx.sandbox.dirs.workspace, "ran"))).toBe(false);
+  });
+
+  it("runs in the workspace with /mnt/user-data mapped, shows virtual paths, and keeps the gateway's env out", async () => {
+    process.env.DFGW_TEST_SECRET = "s3cret";
+    try {
+      const out = await bash("pwd; echo hi > /mnt/user-data/outputs/o.txt; cat /mnt/user-data/outputs/o.txt; echo \"secret=${DFGW_TEST_SECRET:-none}\"");
+      expect(out).toBe("/mnt/user-data/workspace\nhi\nsecret=none");
+      expect(readFileSync(path.join(fx.sandbox.dirs.outputs, "o.txt"), "utf8")).toBe("hi\n");
+    } finally {
+      delete process.env.DFGW_TEST_SECRET;
+    }
+  });
+
+  it("reports a non-zero exit and (no output)", async () => {
+    expect(await bash("echo oops >&2; exit 2")).toBe("oops\n[exit code: 2]");
+    expect(await bash("true")).toBe("(no output)");
+  });
+
+  it.each([
+    ["'..'", "cat ../../../../outside/secret.txt", "Path traversal"],
+    ["an absolute host path", "echo pwned > /tmp/pwned.txt", "Host path '/tmp/pwned.txt'"],
+    ["a symlink target outside", "ln -s / root-link", "Host path '/'"],
+    ["percent-encoded separators", "python3 -c \"print(open('..%2f..%2fsecret.txt').read())\"", "percent-encoded"],
+    ["a very long command", `echo ${"a".repeat(70_000)}`, "Command is too long"],
+  ])("refuses a command with %s and runs nothing", async (_label, command, message) => {
+    const out = await bash(command);
+    expect(out).toMatch(/^Error: /);
+    expect(out).toContain(message);
+    expect(fx.strayFiles()).toEqual([]);
+    expect(existsSync("/tmp/pwned.txt")).toBe(false);
+  });
+
+  it("documents its limit: a symlink that already leads outside is followed (only bash could have made one)", async () => {
+    // Host bash is not a security boundary, which is why it is off by default. The file tools refuse this path;
+    // bash itself cannot create such a link without naming a host path or '..', which it refuses.
+    expect(await bash("cat /mnt/user-data/workspace/escape-file")).toBe("TOP-SECRET");
+  });
+
+  it("kills a command that outlives bash_command_timeout, with its process group", async () => {
+    const started = Date.now();
+    const out = await bash("echo before; sleep 20", { ...ALLOWED, bash_command_timeout: 0.5 });
+    expect(out).toContain("Error: Command timed out after 0.5 seconds");
+    expect(out).toContain("before");
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it("kills the command's process group when the run is cancelled", async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    await expect(bash("sleep 20 & echo $! > /mnt/user-data/workspace/pid; wait", ALLOWED, controller.signal)).rejects.toThrow(/abort/i);
+    const pid = Number(readFileSync(path.join(fx.sandbox.dirs.workspace, "pid"), "utf8"));
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    let state = "gone";
+    try {
+      state = /^State:\s+(\w)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? "gone";
+    } catch {
+      // reaped
+    }
+    expect(["gone", "Z"]).toContain(state);
+  });
+
+  it("middle-truncates output to bash_output_max_chars", async () => {
+    const out = await bash("seq 1 5000", { ...ALLOWED, bash_output_max_chars: 400 });
+    expect(out.length).toBeLessThanOrEqual(400);
+    expect(out.startsWith("1\n2\n")).toBe(true);
+    expect(out.endsWith("5000")).toBe(true);
+    expect(out).toContain("middle truncated");
+  });
+});
