@@ -14,6 +14,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   forbidden: 403,
   unsupported: 501,
   model_unresolvable: 422,
+  payload_too_large: 413,
 };
 
 /**

@@ -17,19 +17,26 @@
 //   GET  /threads/:thread_id/runs/:run_id/join    runs.ts      (final state as JSON)
 //   GET|POST /threads/:thread_id/runs/:run_id/stream  runs.ts  (join stream, Last-Event-ID; POST cancels first)
 //   POST /assistants/search, GET /assistants/:id[/graph|/schemas]  assistants.ts
+//   POST|GET /api/threads/:thread_id/uploads      uploads.ts   (multipart; limits from config `uploads`)
+//   DELETE /api/threads/:thread_id/uploads/:filename  uploads.ts
+//   GET  /api/threads/:thread_id/artifacts/*      artifacts.ts (files of the thread's /mnt/user-data only)
 import type { FastifyInstance } from "fastify";
 import { agentRoutes } from "./agents.js";
+import { artifactRoutes } from "./artifacts.js";
 import { assistantRoutes } from "./assistants.js";
 import { healthRoutes } from "./health.js";
 import { modelRoutes } from "./models.js";
 import { runRoutes } from "./runs.js";
 import { threadRoutes } from "./threads.js";
+import { uploadRoutes } from "./uploads.js";
 
 /** Registers every route of the gateway. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(healthRoutes);
   await app.register(modelRoutes, { prefix: "/api" });
   await app.register(agentRoutes, { prefix: "/api" });
+  await app.register(uploadRoutes, { prefix: "/api" });
+  await app.register(artifactRoutes, { prefix: "/api" });
   for (const prefix of ["", "/api"]) {
     await app.register(threadRoutes, { prefix });
     await app.register(runRoutes, { prefix });

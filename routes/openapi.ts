@@ -27,6 +27,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: "assistants", description: "LangGraph assistants (the lead agent and custom agents)" },
         { name: "agents", description: "DeerFlow custom agents" },
         { name: "models", description: "Configured chat models" },
+        { name: "uploads", description: "Files uploaded to a thread (/mnt/user-data/uploads)" },
+        { name: "artifacts", description: "Files of a thread's /mnt/user-data, for download" },
         { name: "health", description: "Liveness and config health" },
       ],
     },

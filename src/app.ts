@@ -7,6 +7,7 @@ import { registerRoutes } from "../routes/index.js";
 import { installErrorHandlers } from "../routes/errors.js";
 import { registerOpenApi } from "../routes/openapi.js";
 import { MemoryUpdateQueue } from "./agents/memory/memory-queue.js";
+import { closeMcpClients } from "./tools/mcp-tools.js";
 import { AgentStore } from "./config/agent-store.js";
 import { getAppConfig } from "./config/app-config.js";
 import { getAgentsDir, getRuntimeHome } from "./config/paths.js";
@@ -18,6 +19,8 @@ import { RunManager } from "./runtime/run-manager.js";
 import { RunService } from "./runtime/run-service.js";
 import { ThreadService } from "./runtime/thread-service.js";
 import { MemoryStreamBridge, type StreamBridge } from "./runtime/stream-bridge.js";
+import type { LocalSandboxProvider } from "./sandbox/local-provider.js";
+import { createSandboxProvider } from "./sandbox/security.js";
 
 /** Options of {@link buildApp}; every field has a production default. */
 export interface BuildAppOptions {
@@ -46,6 +49,8 @@ export interface GatewayServices {
   bridge: StreamBridge;
   persistence: Persistence;
   getAppConfig: () => AppConfig;
+  /** Per-thread sandbox directories (uploads, artifacts and the sandbox tools share it). */
+  sandbox: LocalSandboxProvider;
 }
 
 declare module "fastify" {
@@ -70,6 +75,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const bridge = new MemoryStreamBridge(options.queueMaxSize ?? 256);
   const runs = new RunManager(persistence.runs);
   const memoryQueue = new MemoryUpdateQueue();
+  const sandbox = createSandboxProvider(appConfig, home);
   const runService = new RunService({
     bridge,
     runs,
@@ -79,8 +85,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     logger,
     cleanupDelayMs: options.cleanupDelayMs,
     memoryQueue,
+    sandboxProvider: sandbox,
   });
-  const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home });
+  const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home, sandboxProvider: sandbox });
 
   const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 10 * 1024 * 1024,
@@ -97,7 +104,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     const level = request.url === "/health" ? "debug" : "info";
     request.log[level]({ req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: Math.round(reply.elapsedTime) }, "request completed");
   });
-  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig });
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox });
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     const text = String(body);
     if (!text.trim()) return done(null, {});
@@ -117,6 +124,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     // and only then close the stores, so every final status is written.
     await runs.drain(5_000);
     await memoryQueue.flush();
+    await closeMcpClients();
     bridge.close();
     await persistence.close();
   });

@@ -12,7 +12,8 @@ export type ErrorCode =
   | "conflict"
   | "forbidden"
   | "unsupported"
-  | "model_unresolvable";
+  | "model_unresolvable"
+  | "payload_too_large";
 
 const BRAND = Symbol.for("deerflow-gateway.DeerflowError");
 
@@ -85,4 +86,18 @@ export interface ValidationIssue {
   msg: string;
   input?: unknown;
   ctx?: Record<string, unknown>;
+}
+
+/** The caller may not touch this resource (e.g. a path outside the thread's own directories). HTTP 403. */
+export class ForbiddenError extends DeerflowError {
+  constructor(message: string) {
+    super("forbidden", message);
+  }
+}
+
+/** An upload exceeds a configured limit (file size, total size, file count). HTTP 413. */
+export class PayloadTooLargeError extends DeerflowError {
+  constructor(message: string) {
+    super("payload_too_large", message);
+  }
 }

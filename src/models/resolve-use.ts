@@ -19,6 +19,14 @@ export const USE_ALIASES: Readonly<Record<string, string>> = {
   "deerflow.models.vllm_provider:VllmChatModel": "@langchain/openai:ChatOpenAI",
   "deerflow.models.mindie_provider:MindIEChatModel": "@langchain/openai:ChatOpenAI",
   "deerflow-gateway": new URL("./index.ts", import.meta.url).href,
+  // Sandbox tools and provider (src/tools/sandbox/index.ts), also under DeerFlow's Python paths.
+  "deerflow-gateway/sandbox": new URL("../tools/sandbox/index.ts", import.meta.url).href,
+  "deerflow.sandbox.tools:bash_tool": "deerflow-gateway/sandbox:bashTool",
+  "deerflow.sandbox.tools:ls_tool": "deerflow-gateway/sandbox:lsTool",
+  "deerflow.sandbox.tools:read_file_tool": "deerflow-gateway/sandbox:readFileTool",
+  "deerflow.sandbox.tools:write_file_tool": "deerflow-gateway/sandbox:writeFileTool",
+  "deerflow.sandbox.tools:str_replace_tool": "deerflow-gateway/sandbox:strReplaceTool",
+  "deerflow.sandbox.local:LocalSandboxProvider": "deerflow-gateway/sandbox:LocalSandboxProvider",
 };
 
 /** A `use:` path that cannot be resolved: bad format, missing module, missing export, or wrong type. */

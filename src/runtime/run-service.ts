@@ -34,6 +34,8 @@ export interface RunServiceDeps {
   cleanupDelayMs?: number;
   /** The process's memory update queue, handed to every run through its context (`memory_queue`). */
   memoryQueue?: unknown;
+  /** The process's sandbox provider, handed to every run through its context (`sandbox_provider`) for the sandbox tools. */
+  sandboxProvider?: unknown;
 }
 
 /** A started run and the request it came from. */
@@ -208,7 +210,10 @@ export class RunService {
         run_id: runId,
         app_config: appConfig,
         ...(this.deps.memoryQueue ? { memory_queue: this.deps.memoryQueue } : {}),
+        ...(this.deps.sandboxProvider ? { sandbox_provider: this.deps.sandboxProvider } : {}),
       };
+      // A sandbox id is the server's to record (SandboxMiddleware); one sent by the client is dropped.
+      delete (context as Record<string, unknown>).sandbox_id;
       const metadata = { ...runConfig.metadata, run_id: runId, thread_id: threadId, assistant_id: run.record.assistant_id };
       const config = { configurable: runConfig.configurable, context, metadata, recursionLimit: runConfig.recursion_limit, tags: runConfig.tags, runName: runConfig.run_name };
       const agent = await this.deps.agentFactory(config);
@@ -221,6 +226,8 @@ export class RunService {
         configurable: config.configurable,
         context,
         metadata: config.metadata,
+        // Tracing handlers the factory attached at the graph root (DeerFlow appends them to config["callbacks"]).
+        callbacks: (config as { callbacks?: unknown }).callbacks,
         recursionLimit: config.recursionLimit,
         tags: config.tags,
         runName: config.runName,

@@ -20,6 +20,8 @@ export interface ThreadServiceDeps {
   getAppConfig: () => AppConfig;
   /** Runtime home: thread directories live under `<home>/users/<user>/threads/<id>`. */
   home: string;
+  /** Sandbox provider whose per-thread state is dropped when a thread is deleted. */
+  sandboxProvider?: { removeThread(threadId: string, userId?: string): void };
 }
 
 /** Body of `POST /threads/{id}/state`. */
@@ -93,7 +95,8 @@ export class ThreadService {
   }
 
   /**
-   * Deletes a thread and everything it owns: checkpoints, run records, its directories under the runtime home.
+   * Deletes a thread and everything it owns: checkpoints, run records, its sandbox (provider state and
+   * `user-data` files), its directories under the runtime home.
    * @throws NotFoundError for an unknown thread; ConflictError while a run is in flight (the thread survives).
    */
   async delete(threadId: string): Promise<void> {
@@ -102,6 +105,7 @@ export class ThreadService {
     await this.deps.persistence.checkpointer.deleteThread(threadId);
     this.deps.runs.forgetThread(threadId);
     this.deps.persistence.threads.delete(threadId);
+    this.deps.sandboxProvider?.removeThread(threadId, "default");
     rmSync(path.join(this.deps.home, "users", "default", "threads", threadId), { recursive: true, force: true });
   }
 }

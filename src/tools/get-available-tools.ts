@@ -1,9 +1,16 @@
-// Port of DeerFlow tools/tools.py (get_available_tools), for config tools and the built-ins this release has.
+// Port of DeerFlow tools/tools.py (get_available_tools): config tools, built-ins, subagent and vision tools, MCP.
 import { getProjectRoot } from "../config/paths.js";
-import type { AppConfig } from "../config/schema.js";
+import type { ExtensionsConfig } from "../config/extensions-config.js";
+import { getModelConfig, type AppConfig } from "../config/schema.js";
 import { getLogger } from "../logger.js";
 import { resolveUse } from "../models/resolve-use.js";
+import { isHostBashAllowed, isHostBashTool } from "../sandbox/security.js";
 import { createAskClarificationTool } from "./builtins/ask-clarification.js";
+import { createPresentFilesTool } from "./builtins/present-files.js";
+import { createTaskTool, type SubagentRuntime } from "./builtins/task.js";
+import { createViewImageTool } from "./builtins/view-image.js";
+import { sharedMcpToolCache, type McpToolCache } from "./mcp-tools.js";
+import { readExtensionsForBuild } from "./read-extensions.js";
 
 /** A LangChain tool as the agent needs it. */
 export interface AgentTool {
@@ -14,8 +21,20 @@ export interface AgentTool {
 /** Options of {@link getAvailableTools}. */
 export interface GetAvailableToolsOptions {
   appConfig: AppConfig;
-  /** Tool groups to keep (`null` = all groups, `[]` = no config tools). Built-ins are never filtered. */
+  /** Tool groups to keep (`null` = all groups, `[]` = no config tools). Built-ins and MCP tools are never filtered. */
   groups?: string[] | null;
+  /** Whether MCP tools of the enabled servers are included (default true). */
+  includeMcp?: boolean;
+  /** The resolved model: `view_image` is added when it `supports_vision` (null: the first configured model). */
+  modelName?: string | null;
+  /** Adds the `task` tool. */
+  subagentEnabled?: boolean;
+  /** What runs `task` calls; without one `task` answers with an error naming the missing runtime. */
+  subagentRuntime?: SubagentRuntime;
+  /** The extensions config read for this build (default: read from disk now). */
+  extensions?: ExtensionsConfig;
+  /** MCP connection cache (default: the process-wide one). */
+  mcpCache?: McpToolCache;
 }
 
 const reported = new Set<string>();
@@ -24,18 +43,32 @@ function isTool(value: unknown): value is AgentTool {
   return typeof value === "object" && value !== null && typeof (value as AgentTool).name === "string" && typeof (value as AgentTool).invoke === "function";
 }
 
+/** Removes later tools whose name an earlier one has, logging "Duplicate tool name" for each (first wins). */
+export function dedupeTools<T extends { name: string }>(tools: readonly T[]): T[] {
+  const seen = new Set<string>();
+  const out: T[] = [];
+  for (const t of tools) {
+    if (seen.has(t.name)) {
+      getLogger().warn({ tool: t.name }, `Duplicate tool name '${t.name}'; keeping the first`);
+      continue;
+    }
+    seen.add(t.name);
+    out.push(t);
+  }
+  return out;
+}
+
 /**
- * The agent's tools: configured tools (each `use:` resolved as `module:export` of a ready LangChain tool,
- * filtered by `groups`), then the built-ins (`ask_clarification`). De-duplicated by name, first wins, each
- * dropped duplicate logged as "Duplicate tool name". A configured tool whose `use:` cannot be resolved (e.g. a
- * DeerFlow Python path with no TypeScript counterpart) is left out and reported once per path, so one broken
- * entry does not fail every run.
+ * Resolves the configured tools (`use:` = `module:export` of a ready LangChain tool), filtered by `groups`, host
+ * bash only with `sandbox.allow_host_bash`. An entry whose `use:` cannot be resolved (e.g. a DeerFlow Python path
+ * with no TypeScript counterpart) is left out with a warning naming the tool, its `use:` and the reason, reported
+ * once per path, so one broken entry does not fail every run.
  */
-export async function getAvailableTools(options: GetAvailableToolsOptions): Promise<AgentTool[]> {
-  const { appConfig, groups = null } = options;
+export async function loadConfigTools(appConfig: AppConfig, groups: string[] | null): Promise<AgentTool[]> {
   const log = getLogger();
-  const selected = appConfig.tools.filter((t) => groups === null || groups.includes(t.group));
-  const configTools = await Promise.all(
+  // Host bash is dropped unless sandbox.allow_host_bash (DeerFlow `_is_host_bash_tool`).
+  const selected = appConfig.tools.filter((t) => (groups === null || groups.includes(t.group)) && (isHostBashAllowed(appConfig) || !isHostBashTool(t)));
+  const tools = await Promise.all(
     selected.map(async (entry) => {
       try {
         const value = await resolveUse(entry.use, getProjectRoot());
@@ -45,22 +78,35 @@ export async function getAvailableTools(options: GetAvailableToolsOptions): Prom
       } catch (err) {
         if (!reported.has(entry.use)) {
           reported.add(entry.use);
-          log.warn({ tool: entry.name, use: entry.use, err: (err as Error).message }, `tool '${entry.name}' is unavailable: ${(err as Error).message}`);
+          log.warn({ tool: entry.name, use: entry.use, err: (err as Error).message }, `tool '${entry.name}' (use: '${entry.use}') is unavailable and was left out: ${(err as Error).message}`);
         }
         return null;
       }
     }),
   );
-  const all = [...configTools.filter((t): t is AgentTool => t !== null), createAskClarificationTool() as unknown as AgentTool];
-  const seen = new Set<string>();
-  const out: AgentTool[] = [];
-  for (const t of all) {
-    if (seen.has(t.name)) {
-      log.warn({ tool: t.name }, `Duplicate tool name '${t.name}'; keeping the first`);
-      continue;
+  return tools.filter((t): t is AgentTool => t !== null);
+}
+
+/**
+ * The agent's tools, in DeerFlow's order: configured tools ({@link loadConfigTools}); the built-ins
+ * `present_files`, `ask_clarification`, [`task` when `subagentEnabled`], [`view_image` when the model
+ * `supports_vision`]; then the MCP tools of the enabled servers in extensions_config.json (read for this build;
+ * connections cached by content, a broken server logged and skipped). De-duplicated by name, first wins
+ * (config beats built-in beats MCP). Mirrors DeerFlow `get_available_tools`.
+ */
+export async function getAvailableTools(options: GetAvailableToolsOptions): Promise<AgentTool[]> {
+  const { appConfig, groups = null, includeMcp = true } = options;
+  const configTools = await loadConfigTools(appConfig, groups);
+  const builtins: AgentTool[] = [createPresentFilesTool() as unknown as AgentTool, createAskClarificationTool() as unknown as AgentTool];
+  if (options.subagentEnabled) builtins.push(createTaskTool(options.subagentRuntime) as unknown as AgentTool);
+  const model = options.modelName ? getModelConfig(appConfig, options.modelName) : appConfig.models[0];
+  if (model?.supports_vision) builtins.push(createViewImageTool() as unknown as AgentTool);
+  let mcpTools: AgentTool[] = [];
+  if (includeMcp) {
+    const extensions = options.extensions ?? readExtensionsForBuild();
+    if (Object.values(extensions.mcpServers).some((s) => s.enabled)) {
+      mcpTools = (await (options.mcpCache ?? sharedMcpToolCache).getTools(extensions)) as unknown as AgentTool[];
     }
-    seen.add(t.name);
-    out.push(t);
   }
-  return out;
+  return dedupeTools([...configTools, ...builtins, ...mcpTools]);
 }

@@ -1,20 +1,28 @@
 // Port of DeerFlow agents/lead_agent/agent.py: _make_lead_agent (app layer) and make_lead_agent (entry).
+import path from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { RunnableConfig } from "@langchain/core/runnables";
+import { ReducedValue, StateSchema } from "@langchain/langgraph";
+import { z } from "zod";
 import { getAppConfig } from "../../config/app-config.js";
 import { loadAgentConfig, loadAgentSoul, validateAgentName, type AgentConfig } from "../../config/agent-config.js";
+import { getProjectRoot, getSkillsDir } from "../../config/paths.js";
 import { getModelConfig, isAppConfig, type AppConfig } from "../../config/schema.js";
 import { NotFoundError } from "../../errors.js";
 import { getLogger } from "../../logger.js";
 import { createChatModel } from "../../models/create-chat-model.js";
-import { createMemoryTools } from "../../tools/builtins/memory-tools.js";
-import { createViewImageTool } from "../../tools/builtins/view-image.js";
-import { getAvailableTools, type AgentTool } from "../../tools/get-available-tools.js";
+import { filterSkills, loadSkills } from "../../skills/load-skills.js";
+import { getSkillsPromptSection } from "../../skills/skills-prompt.js";
+import { deferredToolsSection } from "../../tools/builtins/tool-search.js";
+import { readExtensionsForBuild } from "../../tools/read-extensions.js";
 import { MemoryUpdateQueue } from "../memory/memory-queue.js";
-import { FeatureUnavailableError } from "../chain.js";
 import { createDeerflowAgent, type DeerflowAgent } from "../factory.js";
+import { ThreadStateFields } from "../thread-state.js";
 import { buildMiddlewares } from "./middlewares.js";
 import { applyPromptTemplate } from "./prompt.js";
+import { LeadSubagentRuntime, subagentSpecOf } from "./subagent-runtime.js";
+import { assembleLeadTools } from "./tools.js";
+import { attachCallbacks, buildTracingCallbacks } from "./tracing.js";
 
 /** The merged runtime options: `configurable` overlaid by `context` (context wins), without `app_config`. */
 export type RuntimeOptions = Record<string, unknown>;
@@ -68,22 +76,47 @@ async function auxiliaryModel(name: string | null | undefined, appConfig: AppCon
   }
 }
 
+/** The skills root of a build: `skills.path` (relative to the project root) when set, else `DEER_FLOW_SKILLS_DIR` / `skills/`. */
+function skillsRoot(appConfig: AppConfig): string {
+  return appConfig.skills.path ? path.resolve(getProjectRoot(), appConfig.skills.path) : getSkillsDir();
+}
+
+/** ThreadState plus `created_agent_name`, which `setup_agent` writes in a bootstrap run. */
+const BootstrapState = new StateSchema({
+  ...ThreadStateFields,
+  created_agent_name: new ReducedValue(z.string().nullable().optional().default(null), {
+    inputSchema: z.string().nullable().optional(),
+    reducer: (current: string | null | undefined, next: string | null | undefined) => (next === undefined ? (current ?? null) : next),
+  }),
+});
+
 /**
  * Builds the lead agent for one run from three configuration levels: request (`configurable` + `context`) >
- * custom agent (`agents/<user>/<name>/config.yaml` + `SOUL.md`) > global config. Branches: custom agent
- * (`agent_name` set) or default. Writes the run metadata DeerFlow lists (`agent_name`, `model_name`,
- * `thinking_enabled`, `reasoning_effort`, `is_plan_mode`, `subagent_enabled`, `tool_groups`,
- * `available_skills`) into `config.metadata`. Mirrors DeerFlow `_make_lead_agent`.
- * @throws ValidationError for an invalid `agent_name`. @throws NotFoundError for an unknown custom agent or no models.
- * @throws FeatureUnavailableError for a bootstrap run (`is_bootstrap`), which needs the setup tooling.
+ * custom agent (`agents/<user>/<name>/config.yaml` + `SOUL.md`) > global config. Branches:
+ * - **bootstrap** (`is_bootstrap`): the agent config is not loaded; the skill allowlist is `{bootstrap}`; tools are
+ *   the ungrouped available tools plus `setup_agent` (never `update_agent`); the model gets no reasoning effort and
+ *   no overrides; the prompt has no agent name (DeerFlow 2.0, the global SOUL.md); memory and dynamic context are
+ *   still scoped to `agent_name`, the agent being created;
+ * - **custom** (`agent_name`): its config and SOUL.md; `update_agent` unless the channel is a webhook (`github`);
+ * - **default**; and the internal **subagent** build of the `task` tool (`context.__subagent`).
+ * Skills are discovered per build (`skills/public`, `skills/custom`; enabled state from extensions_config.json,
+ * re-read per build) and filtered by the allowlist (null all, [] none, list those). Writes the run metadata
+ * DeerFlow lists (`agent_name`, `model_name`, `thinking_enabled`, `reasoning_effort`, `is_plan_mode`,
+ * `subagent_enabled`, `tool_groups`, `available_skills`) into `config.metadata`, and tracing callbacks (LangSmith
+ * when configured) into `config.callbacks`, the graph root. Mirrors DeerFlow `_make_lead_agent`.
+ * @throws ValidationError for an invalid `agent_name`. @throws NotFoundError for an unknown custom agent or no
+ *   models. @throws ConfigError for an unreadable agent config. @throws UseResolutionError for a model whose `use:`
+ *   cannot be resolved.
  */
 export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { appConfig: AppConfig }): Promise<DeerflowAgent> {
   const log = getLogger();
   const options = mergeRuntimeOptions(config);
   const agentName = options.agent_name ? validateAgentName(String(options.agent_name)) : null;
   const userId = String(config.context?.user_id ?? config.configurable?.user_id ?? "default");
-  if (options.is_bootstrap) throw new FeatureUnavailableError("Bootstrap runs (is_bootstrap) need the setup_agent tooling, which this release does not include");
-  const agentConfig: AgentConfig | null = agentName ? loadAgentConfig(agentName, userId) : null;
+  const subagent = subagentSpecOf(config.context);
+  const isBootstrap = Boolean(options.is_bootstrap) && !subagent;
+  const branch = subagent ? "subagent" : isBootstrap ? "bootstrap" : agentName ? "custom" : "default";
+  const agentConfig: AgentConfig | null = branch === "custom" ? loadAgentConfig(agentName!, userId) : null;
 
   const requested = (options.model_name || options.model || agentConfig?.model || null) as string | null;
   const modelName = resolveModelName(requested, appConfig);
@@ -95,25 +128,69 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     log[explicit ? "warn" : "debug"]({ model: modelName }, `Thinking mode is enabled but model '${modelName}' does not support it; fallback to non-thinking mode.`);
     thinkingEnabled = false;
   }
-  const reasoningEffort = resolveRuntimeOption<string | null>(options, "reasoning_effort", agentConfig?.reasoning_effort, null);
+  const reasoningEffort = isBootstrap ? null : resolveRuntimeOption<string | null>(options, "reasoning_effort", agentConfig?.reasoning_effort, null);
   const isPlanMode = Boolean(options.is_plan_mode);
-  const subagentEnabled = Boolean(options.subagent_enabled);
-  if (subagentEnabled) log.warn("subagents were requested, but the subagent runtime is not part of this release; running without the task tool");
+  const subagentEnabled = Boolean(options.subagent_enabled) && !subagent;
+  const finite = (v: unknown, fallback: number) => (typeof v === "number" && Number.isFinite(v) ? v : fallback);
+  const maxConcurrentSubagents = finite(options.max_concurrent_subagents, 3);
+  const maxTotalSubagents = finite(options.max_total_subagents, appConfig.subagents.max_total_per_run);
 
   const model = await createChatModel(modelName, {
     thinkingEnabled,
     reasoningEffort,
-    modelOverrides: agentConfig?.model_settings ?? null,
+    modelOverrides: isBootstrap ? null : (agentConfig?.model_settings ?? null),
     appConfig,
   });
-  let tools = await getAvailableTools({ appConfig, groups: agentConfig?.tool_groups ?? null });
-  if (options.non_interactive) tools = tools.filter((t) => t.name !== "ask_clarification");
-  if (modelConfig.supports_vision) tools.push(createViewImageTool() as unknown as AgentTool);
-  if (appConfig.memory.enabled && appConfig.memory.mode === "tool") {
-    const names = new Set(tools.map((t) => t.name));
-    for (const t of createMemoryTools({ agentName: agentName ?? "default" })) if (!names.has(t.name)) tools.push(t as unknown as AgentTool);
-  }
-  const systemPrompt = applyPromptTemplate({ agentName, soul: loadAgentSoul(agentName, userId) });
+
+  const extensions = readExtensionsForBuild();
+  const skills = loadSkills(skillsRoot(appConfig), extensions);
+  const allowlist: Set<string> | null = isBootstrap
+    ? new Set(["bootstrap"])
+    : subagent
+      ? subagent.available_skills && new Set(subagent.available_skills)
+      : agentConfig?.skills != null
+        ? new Set(agentConfig.skills)
+        : null;
+  const missing = [...(allowlist ?? [])].filter((name) => !skills.some((s) => s.name === name));
+  if (missing.length) log.warn({ agent: agentName ?? "default", skills: missing }, `skill(s) ${missing.map((m) => `'${m}'`).join(", ")} allowed for agent '${agentName ?? "default"}' are not installed; ignoring them`);
+  const usableSkills = filterSkills(skills, allowlist);
+  const deferredDiscovery = appConfig.skills.deferred_discovery && !isBootstrap;
+  const skillsSection = getSkillsPromptSection({
+    skills,
+    allowlist,
+    containerPath: appConfig.skills.container_path,
+    skillNames: deferredDiscovery ? usableSkills.map((s) => s.name) : null,
+  });
+
+  const subagentRuntime = subagentEnabled ? new LeadSubagentRuntime({ factory: _makeLeadAgent, appConfig }) : undefined;
+  const { tools, deferred } = await assembleLeadTools({
+    appConfig,
+    branch,
+    agentName,
+    groups: subagent ? subagent.tool_groups : (agentConfig?.tool_groups ?? null),
+    modelName,
+    subagentEnabled,
+    subagentRuntime,
+    nonInteractive: Boolean(options.non_interactive),
+    channelName: typeof options.channel_name === "string" ? options.channel_name : null,
+    extensions,
+    skills,
+    usableSkills,
+    deferredDiscovery,
+  });
+
+  const systemPrompt = applyPromptTemplate({
+    agentName: branch === "custom" ? agentName : null,
+    soul: subagent ? null : loadAgentSoul(branch === "custom" ? agentName : null, userId),
+    subagentEnabled,
+    maxConcurrentSubagents,
+    maxTotalSubagents,
+    skillsSection,
+    skillDiscoveryDeferred: deferredDiscovery,
+    memoryToolMode: appConfig.memory.enabled && appConfig.memory.mode === "tool" && !subagent,
+    deferredToolsSection: deferred ? deferredToolsSection(deferred.names) : "",
+    subagent: Boolean(subagent),
+  });
   const queue = config.context?.memory_queue;
   const middleware = buildMiddlewares({
     appConfig,
@@ -121,8 +198,15 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     isPlanMode,
     supportsVision: modelConfig.supports_vision,
     summaryModel: appConfig.summarization.enabled ? await auxiliaryModel(appConfig.summarization.model_name, appConfig, model) : null,
-    titleModel: appConfig.title.enabled && appConfig.title.model_name ? await auxiliaryModel(appConfig.title.model_name, appConfig, null) : null,
+    titleModel: appConfig.title.enabled && appConfig.title.model_name && !subagent ? await auxiliaryModel(appConfig.title.model_name, appConfig, null) : null,
     memoryQueue: queue instanceof MemoryUpdateQueue ? queue : undefined,
+    skills,
+    skillAllowlist: allowlist,
+    deferredTools: deferred,
+    subagentEnabled,
+    maxConcurrentSubagents,
+    maxTotalSubagents,
+    subagent: Boolean(subagent),
   });
 
   config.metadata = Object.assign(config.metadata ?? {}, {
@@ -132,14 +216,16 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     reasoning_effort: reasoningEffort,
     is_plan_mode: isPlanMode,
     subagent_enabled: subagentEnabled,
-    tool_groups: agentConfig?.tool_groups ?? null,
-    available_skills: agentConfig?.skills ? [...agentConfig.skills].sort() : null,
+    tool_groups: subagent ? subagent.tool_groups : (agentConfig?.tool_groups ?? null),
+    available_skills: allowlist ? [...allowlist].sort() : null,
   });
-  log.debug({ agent: agentName ?? "default", model: modelName, thinkingEnabled, reasoningEffort }, "lead agent built");
+  attachCallbacks(config, buildTracingCallbacks());
+  log.debug({ agent: agentName ?? "default", branch, model: modelName, thinkingEnabled, reasoningEffort, isPlanMode, subagentEnabled, tools: tools.map((t) => t.name) }, "lead agent built");
   return createDeerflowAgent(model, tools, {
     middleware,
     systemPrompt,
     name: agentName ?? "lead_agent",
+    ...(isBootstrap ? { stateSchema: BootstrapState } : {}),
   });
 }
 

@@ -1,18 +1,26 @@
-// Port of DeerFlow agents/lead_agent/agent.py (build_middlewares), for the middlewares this release ships.
+// Port of DeerFlow agents/lead_agent/agent.py (build_middlewares): the app-layer middleware chain.
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AgentMiddleware } from "langchain";
 import type { AppConfig } from "../../config/schema.js";
+import type { Skill } from "../../skills/parse-skill.js";
 import type { MemoryUpdateQueue } from "../memory/memory-queue.js";
 import { ClarificationMiddleware } from "../middlewares/clarification.js";
 import { DanglingToolCallMiddleware } from "../middlewares/dangling-tool-call.js";
+import { DeferredToolFilterMiddleware } from "../middlewares/deferred-tool-filter.js";
+import { DynamicContextMiddleware } from "../middlewares/dynamic-context.js";
 import { LoopDetectionMiddleware } from "../middlewares/loop-detection.js";
 import { MemoryMiddleware } from "../middlewares/memory.js";
+import { SafetyFinishReasonMiddleware } from "../middlewares/safety-finish-reason.js";
 import { SandboxMiddleware } from "../middlewares/sandbox.js";
+import { SkillActivationMiddleware } from "../middlewares/skill-activation.js";
+import { SubagentLimitMiddleware } from "../middlewares/subagent-limit.js";
 import { createSummarizationMiddleware } from "../middlewares/summarization.js";
+import { SystemMessageCoalescingMiddleware } from "../middlewares/system-message-coalescing.js";
 import { ThreadDataMiddleware } from "../middlewares/thread-data.js";
 import { TitleMiddleware } from "../middlewares/title.js";
 import { TodoMiddleware } from "../middlewares/todo.js";
 import { TokenBudgetMiddleware } from "../middlewares/token-budget.js";
+import { TokenUsageMiddleware } from "../middlewares/token-usage.js";
 import { ToolErrorHandlingMiddleware } from "../middlewares/tool-error-handling.js";
 import { UploadsMiddleware } from "../middlewares/uploads.js";
 import { ViewImageMiddleware } from "../middlewares/view-image.js";
@@ -20,7 +28,7 @@ import { ViewImageMiddleware } from "../middlewares/view-image.js";
 /** Options of {@link buildMiddlewares}. */
 export interface BuildMiddlewaresOptions {
   appConfig: AppConfig;
-  /** The agent's name (memory bucket); null for the default agent. */
+  /** The agent's name (memory bucket, dynamic-context memory); null for the default agent. Set in bootstrap too. */
   agentName?: string | null;
   /** Adds TodoMiddleware (`is_plan_mode`). */
   isPlanMode?: boolean;
@@ -32,42 +40,83 @@ export interface BuildMiddlewaresOptions {
   titleModel?: BaseChatModel | null;
   /** The process's memory queue (shared, so writes to one memory file never interleave); default a new one. */
   memoryQueue?: MemoryUpdateQueue;
-  /** Caller-supplied middlewares, placed after the guard slots and before Clarification. */
+  /** Every discovered skill (enabled and disabled), for slash activation. */
+  skills?: readonly Skill[];
+  /** The agent's skill allowlist (null = all enabled skills). */
+  skillAllowlist?: ReadonlySet<string> | null;
+  /** Deferred tools of this build (tool_search); DeferredToolFilter is added when non-empty. */
+  deferredTools?: { names: ReadonlySet<string>; hash: string } | null;
+  /** Adds SubagentLimitMiddleware (`subagent_enabled`). */
+  subagentEnabled?: boolean;
+  /** `task` calls per response (default 3, clamped 1-4). */
+  maxConcurrentSubagents?: number;
+  /** `task` calls per run (default `subagents.max_total_per_run`). */
+  maxTotalSubagents?: number | null;
+  /** The chain of a `task` subagent: no Title, no Memory, no memory injection. */
+  subagent?: boolean;
+  /** Caller-supplied middlewares, placed after the guard slots and before SafetyFinishReason and Clarification. */
   custom?: AgentMiddleware[];
+  /** Clock of DynamicContextMiddleware (tests). */
+  now?: () => Date;
 }
 
 /**
- * The app-layer chain, in DeerFlow's order (spec/agent-factory.md section 2.10, seed projection, for what ships):
+ * The app-layer chain, in DeerFlow's order (spec/agent-factory.md section 2.10, seed projection):
  * 1. ThreadDataMiddleware (lazy paths); 2. UploadsMiddleware; 3. SandboxMiddleware (lazy);
  * 4. DanglingToolCallMiddleware; 5. ToolErrorHandlingMiddleware;
- * 6. [SummarizationMiddleware when `summarization.enabled` and a summary model exists];
- * 7. [TodoMiddleware when `is_plan_mode`];
- * 8. TitleMiddleware (always; `title.enabled` gates it inside);
- * 9. MemoryMiddleware (always in middleware mode; inert when `memory.enabled` is false);
- * 10. [ViewImageMiddleware when the resolved model supports vision];
- * 11. [LoopDetectionMiddleware when `loop_detection.enabled`]; 12. [TokenBudgetMiddleware when `token_budget.enabled`];
- * 13. [custom middlewares, in order]; 14. ClarificationMiddleware (always last).
- * Only ThreadData and Uploads run as graph nodes (beforeAgent); everything else wraps the model or tool call.
+ * 6. DynamicContextMiddleware (date + memory reminder per turn; no memory for subagents);
+ * 7. SkillActivationMiddleware (`/skill-name`);
+ * 8. [SummarizationMiddleware when `summarization.enabled` and a summary model exists];
+ * 9. [TodoMiddleware when `is_plan_mode`];
+ * 10. [TokenUsageMiddleware when `token_usage.enabled`, default on];
+ * 11. TitleMiddleware (always, `title.enabled` gates it inside; not for subagents);
+ * 12. MemoryMiddleware (always in middleware mode, inert when `memory.enabled` is false; not in memory tool mode,
+ *     not for subagents);
+ * 13. [ViewImageMiddleware when the resolved model supports vision];
+ * 14. [DeferredToolFilterMiddleware when the build has deferred tools];
+ * 15. SystemMessageCoalescingMiddleware;
+ * 16. [SubagentLimitMiddleware when `subagent_enabled`: `max_concurrent_subagents` (3), `max_total_subagents`
+ *     (default `subagents.max_total_per_run`)];
+ * 17. [LoopDetectionMiddleware when `loop_detection.enabled`]; 18. [TokenBudgetMiddleware when `token_budget.enabled`];
+ * 19. [custom middlewares, in order]; 20. [SafetyFinishReasonMiddleware when `safety_finish_reason.enabled`];
+ * 21. ClarificationMiddleware (always last).
+ * Only ThreadData and Uploads run as graph nodes (beforeAgent); everything else wraps the model or tool call, so
+ * wrapModelCall post-processing runs innermost first (Safety before LoopDetection, as DeerFlow's reverse
+ * after_model order).
+ * @throws ValidationError / TypeError for a bad `safety_finish_reason.detectors` list.
  */
 export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddleware[] {
   const { appConfig } = options;
+  const memoryConfig = options.subagent ? { ...appConfig.memory, injection_enabled: false } : appConfig.memory;
   const chain: AgentMiddleware[] = [
     new ThreadDataMiddleware({ lazyInit: true }),
     new UploadsMiddleware(),
     new SandboxMiddleware({ lazyInit: true }),
     new DanglingToolCallMiddleware(),
     new ToolErrorHandlingMiddleware(),
+    new DynamicContextMiddleware({ agentName: options.agentName ?? null, memoryConfig, now: options.now }),
+    new SkillActivationMiddleware({ skills: options.skills ?? [], allowlist: options.skillAllowlist ?? null, containerPath: appConfig.skills.container_path }),
   ];
   const summarization = createSummarizationMiddleware(appConfig.summarization, options.summaryModel);
   if (summarization) chain.push(summarization);
   if (options.isPlanMode) chain.push(new TodoMiddleware());
-  chain.push(new TitleMiddleware({ ...appConfig.title, model: options.titleModel ?? undefined }));
-  if (!(appConfig.memory.enabled && appConfig.memory.mode === "tool")) {
-    chain.push(new MemoryMiddleware({ agentName: options.agentName ?? "default", memoryConfig: appConfig.memory, queue: options.memoryQueue }));
+  if (appConfig.token_usage.enabled) chain.push(new TokenUsageMiddleware());
+  if (!options.subagent) {
+    chain.push(new TitleMiddleware({ ...appConfig.title, model: options.titleModel ?? undefined }));
+    if (!(appConfig.memory.enabled && appConfig.memory.mode === "tool")) {
+      chain.push(new MemoryMiddleware({ agentName: options.agentName ?? "default", memoryConfig: appConfig.memory, queue: options.memoryQueue }));
+    }
   }
   if (options.supportsVision) chain.push(new ViewImageMiddleware());
+  if (options.deferredTools?.names.size) chain.push(new DeferredToolFilterMiddleware(options.deferredTools.names, options.deferredTools.hash));
+  chain.push(new SystemMessageCoalescingMiddleware());
+  if (options.subagentEnabled) {
+    chain.push(new SubagentLimitMiddleware({ maxConcurrent: options.maxConcurrentSubagents ?? 3, maxTotal: options.maxTotalSubagents || appConfig.subagents.max_total_per_run }));
+  }
   if (appConfig.loop_detection.enabled) chain.push(new LoopDetectionMiddleware(appConfig.loop_detection));
   if (appConfig.token_budget.enabled) chain.push(new TokenBudgetMiddleware(appConfig.token_budget));
-  chain.push(...(options.custom ?? []), new ClarificationMiddleware());
+  chain.push(...(options.custom ?? []));
+  if (appConfig.safety_finish_reason.enabled) chain.push(new SafetyFinishReasonMiddleware(appConfig.safety_finish_reason.detectors ?? null));
+  chain.push(new ClarificationMiddleware());
   return chain;
 }

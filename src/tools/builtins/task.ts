@@ -13,14 +13,22 @@ export const TaskSchema = z.object({
 /** Input of one `task` call. */
 export type TaskInput = z.infer<typeof TaskSchema>;
 
+/** What a subagent run produced: its final answer and the tokens it used. */
+export interface SubagentResult {
+  result: string;
+  /** Token usage summed over the subagent's model calls (folded into the parent's usage by TokenUsageMiddleware). */
+  usage?: { input_tokens: number; output_tokens: number; total_tokens: number };
+}
+
 /**
  * Runs subagents for the `task` tool. `types` are the subagent types it accepts; `run` executes one task and
- * returns the subagent's final answer. (The DeerFlow subagent executor is ported separately.)
+ * returns the subagent's final answer (a string, or a {@link SubagentResult} with usage). The lead agent's
+ * runtime is `LeadSubagentRuntime` (agents/lead-agent/subagent-runtime.ts).
  */
 export interface SubagentRuntime {
   types: readonly string[];
-  /** @param input The call's arguments. @param config The tool's runtime config (signal, context, metadata). */
-  run(input: TaskInput, config: unknown): Promise<string>;
+  /** @param input The call's arguments. @param config The tool's runtime config (signal, context, metadata, writer). */
+  run(input: TaskInput, config: unknown): Promise<string | SubagentResult>;
 }
 
 /** Text of the error result when no subagent runtime is configured. */
@@ -36,7 +44,8 @@ const failed = (content: string, config: unknown) =>
 
 /**
  * Creates the `task` tool. With a `runtime`, an unknown `subagent_type` fails listing the available types, and a
- * known one runs and answers "Task Succeeded. Result: <answer>". Without a runtime every call returns an error
+ * known one runs and answers "Task Succeeded. Result: <answer>" (with `subagent_status: completed` and the
+ * subagent's `subagent_usage` in `additional_kwargs`). Without a runtime every call returns an error
  * result (status `error`, `subagent_status: failed`) naming the missing subagent runtime: nothing is faked.
  * Exceptions from the runtime propagate (ToolErrorHandlingMiddleware formats them as "Task failed. Error: ...").
  */
@@ -47,7 +56,14 @@ export function createTaskTool(runtime?: SubagentRuntime) {
       if (!runtime.types.includes(input.subagent_type)) {
         return failed(`Task failed. Error: unknown subagent type '${input.subagent_type}'. Available subagent types: ${runtime.types.join(", ") || "(none)"}.`, config);
       }
-      return `Task Succeeded. Result: ${await runtime.run(input, config)}`;
+      const out = await runtime.run(input, config);
+      const { result, usage } = typeof out === "string" ? { result: out, usage: undefined } : out;
+      return new ToolMessage({
+        content: `Task Succeeded. Result: ${result}`,
+        tool_call_id: toolCallIdOf(config),
+        name: "task",
+        additional_kwargs: { subagent_status: "completed", ...(usage ? { subagent_usage: usage } : {}) },
+      });
     },
     {
       name: "task",

@@ -5,7 +5,6 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { FeatureUnavailableError } from "../../../src/agents/chain.js";
 import type { DeerflowAgent } from "../../../src/agents/factory.js";
 import {
   _makeLeadAgent,
@@ -29,7 +28,7 @@ const thinkingModel = (name: string) => ({
 const appConfig: AppConfig = parseAppConfig({
   models: [{ name: "default-model", use: RECORD, model: "default-id" }, thinkingModel("context-model"), thinkingModel("agent-model"), thinkingModel("other-model")],
   tools: [
-    { name: "bash", group: "bash", use: `${HELPER}:bashTool` },
+    { name: "bash", group: "cli", use: `${HELPER}:bashTool` },
     { name: "web_search", group: "web", use: `${HELPER}:webSearchTool` },
   ],
 });
@@ -53,6 +52,8 @@ const toolNames = (agent: DeerflowAgent) => ((agent as unknown as { options: { t
 beforeAll(() => {
   agentsDir = mkdtempSync(path.join(tmpdir(), "lead-agents-"));
   process.env.DEER_FLOW_AGENTS_DIR = agentsDir;
+  process.env.DEER_FLOW_SKILLS_DIR = path.join(agentsDir, "no-skills");
+  process.env.DEER_FLOW_EXTENSIONS_CONFIG_PATH = "";
   putAgent(
     "researcher",
     "model: agent-model\nmodel_settings:\n  temperature: 0.2\n  max_tokens: 12000\nthinking_enabled: false\nreasoning_effort: high\ntool_groups: [web]\nskills: [b, a]\n",
@@ -170,26 +171,22 @@ describe("_makeLeadAgent: validation and branches", () => {
     await expect(build({ context: { agent_name: "ghost-agent" } })).rejects.toThrow("not found");
   });
 
-  it("refuses bootstrap runs, which need tooling this release does not ship", async () => {
-    await expect(build({ configurable: { is_bootstrap: true, agent_name: "game" } })).rejects.toThrow(FeatureUnavailableError);
-  });
-
   it("fails clearly when no models are configured", async () => {
     await expect(_makeLeadAgent({}, { appConfig: parseAppConfig({}) })).rejects.toThrow("No chat models are configured");
   });
 });
 
 describe("_makeLeadAgent: tools", () => {
-  it("gives the default agent every configured tool plus ask_clarification", async () => {
-    expect(toolNames(await build({}))).toEqual(["bash", "web_search", "ask_clarification"]);
+  it("gives the default agent every configured tool plus the built-ins", async () => {
+    expect(toolNames(await build({}))).toEqual(["bash", "web_search", "present_files", "ask_clarification"]);
   });
 
-  it("filters configured tools by the custom agent's tool_groups", async () => {
-    expect(toolNames(await build({ context: { agent_name: "researcher" } }))).toEqual(["web_search", "ask_clarification"]);
+  it("filters configured tools by the custom agent's tool_groups and adds update_agent", async () => {
+    expect(toolNames(await build({ context: { agent_name: "researcher" } }))).toEqual(["web_search", "present_files", "ask_clarification", "update_agent"]);
   });
 
   it("drops ask_clarification for non-interactive runs (AF-028)", async () => {
-    expect(toolNames(await build({ context: { non_interactive: true } }))).toEqual(["bash", "web_search"]);
+    expect(toolNames(await build({ context: { non_interactive: true } }))).toEqual(["bash", "web_search", "present_files"]);
   });
 });
 

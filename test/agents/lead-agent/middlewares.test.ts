@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { buildMiddlewares } from "../../../src/agents/lead-agent/middlewares.js";
 import { DeerflowMiddleware } from "../../../src/agents/middlewares/base.js";
 import { LoopDetectionMiddleware } from "../../../src/agents/middlewares/loop-detection.js";
+import { SubagentLimitMiddleware } from "../../../src/agents/middlewares/subagent-limit.js";
 import { parseAppConfig } from "../../../src/config/schema.js";
 
 class Custom extends DeerflowMiddleware {
@@ -13,23 +14,53 @@ class Custom extends DeerflowMiddleware {
 }
 
 describe("buildMiddlewares: app-layer chain (agent-factory.md §2.10)", () => {
-  it("keeps the seed order with Clarification last and custom middlewares just before it", () => {
+  it("keeps the seed order with custom middlewares just before SafetyFinishReason and Clarification (AF-036, AF-039)", () => {
     const chain = buildMiddlewares({ appConfig: parseAppConfig({}), custom: [new Custom()] });
     expect(chain.map((m) => m.name)).toEqual([
       "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware", "DanglingToolCallMiddleware", "ToolErrorHandlingMiddleware",
-      "TitleMiddleware", "MemoryMiddleware", "LoopDetectionMiddleware", "Custom", "ClarificationMiddleware",
+      "DynamicContextMiddleware", "SkillActivationMiddleware", "TokenUsageMiddleware", "TitleMiddleware", "MemoryMiddleware",
+      "SystemMessageCoalescingMiddleware", "LoopDetectionMiddleware", "Custom", "SafetyFinishReasonMiddleware", "ClarificationMiddleware",
     ]);
   });
 
-  it("adds the optional slots in DeerFlow's order: Summarization, Todo, ViewImage, TokenBudget", async () => {
+  it("adds every optional slot in DeerFlow's order", async () => {
     const { ScriptedChatModel } = await import("../../../src/models/scripted-chat-model.js");
     const appConfig = parseAppConfig({ summarization: { enabled: true }, token_budget: { enabled: true } });
-    const chain = buildMiddlewares({ appConfig, isPlanMode: true, supportsVision: true, summaryModel: new ScriptedChatModel() });
+    const chain = buildMiddlewares({
+      appConfig, isPlanMode: true, supportsVision: true, summaryModel: new ScriptedChatModel(),
+      deferredTools: { names: new Set(["mcp_a"]), hash: "h1" }, subagentEnabled: true,
+    });
     expect(chain.map((m) => m.name)).toEqual([
       "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware", "DanglingToolCallMiddleware", "ToolErrorHandlingMiddleware",
-      "SummarizationMiddleware", "TodoMiddleware", "TitleMiddleware", "MemoryMiddleware", "ViewImageMiddleware", "LoopDetectionMiddleware",
-      "TokenBudgetMiddleware", "ClarificationMiddleware",
+      "DynamicContextMiddleware", "SkillActivationMiddleware", "SummarizationMiddleware", "TodoMiddleware", "TokenUsageMiddleware",
+      "TitleMiddleware", "MemoryMiddleware", "ViewImageMiddleware", "DeferredToolFilterMiddleware", "SystemMessageCoalescingMiddleware",
+      "SubagentLimitMiddleware", "LoopDetectionMiddleware", "TokenBudgetMiddleware", "SafetyFinishReasonMiddleware", "ClarificationMiddleware",
     ]);
+  });
+
+  it("leaves out TokenUsage, SafetyFinishReason and an empty DeferredToolFilter when they are off", () => {
+    const appConfig = parseAppConfig({ token_usage: { enabled: false }, safety_finish_reason: { enabled: false } });
+    const names = buildMiddlewares({ appConfig, deferredTools: { names: new Set(), hash: "h" } }).map((m) => m.name);
+    for (const n of ["TokenUsageMiddleware", "SafetyFinishReasonMiddleware", "DeferredToolFilterMiddleware", "SubagentLimitMiddleware"]) expect(names).not.toContain(n);
+  });
+
+  it("wires SubagentLimit from the request and subagents.max_total_per_run (AF-038)", () => {
+    const appConfig = parseAppConfig({ subagents: { max_total_per_run: 7 } });
+    const limit = (o: object) => buildMiddlewares({ appConfig, ...o }).find((m) => m instanceof SubagentLimitMiddleware) as SubagentLimitMiddleware | undefined;
+    expect(limit({ subagentEnabled: true, maxConcurrentSubagents: 3 })).toMatchObject({ maxConcurrent: 3, maxTotal: 7 });
+    expect(limit({ subagentEnabled: true, maxConcurrentSubagents: 3, maxTotalSubagents: 5 })).toMatchObject({ maxConcurrent: 3, maxTotal: 5 });
+    expect(limit({ subagentEnabled: false })).toBeUndefined();
+  });
+
+  it("gives a subagent's chain no Title and no Memory", () => {
+    const names = buildMiddlewares({ appConfig: parseAppConfig({}), subagent: true }).map((m) => m.name);
+    expect(names).not.toContain("TitleMiddleware");
+    expect(names).not.toContain("MemoryMiddleware");
+    expect(names.at(-1)).toBe("ClarificationMiddleware");
+  });
+
+  it("rejects an explicit empty safety detector list", () => {
+    expect(() => buildMiddlewares({ appConfig: parseAppConfig({ safety_finish_reason: { detectors: [] } }) })).toThrow("must not be an empty list");
   });
 
   it("leaves MemoryMiddleware out in memory tool mode, and Summarization out without a summary model", () => {

@@ -1,0 +1,154 @@
+// Port of DeerFlow subagents/executor.py (SubagentExecutor) for the `task` tool: the child agent is built by the
+// lead-agent factory itself and streams its progress to the parent's `custom` stream.
+import { randomUUID } from "node:crypto";
+import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { isAppConfig, type AppConfig } from "../../config/schema.js";
+import { getLogger } from "../../logger.js";
+import type { SubagentResult, SubagentRuntime, TaskInput } from "../../tools/builtins/task.js";
+import { toolCallIdOf } from "../../tools/builtins/write-todos.js";
+import type { DeerflowAgent } from "../factory.js";
+import { textOf } from "../middlewares/message-utils.js";
+
+/** Subagent types the lead agent offers. */
+export const SUBAGENT_TYPES = ["general-purpose"] as const;
+
+/**
+ * Context key that marks a build as a `task` subagent and carries what it inherits. Keys starting with `__` are
+ * stripped from client-supplied contexts (runtime/run-config.ts), so only this runtime can set it.
+ */
+export const SUBAGENT_CONTEXT_KEY = "__subagent";
+
+/** What a subagent build inherits from its parent run (`context.__subagent`). */
+export interface SubagentSpec {
+  type: string;
+  /** The parent agent's tool groups (null = all). */
+  tool_groups: string[] | null;
+  /** The parent agent's skill allowlist (null = all enabled skills). */
+  available_skills: string[] | null;
+}
+
+/** The subagent spec of a build config, or null for an ordinary run (only `context` is trusted). */
+export function subagentSpecOf(context: Record<string, unknown> | undefined): SubagentSpec | null {
+  const raw = context?.[SUBAGENT_CONTEXT_KEY];
+  if (!raw || typeof raw !== "object") return null;
+  const r = raw as Record<string, unknown>;
+  const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : null);
+  return { type: String(r.type ?? "general-purpose"), tool_groups: list(r.tool_groups), available_skills: list(r.available_skills) };
+}
+
+/** The factory that builds the child (the lead agent's `_makeLeadAgent`). */
+export type SubagentFactory = (config: { context: Record<string, unknown>; configurable: Record<string, unknown>; metadata: Record<string, unknown> }, options: { appConfig: AppConfig }) => Promise<DeerflowAgent>;
+
+type ToolRuntimeConfig = {
+  context?: Record<string, unknown>;
+  configurable?: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+  signal?: AbortSignal;
+  writer?: (chunk: unknown) => void;
+};
+
+/** A compact form of a subagent message for `task_running` events. */
+function describeMessage(m: AIMessage): Record<string, unknown> {
+  return { type: "ai", id: m.id ?? null, content: textOf(m), tool_calls: (m.tool_calls ?? []).map((c) => ({ id: c.id ?? null, name: c.name, args: c.args })) };
+}
+
+/** Options of {@link LeadSubagentRuntime}. */
+export interface LeadSubagentRuntimeOptions {
+  /** Builds the child agent (the lead-agent factory). */
+  factory: SubagentFactory;
+  /** App config of the parent build, used when the tool's context carries none. */
+  appConfig: AppConfig;
+  /** Recursion limit of a subagent run (default 100). */
+  recursionLimit?: number;
+}
+
+/**
+ * Runs `task` calls as child agents built by the lead-agent factory. The child inherits, through its context,
+ * the parent's `app_config` (no config reload), thread and user (same workspace), model (`metadata.model_name`),
+ * tool groups and skill allowlist (`metadata.tool_groups`, `metadata.available_skills`); it gets no `task` tool,
+ * cannot ask clarification questions, writes no title and no memory. Progress goes to the parent's `custom`
+ * stream through the LangGraph stream writer: `{type: "task_started", task_id, description, subagent_type}`,
+ * `{type: "task_running", task_id, message, message_index}` per new AI message of the child,
+ * `{type: "task_completed", task_id, result}` or `{type: "task_failed", task_id, error}`. The parent's abort
+ * signal stops the child. How many run at once is bounded by SubagentLimitMiddleware (per response and per run).
+ */
+export class LeadSubagentRuntime implements SubagentRuntime {
+  readonly types: readonly string[] = SUBAGENT_TYPES;
+
+  constructor(private readonly options: LeadSubagentRuntimeOptions) {}
+
+  /** Builds and runs one subagent; resolves with its final answer and token usage. @throws what the child throws. */
+  async run(input: TaskInput, config: unknown): Promise<SubagentResult> {
+    const cfg = (config ?? {}) as ToolRuntimeConfig;
+    const parent = cfg.context ?? {};
+    const metadata = cfg.metadata ?? {};
+    const taskId = toolCallIdOf(config) || randomUUID();
+    const emit = (event: Record<string, unknown>) => {
+      try {
+        cfg.writer?.({ ...event, task_id: taskId });
+      } catch {
+        // Progress is best effort; a closed stream must not fail the task.
+      }
+    };
+    const appConfig = isAppConfig(parent.app_config) ? parent.app_config : this.options.appConfig;
+    const context: Record<string, unknown> = {
+      thread_id: parent.thread_id ?? cfg.configurable?.thread_id,
+      user_id: parent.user_id ?? "default",
+      run_id: parent.run_id,
+      app_config: appConfig,
+      model_name: metadata.model_name ?? parent.model_name,
+      ...(typeof metadata.thinking_enabled === "boolean" ? { thinking_enabled: metadata.thinking_enabled } : {}),
+      subagent_enabled: false,
+      non_interactive: true,
+      disable_clarification: true,
+      [SUBAGENT_CONTEXT_KEY]: {
+        type: input.subagent_type,
+        tool_groups: Array.isArray(metadata.tool_groups) ? metadata.tool_groups : null,
+        available_skills: Array.isArray(metadata.available_skills) ? metadata.available_skills : null,
+      },
+    };
+    const childConfig = { context, configurable: { thread_id: context.thread_id }, metadata: {} as Record<string, unknown> };
+    emit({ type: "task_started", description: input.description, subagent_type: input.subagent_type });
+    try {
+      const agent = await this.options.factory(childConfig, { appConfig });
+      const stream = await agent.stream({ messages: [new HumanMessage(input.prompt)] } as never, {
+        context,
+        configurable: childConfig.configurable,
+        metadata: childConfig.metadata,
+        callbacks: (childConfig as { callbacks?: unknown }).callbacks,
+        streamMode: "values",
+        signal: cfg.signal,
+        recursionLimit: this.options.recursionLimit ?? 100,
+      } as never);
+      let messages: BaseMessage[] = [];
+      const reported = new Set<string>();
+      let index = 0;
+      for await (const values of stream as AsyncIterable<{ messages?: BaseMessage[] }>) {
+        messages = values.messages ?? messages;
+        for (const m of messages) {
+          if (!AIMessage.isInstance(m) || reported.has(m.id ?? String(messages.indexOf(m)))) continue;
+          reported.add(m.id ?? String(messages.indexOf(m)));
+          emit({ type: "task_running", message: describeMessage(m), message_index: index++ });
+        }
+      }
+      const ais = messages.filter((m): m is AIMessage => AIMessage.isInstance(m));
+      const result = textOf(ais.at(-1) ?? new AIMessage("")).trim() || "(the subagent finished without a final answer)";
+      const usage = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
+      for (const m of ais) {
+        usage.input_tokens += m.usage_metadata?.input_tokens ?? 0;
+        usage.output_tokens += m.usage_metadata?.output_tokens ?? 0;
+        usage.total_tokens += m.usage_metadata?.total_tokens ?? 0;
+      }
+      emit({ type: "task_completed", result });
+      return { result, usage };
+    } catch (err) {
+      // langchain wraps errors raised under a middleware; the parent should see the child's own error.
+      let root = err as Error;
+      while (root?.constructor?.name === "MiddlewareError" && root.cause instanceof Error) root = root.cause;
+      const message = root?.message ?? String(err);
+      emit({ type: "task_failed", error: message });
+      getLogger().warn({ task_id: taskId, err: message }, "subagent task failed");
+      throw root;
+    }
+  }
+}

@@ -1,0 +1,140 @@
+// Port of DeerFlow agents/middlewares/dynamic_context_middleware.py (DynamicContextMiddleware).
+import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
+import type { ModelRequest } from "langchain";
+import { MemoryConfigSchema } from "../../config/schema.js";
+import { getLogger } from "../../logger.js";
+import { escapePromptText } from "../lead-agent/prompt-text.js";
+import { FileMemoryStore, type MemoryDocument } from "../memory/file-memory-store.js";
+import { DeerflowMiddleware } from "./base.js";
+import { hiddenHumanMessage, textOf } from "./message-utils.js";
+import { contextOf, resolveRunScope, RunScopedStore, type RuntimeLike } from "./run-scope.js";
+
+const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+/** Most facts rendered into `<memory>`. */
+export const MEMORY_FACTS_LIMIT = 30;
+/** Most digests of the user's other conversations rendered into `<memory>`. */
+export const MEMORY_THREADS_LIMIT = 5;
+
+/** `YYYY-MM-DD, Weekday` in the server's local time zone (DeerFlow's reminder format). */
+export function formatReminderDate(date: Date): string {
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}, ${WEEKDAYS[date.getDay()]}`;
+}
+
+const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s);
+
+/**
+ * The `<memory>` block for a memory document: remembered facts (newest first, at most 30) and digests of the
+ * user's other recent conversations (at most 5, the current thread excluded), every field escaped. Null when there
+ * is nothing to show.
+ */
+export function renderMemory(doc: MemoryDocument, currentThreadId?: string): string | null {
+  const facts = [...doc.facts].sort((a, b) => b.updated_at.localeCompare(a.updated_at)).slice(0, MEMORY_FACTS_LIMIT);
+  const threads = Object.entries(doc.threads)
+    .filter(([id, t]) => id !== currentThreadId && t.last_user_message.trim())
+    .sort(([, a], [, b]) => b.updated_at.localeCompare(a.updated_at))
+    .slice(0, MEMORY_THREADS_LIMIT);
+  if (!facts.length && !threads.length) return null;
+  const lines = ["<memory>"];
+  if (facts.length) {
+    lines.push("Known facts about the user:");
+    for (const f of facts) lines.push(`- ${f.category ? `(${escapePromptText(f.category)}) ` : ""}${escapePromptText(clip(f.content, 500))}`);
+  }
+  if (threads.length) {
+    lines.push("Recent conversations:");
+    for (const [, t] of threads) lines.push(`- ${t.updated_at.slice(0, 10)}: ${escapePromptText(clip(t.last_user_message.replace(/\s+/g, " "), 200))}`);
+  }
+  lines.push("</memory>");
+  return lines.join("\n");
+}
+
+/** True for a message a user typed (not a hidden/injected one, not a summary). */
+export function isEligibleUserMessage(m: BaseMessage): boolean {
+  if (!HumanMessage.isInstance(m) || m.name === "summary") return false;
+  const kw = m.additional_kwargs ?? {};
+  return !kw.hide_from_ui && !kw.dynamic_context_reminder && !(typeof m.id === "string" && m.id.endsWith("__user"));
+}
+
+/** Options of {@link DynamicContextMiddleware}. */
+export interface DynamicContextOptions {
+  /** Memory bucket: the agent's name (null or omitted: the default agent). */
+  agentName?: string | null;
+  /** The `memory` section; memory is injected when `enabled` and `injection_enabled`. */
+  memoryConfig?: Record<string, unknown> | null;
+  /** Where memory is read; default the file store under `DEER_FLOW_HOME`. */
+  store?: FileMemoryStore;
+  /** Clock (tests pin the date). */
+  now?: () => Date;
+}
+
+/**
+ * Gives the model today's date and the user's memory on every turn while the system prompt stays static.
+ * Before each model call, just before the latest user message, it inserts a SystemMessage
+ * `<system-reminder>\n<current_date>YYYY-MM-DD, Weekday</current_date>\n</system-reminder>` (flagged
+ * `hide_from_ui`, `dynamic_context_reminder`, `reminder_date`), which SystemMessageCoalescingMiddleware appends to
+ * the system prompt, and, when memory is enabled with injection on and not empty, a hidden HumanMessage
+ * `<system-reminder>\n<memory>...</memory>\n</system-reminder>` (memory is user-derived data, so it stays at user
+ * role). Memory is read once per run. Request-only: nothing is persisted, so the history stays clean and a
+ * new day simply shows the new date.
+ * Hook: wrapModelCall (DeerFlow uses before_agent with a persisted "ID swap"; this adds no graph node).
+ */
+export class DynamicContextMiddleware extends DeerflowMiddleware {
+  readonly name = "DynamicContextMiddleware";
+  readonly agentName: string;
+  private readonly memoryConfig: ReturnType<typeof MemoryConfigSchema.parse>;
+  private readonly now: () => Date;
+  private storeInstance?: FileMemoryStore;
+  private readonly memoryByRun = new RunScopedStore<{ memory?: string | null }>(() => ({}));
+
+  constructor(options: DynamicContextOptions = {}) {
+    super();
+    this.agentName = options.agentName ?? "default";
+    this.memoryConfig = MemoryConfigSchema.parse(options.memoryConfig ?? {});
+    this.now = options.now ?? (() => new Date());
+    this.storeInstance = options.store;
+  }
+
+  /** The memory block for this run's user (cached per run), or null. Errors are logged and give no memory. */
+  memoryFor(runtime: RuntimeLike | undefined, messages: readonly BaseMessage[]): string | null {
+    if (!this.memoryConfig.enabled || !this.memoryConfig.injection_enabled) return null;
+    const run = this.memoryByRun.get(resolveRunScope(runtime, messages));
+    if (run.memory !== undefined) return run.memory;
+    const ctx = contextOf(runtime);
+    try {
+      this.storeInstance ??= new FileMemoryStore();
+      const doc = this.storeInstance.load(String(ctx.user_id ?? runtime?.configurable?.user_id ?? "default"), this.agentName);
+      run.memory = renderMemory(doc, typeof ctx.thread_id === "string" ? ctx.thread_id : undefined);
+    } catch (err) {
+      getLogger().warn({ err: (err as Error).message }, "memory could not be loaded; continuing without it");
+      run.memory = null;
+    }
+    return run.memory;
+  }
+
+  /** `messages` with the date reminder (and memory) inserted before the latest user message. */
+  inject(messages: readonly BaseMessage[], memory: string | null): BaseMessage[] {
+    if (messages.some((m) => SystemMessage.isInstance(m) && m.additional_kwargs?.dynamic_context_reminder)) return [...messages];
+    const date = formatReminderDate(this.now());
+    const reminder = new SystemMessage({
+      content: `<system-reminder>\n<current_date>${date}</current_date>\n</system-reminder>`,
+      additional_kwargs: { hide_from_ui: true, dynamic_context_reminder: true, reminder_date: date },
+    });
+    const injected: BaseMessage[] = [reminder];
+    if (memory) injected.push(hiddenHumanMessage(`<system-reminder>\n${memory}\n</system-reminder>`, "memory_context", { dynamic_context_reminder: true }));
+    let target = -1;
+    for (let i = messages.length - 1; i >= 0 && target === -1; i--) if (isEligibleUserMessage(messages[i])) target = i;
+    if (target === -1) return [...messages, ...injected];
+    return [...messages.slice(0, target), ...injected, ...messages.slice(target)];
+  }
+
+  wrapModelCall(request: ModelRequest, handler: (r: ModelRequest) => unknown) {
+    const history = request.state?.messages ?? request.messages;
+    const memory = this.memoryFor(request.runtime as RuntimeLike, history);
+    return handler({ ...request, messages: this.inject(request.messages, memory) }) as never;
+  }
+}
+
+/** Text of the date in a reminder message, or null (tests and diagnostics). */
+export function reminderDateOf(message: BaseMessage): string | null {
+  return /<current_date>([^<]*)<\/current_date>/.exec(textOf(message))?.[1] ?? null;
+}

@@ -1,0 +1,101 @@
+// Port of DeerFlow skills/storage/local_skill_storage.py (discovery) and skill_storage.py (enabled state).
+import { readdirSync, statSync, type Dirent } from "node:fs";
+import path from "node:path";
+import { isSkillEnabled, type ExtensionsConfig } from "../config/extensions-config.js";
+import { getLogger } from "../logger.js";
+import { LruCache } from "./lru-cache.js";
+import { parseSkillFile, SKILL_CATEGORIES, type Skill } from "./parse-skill.js";
+
+/** Parsed SKILL.md files by path, valid while the file's mtime and size are unchanged (no re-parse per build). */
+const parsed = new LruCache<string, { key: string; skill: Skill | null }>(512);
+
+/** Drops the parse cache (tests; a skills API would call it after writing). */
+export function invalidateSkillCache(): void {
+  parsed.clear();
+}
+
+function listDir(dir: string): Dirent[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * SKILL.md files under one category root, depth first in name order. Dot-directories are skipped and a
+ * directory holding SKILL.md is a package boundary: SKILL.md files nested below it are not skills.
+ * @returns `[file, relativePath]` pairs, `relativePath` `/`-separated from the category root.
+ */
+export function findSkillFiles(categoryRoot: string): [string, string][] {
+  const out: [string, string][] = [];
+  const walk = (dir: string, rel: string) => {
+    const entries = listDir(dir).sort((a, b) => a.name.localeCompare(b.name));
+    for (const e of entries) {
+      if (!e.isDirectory() || e.name.startsWith(".")) continue;
+      const child = path.join(dir, e.name);
+      const childRel = rel ? `${rel}/${e.name}` : e.name;
+      const file = path.join(child, "SKILL.md");
+      let isSkill = false;
+      try {
+        isSkill = statSync(file).isFile();
+      } catch {
+        isSkill = false;
+      }
+      if (isSkill) out.push([file, childRel]);
+      else walk(child, childRel);
+    }
+  };
+  walk(categoryRoot, "");
+  return out;
+}
+
+function cachedParse(file: string, category: string, relativePath: string): Skill | null {
+  let key: string;
+  try {
+    const st = statSync(file);
+    key = `${category}\u0000${relativePath}\u0000${st.mtimeMs}\u0000${st.size}`;
+  } catch {
+    return null;
+  }
+  const hit = parsed.get(file);
+  if (hit && hit.key === key) return hit.skill ? { ...hit.skill } : null;
+  const skill = parseSkillFile(file, { category, relativePath });
+  parsed.set(file, { key, skill });
+  return skill ? { ...skill } : null;
+}
+
+/**
+ * Every valid skill under `skillsRoot` (`public/`, then `custom/`), with `enabled` from the extensions config
+ * (an explicit entry wins; otherwise public and custom skills are enabled). The same `name` twice: the later
+ * category wins (custom overrides public). Sorted by name. The tree is walked on every call (new or removed
+ * skills show up at once); each SKILL.md is parsed again only when its mtime or size changes. A missing root
+ * gives no skills. Mirrors DeerFlow `load_skills`.
+ * @param extensions The extensions config read for this build; null means every skill is enabled.
+ */
+export function loadSkills(skillsRoot: string, extensions: ExtensionsConfig | null): Skill[] {
+  const byName = new Map<string, Skill>();
+  for (const category of SKILL_CATEGORIES) {
+    for (const [file, rel] of findSkillFiles(path.join(skillsRoot, category))) {
+      const skill = cachedParse(file, category, rel);
+      if (!skill) continue;
+      if (byName.has(skill.name)) getLogger().debug({ skill: skill.name, category }, `skill '${skill.name}' in ${category}/ overrides an earlier one`);
+      skill.enabled = extensions ? isSkillEnabled(extensions, skill.name, category) : true;
+      byName.set(skill.name, skill);
+    }
+  }
+  return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * The skills an agent may use: enabled ones, filtered by `allowlist` (null = all, empty = none, list = those;
+ * unknown names are ignored, as DeerFlow does).
+ */
+export function filterSkills(skills: readonly Skill[], allowlist: ReadonlySet<string> | null): Skill[] {
+  return skills.filter((s) => s.enabled && (allowlist === null || allowlist.has(s.name)));
+}
+
+/** The container path of a skill's SKILL.md: `<containerRoot>/<category>/<relativePath>/SKILL.md`. */
+export function skillContainerFile(skill: Pick<Skill, "category" | "relativePath">, containerRoot: string): string {
+  return `${containerRoot.replace(/\/+$/, "")}/${skill.category}/${skill.relativePath}/SKILL.md`;
+}

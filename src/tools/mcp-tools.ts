@@ -1,0 +1,155 @@
+// Port of DeerFlow mcp/tools.py + mcp/cache.py: MCP tools through @langchain/mcp-adapters, cached by config content.
+import { createHash } from "node:crypto";
+import type { StructuredToolInterface } from "@langchain/core/tools";
+import { MultiServerMCPClient, type Connection } from "@langchain/mcp-adapters";
+import type { ExtensionsConfig, McpServerConfig } from "../config/extensions-config.js";
+import { getLogger } from "../logger.js";
+
+/** How long a server that failed to start is left alone before the next build tries again, in ms. */
+export const MCP_RETRY_AFTER_MS = 30_000;
+
+/** Metadata key that marks a tool as coming from an MCP server (its value is the server name). */
+export const MCP_SERVER_METADATA_KEY = "mcp_server";
+
+/** True for a tool loaded from an MCP server. */
+export function isMcpTool(t: unknown): boolean {
+  const md = (t as { metadata?: Record<string, unknown> } | null)?.metadata;
+  return typeof md?.[MCP_SERVER_METADATA_KEY] === "string";
+}
+
+/**
+ * The adapter connection for one server entry: `stdio` (command, args, env merged over the MCP SDK's safe default
+ * environment) or `http` / `sse` (`streamable_http` and `streamable-http` mean `http`) with url and headers.
+ * @throws Error naming the server for an unknown transport or a missing command/url.
+ */
+export function toConnection(name: string, server: McpServerConfig): Connection {
+  const type = server.type.toLowerCase().replace(/-/g, "_");
+  const timeout = server.tool_call_timeout ? { defaultToolTimeout: server.tool_call_timeout * 1000 } : {};
+  if (type === "stdio") {
+    if (!server.command) throw new Error(`MCP server '${name}' (stdio) has no command`);
+    return { transport: "stdio", command: server.command, args: server.args, env: server.env, stderr: "inherit", ...timeout } as Connection;
+  }
+  if (type === "http" || type === "streamable_http" || type === "sse") {
+    if (!server.url) throw new Error(`MCP server '${name}' (${server.type}) has no url`);
+    return { transport: type === "sse" ? "sse" : "http", url: server.url, headers: server.headers, ...timeout } as Connection;
+  }
+  throw new Error(`MCP server '${name}' has unsupported type '${server.type}' (expected stdio, http or sse)`);
+}
+
+interface ServerEntry {
+  key: string;
+  client: MultiServerMCPClient | null;
+  tools: Promise<StructuredToolInterface[]>;
+  /** Set once the connection attempt has finished. */
+  settled: boolean;
+  /** A retry: builds do not wait for it (they go without the server until it is up). */
+  background: boolean;
+  failedAt?: number;
+}
+
+/**
+ * MCP tools of the enabled servers in an extensions config, one adapter client per server. A server's client is
+ * kept while its entry (after `$VAR` substitution) is byte-identical, so the config can be re-read on every agent
+ * build at no cost; an edited, disabled or removed server is closed. A server that cannot start or list its tools
+ * (bad command, crash, timeout after `session_init_timeout` seconds) is logged as a warning naming it and skipped,
+ * so runs that do not need it are unaffected; it is retried after {@link MCP_RETRY_AFTER_MS} in the background
+ * (builds go on without it until it is up), or at once when its entry changes. Tool names are `<server>_<tool>` when `tool_name_prefix` is on (the default) and carry
+ * `metadata.mcp_server`. Concurrent builds share one connection attempt.
+ */
+export class McpToolCache {
+  private readonly servers = new Map<string, ServerEntry>();
+
+  /** @param now Clock for the retry delay (tests). */
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** The tools of every enabled server, in server order; never throws. */
+  async getTools(extensions: ExtensionsConfig): Promise<StructuredToolInterface[]> {
+    const enabled = Object.entries(extensions.mcpServers).filter(([, s]) => s.enabled);
+    const names = new Set(enabled.map(([n]) => n));
+    for (const [name, entry] of this.servers) if (!names.has(name)) this.drop(name, entry);
+    const lists = await Promise.all(enabled.map(([name, server]) => this.serverTools(name, server)));
+    return lists.flat();
+  }
+
+  private drop(name: string, entry: ServerEntry): void {
+    this.servers.delete(name);
+    void entry.client?.close().catch(() => undefined);
+  }
+
+  private serverTools(name: string, server: McpServerConfig): Promise<StructuredToolInterface[]> {
+    const key = createHash("sha256").update(JSON.stringify(server)).digest("hex");
+    const existing = this.servers.get(name);
+    if (existing && existing.key === key) {
+      if (existing.background && !existing.settled) return Promise.resolve([]);
+      if (existing.failedAt === undefined || this.now() - existing.failedAt < MCP_RETRY_AFTER_MS) return existing.tools;
+    }
+    // A retry of the same entry runs in the background, so a server that hangs delays one build at most.
+    const retry = Boolean(existing && existing.key === key);
+    if (existing) this.drop(name, existing);
+    const entry: ServerEntry = { key, client: null, tools: Promise.resolve([]), settled: false, background: retry };
+    entry.tools = this.connect(name, server, entry).finally(() => void (entry.settled = true));
+    this.servers.set(name, entry);
+    return retry ? Promise.resolve([]) : entry.tools;
+  }
+
+  /** Resolves when every connection attempt in flight has finished (tests, warm-up). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.servers.values()].map((e) => e.tools));
+  }
+
+  private async connect(name: string, server: McpServerConfig, entry: ServerEntry): Promise<StructuredToolInterface[]> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const client = new MultiServerMCPClient({
+        mcpServers: { [name]: toConnection(name, server) },
+        onConnectionError: "throw",
+        throwOnLoadError: false,
+        prefixToolNameWithServerName: false,
+        useStandardContentBlocks: false,
+      });
+      entry.client = client;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within session_init_timeout (${server.session_init_timeout} s)`)), server.session_init_timeout * 1000);
+        timer.unref?.();
+      });
+      const tools = (await Promise.race([client.getTools(), timeout])) as StructuredToolInterface[];
+      for (const t of tools) {
+        const original = t.name;
+        if (server.tool_name_prefix) (t as { name: string }).name = `${name}_${original}`;
+        const holder = t as unknown as { metadata?: Record<string, unknown> };
+        holder.metadata = { ...(holder.metadata ?? {}), [MCP_SERVER_METADATA_KEY]: name, mcp_tool: original };
+      }
+      getLogger().info({ server: name, tools: tools.map((t) => t.name) }, `MCP server '${name}' connected with ${tools.length} tool(s)`);
+      return tools;
+    } catch (err) {
+      entry.failedAt = this.now();
+      const message = (err as Error).message?.split("\n")[0] ?? String(err);
+      getLogger().warn({ server: name, err: message }, `MCP server '${name}' is unavailable, its tools are skipped: ${message}`);
+      void entry.client?.close().catch(() => undefined);
+      entry.client = null;
+      return [];
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+  }
+
+  /** Closes every client (stdio servers are stopped). */
+  async close(): Promise<void> {
+    const entries = [...this.servers.values()];
+    this.servers.clear();
+    await Promise.all(entries.map((e) => e.client?.close().catch(() => undefined)));
+  }
+}
+
+/** The process-wide MCP cache used by the lead agent (its connections live as long as the process). */
+export const sharedMcpToolCache = new McpToolCache();
+
+/** Closes the shared MCP clients (server shutdown, tests). */
+export function closeMcpClients(): Promise<void> {
+  return sharedMcpToolCache.close();
+}
+
+/** Hex SHA-256 of a text (the content signature of a config file). */
+export function contentSignature(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
