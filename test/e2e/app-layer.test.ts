@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { closeMcpClients } from "../../src/tools/mcp-tools.js";
-import { echoReply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
+import { echoReply, startFakeOpenAI, type FakeOpenAI, systemText } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse, type SseFrame } from "../support/sse.js";
 
@@ -51,15 +51,8 @@ afterAll(async () => {
   }
   rmSync(work, { recursive: true, force: true });
 });
-afterEach(() => {
-  fake.requests.length = 0;
-  fake.respond = echoReply;
-});
+afterEach(() => fake.reset());
 
-const systemText = (body: Record<string, any>): string => {
-  const c = body.messages[0].content;
-  return typeof c === "string" ? c : c.map((b: any) => b.text).join("");
-};
 const toolNames = (body: Record<string, any>): string[] => (body.tools ?? []).map((t: any) => t.function.name);
 const lastUser = (body: Record<string, any>) => body.messages.filter((m: any) => m.role === "user").at(-1)?.content;
 

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { echoReply, startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
 // Agents that work on files, end to end: the fake OpenAI server plays the model and calls the sandbox tools over
@@ -29,10 +29,7 @@ afterAll(async () => {
   await h.close();
   await fake.close();
 });
-afterEach(() => {
-  fake.requests.length = 0;
-  fake.respond = echoReply;
-});
+afterEach(() => fake.reset());
 
 /** Replies in order, one per model call (a call is recognised by how many tool results it already carries). */
 const script = (replies: FakeReply[]) => (body: Record<string, any>): FakeReply => {

@@ -1,6 +1,6 @@
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI, echoReply, type FakeOpenAI } from "../support/fake-openai.js";
+import { startFakeOpenAI, type FakeOpenAI, systemText } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 
@@ -26,16 +26,8 @@ afterAll(async () => {
   await h.close();
   await fake.close();
 });
-afterEach(() => {
-  fake.requests.length = 0;
-  fake.respond = echoReply;
-});
+afterEach(() => fake.reset());
 
-/** The system prompt text of a chat-completions body (string or text-block content). */
-const systemText = (body: Record<string, any>): string => {
-  const c = body.messages[0].content;
-  return typeof c === "string" ? c : c.map((b: any) => b.text).join("");
-};
 const client = () => new Client({ apiUrl: h.url, apiKey: null, callerOptions: { maxRetries: 0 } });
 const human = (content: string) => ({ messages: [{ type: "human", content }] });
 

@@ -25,7 +25,15 @@ export interface FakeOpenAI {
   requests: RecordedRequest[];
   /** Decides each reply; default echoes the last user message as `Echo: <text>`. */
   respond: (body: Record<string, any>) => FakeReply;
+  /** Forgets recorded requests and restores the echo reply (call between tests). */
+  reset(): void;
   close(): Promise<void>;
+}
+
+/** The system prompt text of a recorded chat-completions body (string or text-block content). */
+export function systemText(body: Record<string, any>): string {
+  const c = body.messages[0].content;
+  return typeof c === "string" ? c : c.map((b: any) => b.text).join("");
 }
 
 function lastUserText(body: Record<string, any>): string {
@@ -46,6 +54,10 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     url: "",
     requests: [],
     respond: echoReply,
+    reset() {
+      fake.requests.length = 0;
+      fake.respond = echoReply;
+    },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
