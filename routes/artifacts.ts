@@ -12,7 +12,8 @@ type ArtifactRequest = { Params: { thread_id: string; "*": string }; Querystring
 /**
  * `GET /api/threads/:thread_id/artifacts/*`: streams a file of the thread's `user-data` directories, addressed as
  * `mnt/user-data/<area>/...`, `<area>/...` or a path relative to `outputs`, with its content type and
- * `X-Content-Type-Options: nosniff`. HTML, XHTML and SVG are always sent as attachments; `?download=true` forces
+ * `X-Content-Type-Options: nosniff`. Only inert types (text, JSON, images, PDF, audio, video) are shown inline;
+ * everything else (HTML, XML, SVG, scripts, unknown) is sent as an attachment; `?download=true` forces
  * one for anything. Traversal (`..`, encoded separators, symlinks leading outside) is 403, a missing file 404.
  * Register under `/api`.
  */

@@ -2,11 +2,11 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
+import { BadRequestError, ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
 import { ensureInitialCheckpoint } from "../src/runtime/rollback.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
-import { readThreadState } from "../src/runtime/thread-state-reader.js";
+import { readThreadState, readThreadStateAt } from "../src/runtime/thread-state-reader.js";
 import type { ThreadRecord } from "../src/runtime/thread-store.js";
 import { doc } from "./openapi.js";
 
@@ -30,6 +30,7 @@ const StateUpdateSchema = z.looseObject({
   checkpoint_id: z.string().nullish(),
   checkpoint: z.looseObject({ checkpoint_id: z.string().optional() }).nullish(),
 });
+const CheckpointQuerySchema = z.looseObject({ checkpoint: z.looseObject({ checkpoint_id: z.string(), thread_id: z.string().nullish() }) });
 const HistorySchema = z.looseObject({
   limit: z.number().int().min(1).max(100).default(10),
   before: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish(),
@@ -108,6 +109,18 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
   app.get<ThreadParams>("/threads/:thread_id/state", { schema: doc("threads", "Current thread state") }, async (request) => {
     requireThread(request.params.thread_id);
     return readThreadState(persistence.checkpointer, request.params.thread_id);
+  });
+
+  app.get<{ Params: { thread_id: string; checkpoint_id: string } }>("/threads/:thread_id/state/:checkpoint_id", { schema: doc("threads", "Thread state at a checkpoint") }, async (request) => {
+    requireThread(request.params.thread_id);
+    return readThreadStateAt(persistence.checkpointer, request.params.thread_id, request.params.checkpoint_id);
+  });
+
+  app.post<ThreadParams>("/threads/:thread_id/state/checkpoint", { schema: doc("threads", "Thread state at a checkpoint (body {checkpoint: {checkpoint_id}})", { body: CheckpointQuerySchema }) }, async (request) => {
+    requireThread(request.params.thread_id);
+    const body = parse(CheckpointQuerySchema, request.body);
+    if (body.checkpoint.thread_id && body.checkpoint.thread_id !== request.params.thread_id) throw new BadRequestError("checkpoint thread_id does not match the thread");
+    return readThreadStateAt(persistence.checkpointer, request.params.thread_id, body.checkpoint.checkpoint_id);
   });
 
   app.post<ThreadParams>("/threads/:thread_id/state", { schema: doc("threads", "Update thread state values", { body: StateUpdateSchema }) }, async (request) => {

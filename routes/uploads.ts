@@ -1,7 +1,7 @@
 // Upload routes (DeerFlow app/gateway/routers/uploads.py): files for a thread's /mnt/user-data/uploads.
 import { fastifyMultipart } from "@fastify/multipart";
 import type { FastifyInstance } from "fastify";
-import { BadRequestError, NotFoundError, PayloadTooLargeError } from "../src/errors.js";
+import { BadRequestError, NotFoundError, PayloadTooLargeError, DeerflowError } from "../src/errors.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
 import { deleteUpload, listUploads, UploadBatch } from "../src/sandbox/uploads.js";
 import { doc } from "./openapi.js";
@@ -19,6 +19,10 @@ function limitError(err: unknown, limits: { max_files: number; max_file_size: nu
   if (code === "FST_FILES_LIMIT" || code === "FST_PARTS_LIMIT") return new PayloadTooLargeError(`Too many files: maximum is ${limits.max_files}`);
   if (code === "FST_REQ_FILE_TOO_LARGE") return new PayloadTooLargeError(`File too large (limit ${limits.max_file_size} bytes)`);
   if (code === "FST_FIELDS_LIMIT") return new PayloadTooLargeError(`Too many form fields: maximum is ${MAX_FIELDS}`);
+  // Anything the multipart parser itself rejects (no boundary, truncated body, garbage) is the client's error.
+  if (!DeerflowError.isInstance(err) && err instanceof Error && !(err as NodeJS.ErrnoException).syscall) {
+    return new BadRequestError(`Malformed multipart body: ${err.message}`);
+  }
   return err;
 }
 

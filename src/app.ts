@@ -11,6 +11,7 @@ import { closeMcpClients } from "./tools/mcp-tools.js";
 import { AgentStore } from "./config/agent-store.js";
 import { getAppConfig } from "./config/app-config.js";
 import { getAgentsDir, getRuntimeHome } from "./config/paths.js";
+import { DEFAULT_CORS_ORIGINS } from "./config/server-env.js";
 import type { AppConfig } from "./config/schema.js";
 import { getLogger } from "./logger.js";
 import { resolveAgentFactory, type AgentFactory } from "./runtime/agent-factory.js";
@@ -38,6 +39,19 @@ export interface BuildAppOptions {
   cleanupDelayMs?: number;
   /** Events retained per run by the stream bridge (default 256). */
   queueMaxSize?: number;
+  /** Browser origins allowed by CORS (`*` = any); an origin matches with or without a port. Default localhost only. */
+  corsOrigins?: string[];
+}
+
+/**
+ * Whether a browser `origin` may call the API: `*` allows all; `http://localhost` allows that host on any port;
+ * requests without an Origin header (curl, servers, the SDK in Node) are not CORS requests and always pass.
+ */
+export function corsOriginAllowed(origin: string | undefined, allowed: readonly string[]): boolean {
+  if (!origin) return true;
+  if (allowed.includes("*")) return true;
+  const bare = origin.replace(/:\d+$/, "");
+  return allowed.includes(origin) || allowed.includes(bare);
 }
 
 /** Services shared by the routes (a Fastify decorator, not module state). */
@@ -114,7 +128,12 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
       done(err as Error, undefined);
     }
   });
-  await app.register(fastifyCors, { origin: true, exposedHeaders: ["Content-Location", "Location"], strictPreflight: false });
+  const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
+  await app.register(fastifyCors, {
+    origin: (origin, cb) => cb(null, corsOriginAllowed(origin, corsOrigins)),
+    exposedHeaders: ["Content-Location", "Location"],
+    strictPreflight: false,
+  });
   await app.register(fastifySSE, { heartbeatInterval: options.heartbeatMs ?? 15_000 });
   installErrorHandlers(app);
   await registerOpenApi(app);

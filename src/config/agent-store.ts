@@ -49,6 +49,9 @@ export const MANAGED_FIELDS = ["name", "description", "model", "tool_groups", "s
 
 type Doc = Record<string, unknown>;
 
+/** Names a custom agent cannot take: `default` is the default agent's memory bucket and user directory name. */
+export const RESERVED_AGENT_NAMES: ReadonlySet<string> = new Set(["default"]);
+
 /** Block-style YAML, insertion order kept, lists at their parent's indentation, no line folding. */
 export function dumpAgentYaml(doc: Doc): string {
   return stringifyYaml(doc, { indentSeq: false, lineWidth: 0 });
@@ -162,10 +165,11 @@ export class AgentStore {
    * Creates an agent: config.yaml with only meaningful keys (`name`, `description` if non-empty, `tool_groups`,
    * `skills`, `model`, `model_settings`, `thinking_enabled`, `reasoning_effort`, each if set) and SOUL.md (the raw
    * soul, even empty). The directory is claimed with a non-recursive mkdir, so of two simultaneous creates exactly
-   * one wins. @throws ConflictError "Agent '<name>' already exists".
+   * one wins. @throws ConflictError "Agent '<name>' already exists"; ValidationError for a reserved name (`default`).
    */
   async create(input: AgentCreate, userId = "default"): Promise<AgentRecord> {
     const name = validateAgentName(input.name);
+    if (RESERVED_AGENT_NAMES.has(name)) throw new ValidationError(`Agent name '${name}' is reserved (it names the default agent's memory and soul)`);
     const dir = this.dir(name, userId);
     return this.serialize(dir, () => {
       mkdirSync(path.dirname(dir), { recursive: true });

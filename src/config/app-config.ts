@@ -125,7 +125,8 @@ function recordFailure(err: unknown): void {
  * (`withAppConfig` / `pushCurrentAppConfig`) wins, then a config injected with `setAppConfig`, then the file:
  * its path is resolved and its `(mtime, size, sha256)` signature computed on every call; an unchanged file
  * returns the **same object** (callers may use identity as a cache key), a different path or signature reloads.
- * A failed reload keeps serving the last good config and records the error (see `getAppConfigStatus`).
+ * A failed reload keeps serving the last good config and records the error (see `getAppConfigStatus`); so does a
+ * reload that would drop every model of a config that had some.
  * @throws ConfigError only when no config was ever loaded (first call) and the file cannot be loaded.
  */
 export function getAppConfig(): AppConfig {
@@ -156,6 +157,10 @@ export function getAppConfig(): AppConfig {
   try {
     const previous = state.config;
     const config = previous ? applyReloadBoundary(previous, parseAppConfigText(text, path)) : parseAppConfigText(text, path);
+    // An emptied file (an editor truncating before it writes, a bad merge) would fail every run: keep serving.
+    if (previous && previous.models.length > 0 && config.models.length === 0) {
+      throw new ConfigError(`${path} has no models configured; keeping the last good config`, { path });
+    }
     const reloaded = previous !== null;
     Object.assign(state, { config, path, signature, failedSignature: null, error: null });
     state.loggedErrors.clear();

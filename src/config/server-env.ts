@@ -1,16 +1,22 @@
 // Process-level settings read from the environment at start-up (not part of config.yaml).
 
-/** Server settings: bind address, port, log level, SSE heartbeat interval (ms). */
+/** Server settings: bind address, port, log level, SSE heartbeat interval (ms), allowed CORS origins. */
 export interface ServerEnv {
   host: string;
   port: number;
   logLevel: string;
   heartbeatMs: number;
+  /** Browser origins allowed to call the API (`*` = any); default: pages served from localhost / 127.0.0.1. */
+  corsOrigins: string[];
 }
 
+/** Origins allowed when `DEER_FLOW_CORS_ORIGINS` is unset: local development front ends on any port. */
+export const DEFAULT_CORS_ORIGINS = ["http://localhost", "http://127.0.0.1", "https://localhost", "https://127.0.0.1"];
+
 /**
- * Reads `HOST` (default `0.0.0.0`), `PORT` (default 8001), `LOG_LEVEL` (default `info`) and
- * `DEER_FLOW_HEARTBEAT_MS` (SSE heartbeat interval in ms, default 15000).
+ * Reads `HOST` (default `0.0.0.0`), `PORT` (default 8001), `LOG_LEVEL` (default `info`),
+ * `DEER_FLOW_HEARTBEAT_MS` (SSE heartbeat interval in ms, default 15000) and `DEER_FLOW_CORS_ORIGINS`
+ * (comma-separated origins, `*` for any; default localhost / 127.0.0.1 on any port).
  * @throws Error when `PORT` or `DEER_FLOW_HEARTBEAT_MS` is not a non-negative integer.
  */
 export function readServerEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
@@ -26,5 +32,8 @@ export function readServerEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     port: int("PORT", 8001, 0),
     logLevel: env.LOG_LEVEL?.trim() || "info",
     heartbeatMs: int("DEER_FLOW_HEARTBEAT_MS", 15_000, 0),
+    corsOrigins: env.DEER_FLOW_CORS_ORIGINS?.trim()
+      ? env.DEER_FLOW_CORS_ORIGINS.split(",").map((o) => o.trim().replace(/\/+$/, "")).filter(Boolean)
+      : DEFAULT_CORS_ORIGINS,
   };
 }

@@ -5,7 +5,7 @@ import path from "node:path";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import { THREAD_STATE_FIELDS } from "../agents/thread-state.js";
 import type { AppConfig } from "../config/schema.js";
-import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
+import { ConflictError, DeerflowError, NotFoundError, ValidationError } from "../errors.js";
 import type { AgentFactory } from "./agent-factory.js";
 import type { Persistence } from "./persistence.js";
 import type { RunManager } from "./run-manager.js";
@@ -50,7 +50,8 @@ export class ThreadService {
    * appended or replaced by id), optionally from `checkpoint_id`. `as_node` is honoured when it names a node of the
    * lead-agent graph; otherwise LangGraph picks the writer (so a rename after a finished run leaves `next` empty).
    * @throws NotFoundError for an unknown thread or checkpoint; ConflictError while a run is in flight;
-   *   ValidationError "Unknown thread-state field(s): ..." for keys that are not ThreadState channels.
+   *   ValidationError "Unknown thread-state field(s): ..." for keys that are not ThreadState channels, or
+ *   "Invalid state values: ..." for values a channel refuses.
    */
   async updateState(threadId: string, update: StateUpdate): Promise<ThreadStateResponse> {
     this.requireThread(threadId);
@@ -71,7 +72,13 @@ export class ThreadService {
     agent.checkpointer = checkpointer;
     const graph = ((agent as { graph?: UpdatableGraph }).graph ?? agent) as UpdatableGraph;
     const asNode = update.as_node && graph.nodes && update.as_node in graph.nodes ? update.as_node : undefined;
-    await graph.updateState({ configurable }, values, asNode);
+    try {
+      await graph.updateState({ configurable }, values, asNode);
+    } catch (err) {
+      if (DeerflowError.isInstance(err)) throw err;
+      // A value the channel's schema or reducer refuses (a number for `title`, a second sandbox id, ...).
+      throw new ValidationError(`Invalid state values: ${String((err as Error).message).split("\n")[0]}`);
+    }
     return readThreadState(checkpointer, threadId);
   }
 

@@ -1,5 +1,6 @@
 // Reads a thread's state straight from its newest checkpoint, in the LangGraph API's ThreadState shape.
 import type { BaseCheckpointSaver, CheckpointTuple } from "@langchain/langgraph";
+import { NotFoundError } from "../errors.js";
 import { serializeValues } from "./serialization.js";
 
 /** LangGraph checkpoint reference: `{thread_id, checkpoint_ns, checkpoint_id, checkpoint_map}`. */
@@ -61,6 +62,16 @@ export function checkpointToState(threadId: string, tuple: CheckpointTuple | und
     parent_checkpoint_id: parentId ?? null,
     interrupts: serializeValues(interrupts) as unknown[],
   };
+}
+
+/**
+ * The state of a thread at one checkpoint (time travel).
+ * @throws NotFoundError "Checkpoint <id> not found" when the thread has no such checkpoint.
+ */
+export async function readThreadStateAt(checkpointer: BaseCheckpointSaver, threadId: string, checkpointId: string): Promise<ThreadStateResponse> {
+  const tuple = await checkpointer.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: checkpointId } });
+  if (!tuple) throw new NotFoundError(`Checkpoint ${checkpointId} not found`);
+  return checkpointToState(threadId, tuple);
 }
 
 /** The newest state of a thread (root namespace), or the empty state when it has no checkpoint yet. */

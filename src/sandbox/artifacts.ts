@@ -20,8 +20,14 @@ export const MIME_TYPES: Readonly<Record<string, string>> = {
   ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
   ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
 };
-/** Types a browser would execute (scripts in the gateway's origin): always sent as a download. */
-export const ACTIVE_CONTENT_TYPES: ReadonlySet<string> = new Set(["text/html", "application/xhtml+xml", "image/svg+xml"]);
+/**
+ * Types safe to show inline: browsers render them without running scripts in the gateway's origin. Everything
+ * else (XML, HTML, SVG, JavaScript, unknown types) is sent as an attachment.
+ */
+export const INLINE_SAFE_TYPES: ReadonlySet<string> = new Set([
+  "text/plain", "text/markdown", "text/csv", "text/tab-separated-values", "application/json", "application/x-ndjson", "application/yaml",
+  "text/x-python", "image/png", "image/jpeg", "image/gif", "image/webp", "image/x-icon", "application/pdf", "audio/mpeg", "audio/wav", "video/mp4",
+]);
 
 /** The `Content-Type` header for a file name. */
 export function contentTypeFor(filename: string): string {
@@ -48,7 +54,7 @@ export interface OpenedArtifact {
   size: number;
   filename: string;
   contentType: string;
-  /** True for active content ({@link ACTIVE_CONTENT_TYPES}), which must be sent as an attachment. */
+  /** True unless the type is in {@link INLINE_SAFE_TYPES}: such content must be sent as an attachment. */
   active: boolean;
 }
 
@@ -74,5 +80,5 @@ export async function openArtifact(sandbox: LocalSandbox, rawPath: string): Prom
   }
   const filename = path.basename(real);
   const contentType = contentTypeFor(filename);
-  return { handle, size: info.size, filename, contentType, active: ACTIVE_CONTENT_TYPES.has(contentType.split(";")[0]) };
+  return { handle, size: info.size, filename, contentType, active: !INLINE_SAFE_TYPES.has(contentType.split(";")[0]) };
 }

@@ -31,8 +31,9 @@ export interface UploadedFileInfo {
 
 /**
  * The file name an upload is stored under. Only a bare name is accepted: directory components (`/` or `\`), `..`,
- * percent-encoded separators, control characters and names over {@link MAX_SEGMENT_BYTES} bytes are refused;
- * surrounding whitespace and leading dots are stripped (`.env` is stored as `env`).
+ * percent-encoded separators, control characters, invisible/bidi formatting characters (Unicode Cf) and names over
+ * {@link MAX_SEGMENT_BYTES} bytes are refused; surrounding whitespace and leading dots are stripped (`.env` is
+ * stored as `env`).
  * @throws ValidationError (422) naming the rule that failed.
  */
 export function sanitizeUploadFilename(raw: string): string {
@@ -44,8 +45,10 @@ export function sanitizeUploadFilename(raw: string): string {
   } catch (err) {
     throw new ValidationError(`Invalid filename ${shown}: ${(err as Error).message}`);
   }
-  const name = raw.trim().replace(/^\.+/, "").trim();
-  if (!name) throw new ValidationError(`Invalid filename ${shown}: nothing left after removing leading dots`);
+  // Invisible and direction-changing characters (U+202E, U+200B, ...) let a name pose as another.
+  if (/\p{Cf}/u.test(raw)) throw new ValidationError(`Invalid filename ${shown}: invisible or bidirectional formatting characters are not allowed`);
+  const name = raw.trim().replace(/^[.\s]+/, "").trim();
+  if (!name) throw new ValidationError(`Invalid filename ${shown}: nothing left after removing leading dots and spaces`);
   if (TEMP_FILE.test(`.${name}`) || /^(upload|write)-.*\.part$/.test(name)) throw new ValidationError(`Invalid filename ${shown}: reserved for temporary files`);
   if (Buffer.byteLength(name) > MAX_SEGMENT_BYTES) throw new ValidationError(`Invalid filename: too long (${Buffer.byteLength(name)} bytes; the limit is ${MAX_SEGMENT_BYTES})`);
   return name;

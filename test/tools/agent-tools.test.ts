@@ -7,12 +7,12 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { AgentStore } from "../../src/config/agent-store.js";
 import { parseAppConfig } from "../../src/config/schema.js";
-import { createSetupAgentTool } from "../../src/tools/builtins/setup-agent.js";
+import { AGENT_WRITES_DISABLED, agentWritesDisabled, createSetupAgentTool } from "../../src/tools/builtins/setup-agent.js";
 import { createUpdateAgentTool } from "../../src/tools/builtins/update-agent.js";
 
 let dir: string;
 let store: AgentStore;
-const appConfig = parseAppConfig({ models: [{ name: "m1", use: "langchain_openai:ChatOpenAI", model: "x" }, { name: "m2", use: "langchain_openai:ChatOpenAI", model: "y" }] });
+const appConfig = parseAppConfig({ agents_api: { enabled: true }, models: [{ name: "m1", use: "langchain_openai:ChatOpenAI", model: "x" }, { name: "m2", use: "langchain_openai:ChatOpenAI", model: "y" }] });
 const KNOWN = ["data-analysis", "deep-research"];
 beforeEach(() => {
   dir = mkdtempSync(path.join(tmpdir(), "agent-tools-"));
@@ -98,5 +98,18 @@ describe("update_agent (agent-factory.md §7)", () => {
 
   it("keeps users apart", async () => {
     expect(content(await run(update(), { description: "x" }, { agent_name: "helper", user_id: "someone-else" }))).toContain("does not exist");
+  });
+});
+
+describe("agent tools when agents_api is disabled", () => {
+  it("refuse to write agent files or the default SOUL.md", async () => {
+    const closed = parseAppConfig({ models: [{ name: "m1", use: "langchain_openai:ChatOpenAI", model: "x" }] });
+    const store = new AgentStore(mkdtempSync(path.join(tmpdir(), "dfgw-closed-")));
+    const update = createUpdateAgentTool({ store, appConfig: closed, knownSkills: [] }) as unknown as Tool;
+    const res = (await update.invoke({ soul: "new soul" }, { context: { agent_name: "x", app_config: closed }, toolCall: { id: "c1" } } as never)) as { content: string };
+    expect(res.content).toBe(AGENT_WRITES_DISABLED);
+    expect(agentWritesDisabled({ context: { app_config: closed } })).toBe(true);
+    expect(agentWritesDisabled({ context: { app_config: appConfig } })).toBe(false);
+    expect(agentWritesDisabled({ context: {} })).toBe(false);
   });
 });

@@ -16,12 +16,27 @@ export function isControlFlowError(err: unknown, signal?: AbortSignal): boolean 
   return name === "AbortError" || name === "GraphInterrupt" || name === "NodeInterrupt";
 }
 
-/** Exception text for the model: message (or type name), cut to 500 chars (first 497 + "..."). */
+/**
+ * Exception text for the model: the message (or type name) of the tool's own error (unwrapped from langchain's
+ * ToolInvocationError), without stack frames, cut to 500 chars (first 497 + "...").
+ */
 export function describeToolError(err: unknown): { type: string; detail: string } {
-  const type = (err as Error | undefined)?.constructor?.name && err instanceof Error ? err.constructor.name : typeof err;
-  let detail = err instanceof Error ? err.message || type : String(err);
+  // langchain wraps a tool's own error in ToolInvocationError, whose message embeds the cause's stack trace.
+  const root = err instanceof Error && err.constructor?.name === "ToolInvocationError" && err.cause instanceof Error ? err.cause : err;
+  const type = (root as Error | undefined)?.constructor?.name && root instanceof Error ? root.constructor.name : typeof root;
+  let detail = root instanceof Error ? root.message || type : String(root);
+  detail = stripStackTrace(detail);
   if (detail.length > MAX_DETAIL_CHARS) detail = `${detail.slice(0, MAX_DETAIL_CHARS - 3)}...`;
   return { type, detail };
+}
+
+/** Removes stack-frame lines (`    at fn (/path/file.ts:1:2)`) and trailing blank lines: host paths never reach the model. */
+export function stripStackTrace(text: string): string {
+  return text
+    .split("\n")
+    .filter((line) => !/^\s+at\s/.test(line))
+    .join("\n")
+    .trimEnd();
 }
 
 /**

@@ -35,12 +35,25 @@ export function unknownSkills(skills: readonly string[] | null | undefined, know
   return (skills ?? []).filter((s) => !known.includes(s));
 }
 
+/** The refusal of setup_agent / update_agent while `agents_api.enabled` is false. */
+export const AGENT_WRITES_DISABLED =
+  "Error: agent definitions cannot be changed here: the operator has disabled agent management (agents_api.enabled is false in config.yaml).";
+
+/**
+ * True when the run's AppConfig (installed in the context by the gateway) has `agents_api.enabled: false`: the
+ * switch that closes the agents HTTP API also closes the tools that write agent files and the default SOUL.md.
+ */
+export function agentWritesDisabled(cfg: ToolConfig): boolean {
+  const appConfig = (cfg.context?.app_config ?? cfg.configurable?.app_config) as { agents_api?: { enabled?: boolean } } | undefined;
+  return appConfig?.agents_api?.enabled === false;
+}
+
 /**
  * Creates `setup_agent`, the tool of a bootstrap run (`is_bootstrap`). With an `agent_name` in the run context it
  * creates that agent for the context's user, or updates it when it exists: config.yaml `{name, description,
  * skills?}` and SOUL.md, each written atomically through the agent store; it answers "Agent '<name>' created
  * successfully!" and sets `created_agent_name` in the thread state. Without an agent name it saves the default
- * agent's SOUL.md. Refused without writing (status `error`): a blank soul ("Error: soul content is empty; ..."), an
+ * agent's SOUL.md. Refused without writing (status `error`): `agents_api.enabled: false` in the run's config, a blank soul ("Error: soul content is empty; ..."), an
  * invalid agent name ("Error: Invalid agent name ..."), a skill that is not installed ("Error: Unknown skill ...").
  */
 export function createSetupAgentTool(options: SetupAgentToolOptions) {
@@ -50,6 +63,7 @@ export function createSetupAgentTool(options: SetupAgentToolOptions) {
       const error = (content: string) => new ToolMessage({ content, tool_call_id: id, name: "setup_agent", status: "error" });
       if (!soul.trim()) return error("Error: soul content is empty; write the complete SOUL.md text and call setup_agent again.");
       const cfg = (config ?? {}) as ToolConfig;
+      if (agentWritesDisabled(cfg)) return error(AGENT_WRITES_DISABLED);
       const rawName = cfg.context?.agent_name ?? cfg.configurable?.agent_name;
       const userId = String(cfg.context?.user_id ?? cfg.configurable?.user_id ?? "default");
       const unknown = unknownSkills(skills, options.knownSkills);

@@ -6,7 +6,7 @@ import { validateAgentName } from "../../config/agent-config.js";
 import type { AgentRecord, AgentStore, AgentUpdate } from "../../config/agent-store.js";
 import { getModelConfig, type AppConfig } from "../../config/schema.js";
 import { DeerflowError } from "../../errors.js";
-import { unknownSkills } from "./setup-agent.js";
+import { AGENT_WRITES_DISABLED, agentWritesDisabled, unknownSkills } from "./setup-agent.js";
 import { toolCallIdOf } from "./write-todos.js";
 
 /** Channels whose agents are operator-configured: `update_agent` refuses to run there. */
@@ -39,7 +39,7 @@ type ToolConfig = { context?: Record<string, unknown>; configurable?: Record<str
 /**
  * Creates `update_agent`, given to a custom agent (not on webhook channels). Fields the model leaves out, or
  * passes as "null" / "none" / "undefined", are kept. Checks in order, each an error result (status `error`) that
- * writes nothing: webhook channel (`github`) -> "operator-trusted"; no field -> "No fields provided ..."; blank soul
+ * writes nothing: `agents_api.enabled: false`; webhook channel (`github`) -> "operator-trusted"; no field -> "No fields provided ..."; blank soul
  * -> "soul content is empty ... Omit the soul field ..."; a list field that is not an array; no or an invalid agent
  * name in the run context -> "only available inside a custom agent's chat" / "Invalid agent name"; unknown model ->
  * "Unknown model '<m>' ..."; unknown skill -> "Unknown skill ..."; missing agent -> "... does not exist for the
@@ -53,6 +53,7 @@ export function createUpdateAgentTool(options: UpdateAgentToolOptions) {
       const id = toolCallIdOf(config);
       const error = (content: string) => new ToolMessage({ content, tool_call_id: id, name: "update_agent", status: "error" });
       const cfg = (config ?? {}) as ToolConfig;
+      if (agentWritesDisabled(cfg) || options.appConfig.agents_api.enabled === false) return error(AGENT_WRITES_DISABLED);
       const channel = cfg.context?.channel_name ?? cfg.configurable?.channel_name;
       if (typeof channel === "string" && WEBHOOK_CHANNELS.has(channel)) {
         return error(`Error: update_agent is disabled on the '${channel}' channel: agents there are operator-trusted and can only be changed by an operator.`);

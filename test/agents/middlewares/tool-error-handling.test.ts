@@ -79,3 +79,22 @@ describe("isControlFlowError", () => {
     expect(isControlFlowError(new Error("x"))).toBe(false);
   });
 });
+
+describe("tool errors never carry stack traces", () => {
+  it("reports a schema violation of a real tool with the validation message only", async () => {
+    const { ScriptedChatModel } = await import("../../../src/models/scripted-chat-model.js");
+    const { createDeerflowAgent } = await import("../../../src/agents/factory.js");
+    const { tool } = await import("langchain");
+    const { z } = await import("zod");
+    const { MemorySaver } = await import("@langchain/langgraph");
+    const needsList = tool(async ({ items }) => items.join(","), { name: "needs_list", description: "d", schema: z.object({ items: z.array(z.string()) }) });
+    const agent = createDeerflowAgent(new ScriptedChatModel(), [needsList], { features: { sandbox: false }, checkpointer: new MemorySaver() });
+    const result = await agent.invoke({ messages: [{ role: "user", content: "!call needs_list {}" }] }, { configurable: { thread_id: "stack" } });
+    const toolMessage = result.messages.find((m: { getType(): string }) => m.getType() === "tool");
+    const text = String(toolMessage.content);
+    expect(text).toContain("Error: Tool 'needs_list' failed with");
+    expect(text).toContain("expected array");
+    expect(text).not.toMatch(/\n\s+at\s/);
+    expect(text).not.toContain("node_modules");
+  });
+});
