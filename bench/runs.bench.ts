@@ -3,6 +3,7 @@
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { BenchResult, BenchSuite } from "./stats.js";
@@ -44,25 +45,30 @@ async function startServer(dir: string): Promise<{ url: string; stop: () => Prom
   };
 }
 
-/** One streamed run: returns [time to first byte, time to the end of the stream] in ms. */
-async function oneRun(url: string, i: number): Promise<[number, number]> {
+/**
+ * One streamed run over a keep-alive `node:http` agent sized to the concurrency (one socket per worker, so the
+ * client adds no queueing of its own): returns [time to first body byte, time to the end of the stream] in ms.
+ */
+function oneRun(url: string, agent: http.Agent, i: number): Promise<[number, number]> {
+  const body = JSON.stringify({ input: { messages: [{ role: "user", content: `bench ${i}` }] }, stream_mode: ["values", "messages-tuple"] });
   const start = performance.now();
-  const res = await fetch(`${url}/runs/stream`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ input: { messages: [{ role: "user", content: `bench ${i}` }] }, stream_mode: ["values", "messages-tuple"] }),
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${url}/runs/stream`, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      let first = 0;
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        if (!first) first = performance.now() - start;
+        text += chunk;
+      });
+      res.on("end", () => {
+        if (!text.includes("event: end") || text.includes("event: error")) reject(new Error(`run ${i} did not end cleanly`));
+        else resolve([first, performance.now() - start]);
+      });
+    });
+    req.on("error", reject);
+    req.end(body);
   });
-  const reader = res.body!.getReader();
-  let first = 0;
-  let text = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    if (!first) first = performance.now() - start;
-    text += new TextDecoder().decode(value);
-  }
-  if (!text.includes("event: end") || text.includes("event: error")) throw new Error(`run ${i} did not end cleanly`);
-  return [first, performance.now() - start];
 }
 
 /** Streamed runs per second and latency at each concurrency level. */
@@ -72,8 +78,11 @@ export async function runRunsBench(): Promise<BenchSuite> {
   const results: BenchResult[] = [];
   const notes: string[] = [];
   try {
-    for (let i = 0; i < 20; i++) await oneRun(server.url, -i);
+    const warmAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    for (let i = 0; i < 20; i++) await oneRun(server.url, warmAgent, -i);
+    warmAgent.destroy();
     for (const { concurrency, runs } of LEVELS) {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
       const ttfb: number[] = [];
       const total: number[] = [];
       let next = 0;
@@ -81,13 +90,14 @@ export async function runRunsBench(): Promise<BenchSuite> {
       await Promise.all(
         Array.from({ length: concurrency }, async () => {
           while (next < runs) {
-            const [first, all] = await oneRun(server.url, next++);
+            const [first, all] = await oneRun(server.url, agent, next++);
             ttfb.push(first);
             total.push(all);
           }
         }),
       );
       const seconds = (performance.now() - started) / 1000;
+      agent.destroy();
       results.push({ name: `c=${concurrency}: time to first byte`, samples: ttfb }, { name: `c=${concurrency}: whole run (build + stream + end)`, samples: total });
       notes.push(`concurrency ${concurrency}: ${runs} runs in ${seconds.toFixed(2)} s = ${(runs / seconds).toFixed(1)} runs/s`);
     }
