@@ -88,7 +88,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const agentFactory = options.agentFactory ?? resolveAgentFactory();
   const bridge = new MemoryStreamBridge(options.queueMaxSize ?? 256);
   const runs = new RunManager(persistence.runs);
-  const memoryQueue = new MemoryUpdateQueue();
+  // Batches memory writes for a second: a busy gateway writes each memory file once per batch, not once per run.
+  const memoryQueue = new MemoryUpdateQueue(undefined, { debounceMs: 1_000 });
   const sandbox = createSandboxProvider(appConfig, home);
   const runService = new RunService({
     bridge,

@@ -131,6 +131,7 @@ export class ScriptedChatModel extends BaseChatModel {
     if (turn.kind === "fail") throw new Error(turn.message);
     // Same latency as streaming: one delay per token, so non-streamed runs are just as slow.
     if (this.tokenDelayMs > 0 && turn.kind === "text") await sleep(this.tokenDelayMs * scriptedTokens(turn.text).length, options?.signal);
+    else await new Promise<void>((resolve) => setImmediate(resolve));
     const meta = { model_name: this.model, finish_reason: turn.kind === "tool" ? "tool_calls" : "stop" };
     const message =
       turn.kind === "tool"
@@ -167,7 +168,9 @@ export class ScriptedChatModel extends BaseChatModel {
     }
     const tokens = scriptedTokens(turn.text);
     for (let i = 0; i < tokens.length; i++) {
+      // Like a network model, hand the event loop back between tokens even without a delay.
       if (this.tokenDelayMs > 0) await sleep(this.tokenDelayMs, options.signal);
+      else await new Promise<void>((resolve) => setImmediate(resolve));
       options.signal?.throwIfAborted();
       const last = i === tokens.length - 1;
       const chunk = new ChatGenerationChunk({

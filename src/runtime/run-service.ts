@@ -17,6 +17,9 @@ import { parseRunRequest, type RunRequest, type StreamModeName } from "./run-req
 import { serializeMessage, serializeValues, toWire } from "./serialization.js";
 import type { StreamBridge } from "./stream-bridge.js";
 
+/** Resolves on the next turn of the event loop (after pending I/O callbacks). */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** DeerFlow's thread-id rule (gateway.md 3.1). */
 export const THREAD_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 /** `additional_kwargs` keys only the server may set on incoming messages. */
@@ -242,6 +245,9 @@ export class RunService {
         const parts = chunk as unknown[];
         const [namespace, mode, payload] = subgraphs ? (parts as [string[], string, unknown]) : ([[], ...parts] as unknown as [string[], string, unknown]);
         bridge.publish(runId, eventName(mode, namespace), serializeChunk(mode, payload));
+        // A run whose model answers without I/O (cached, local, scripted) would otherwise advance in one unbroken
+        // microtask chain: yield so sockets (new requests, SSE writes) are served between chunks.
+        await yieldToEventLoop();
       }
       if (signal.aborted) status = "interrupted";
     } catch (err) {

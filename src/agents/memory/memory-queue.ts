@@ -80,19 +80,34 @@ export class MemoryUpdateQueue {
     this.timer.unref?.();
   }
 
-  /** Processes every pending job; resolves when they (and any batch already running) are written. */
+  /** Processes every pending job (one write per memory file); resolves when they (and any batch already running) are written. */
   flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     const batch = [...this.jobs.values()];
     this.jobs.clear();
+    // One read-modify-write per memory file, however many conversations of the batch it receives: the write is
+    // synchronous and fsynced, so doing it per job would stall the event loop under load.
+    const byFile = new Map<string, MemoryJob[]>();
+    for (const job of batch) {
+      const key = `${job.userId}\u0000${job.agentName}`;
+      byFile.set(key, [...(byFile.get(key) ?? []), job]);
+    }
     this.running = this.running.then(async () => {
-      for (const job of batch) {
+      for (const jobs of byFile.values()) {
+        const { userId, agentName } = jobs[0];
         try {
-          const doc = await this.updater(this.store.load(job.userId, job.agentName), job);
-          this.store.save(job.userId, job.agentName, doc);
+          let doc = this.store.load(userId, agentName);
+          for (const job of jobs) {
+            try {
+              doc = await this.updater(doc, job);
+            } catch (err) {
+              getLogger().warn({ thread_id: job.threadId, agent: agentName, err: (err as Error).message }, "memory update failed");
+            }
+          }
+          this.store.save(userId, agentName, doc);
         } catch (err) {
-          getLogger().warn({ thread_id: job.threadId, agent: job.agentName, err: (err as Error).message }, "memory update failed");
+          getLogger().warn({ agent: agentName, err: (err as Error).message }, "memory update failed");
         }
       }
     });
