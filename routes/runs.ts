@@ -7,6 +7,7 @@ import { isTerminal, type ActiveRun, type RunStatus } from "../src/runtime/run-m
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
 import { RunCreateSchema } from "../src/runtime/run-request.js";
+import { principalOf } from "../src/auth/principal.js";
 import { doc } from "./openapi.js";
 import { streamRunEvents } from "./sse.js";
 
@@ -50,31 +51,31 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
     return record;
   };
 
-  async function stream(threadId: string | null, body: unknown, reply: FastifyReply): Promise<void> {
-    const { run } = await runService.start(threadId, body);
+  async function stream(threadId: string | null, body: unknown, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const { run } = await runService.start(threadId, body, principalOf(request).id);
     reply.header("Content-Location", location(run));
     await streamRunEvents(reply, bridge, run, { cancelOnDisconnect: run.onDisconnect === "cancel" });
   }
 
   async function wait(threadId: string | null, body: unknown, request: FastifyRequest, reply: FastifyReply) {
-    const { run } = await runService.start(threadId, body);
+    const { run } = await runService.start(threadId, body, principalOf(request).id);
     reply.header("Content-Location", location(run));
     cancelOnClientGone(request, run, run.onDisconnect === "cancel");
     return runService.result(run);
   }
 
-  async function create(threadId: string | null, body: unknown, reply: FastifyReply) {
-    const { run } = await runService.start(threadId, body);
+  async function create(threadId: string | null, body: unknown, request: FastifyRequest, reply: FastifyReply) {
+    const { run } = await runService.start(threadId, body, principalOf(request).id);
     reply.header("Content-Location", location(run));
     return run.record;
   }
 
-  app.post<ThreadParams>("/threads/:thread_id/runs/stream", { sse: "manual", schema: doc("runs", "Run on a thread, streamed as SSE", { body: RunCreateSchema }) }, (req, reply) => stream(req.params.thread_id, req.body, reply));
-  app.post("/runs/stream", { sse: "manual", schema: doc("runs", "Stateless run (thread from config.configurable.thread_id or new), SSE", { body: RunCreateSchema }) }, (req, reply) => stream(null, req.body, reply));
+  app.post<ThreadParams>("/threads/:thread_id/runs/stream", { sse: "manual", schema: doc("runs", "Run on a thread, streamed as SSE", { body: RunCreateSchema }) }, (req, reply) => stream(req.params.thread_id, req.body, req, reply));
+  app.post("/runs/stream", { sse: "manual", schema: doc("runs", "Stateless run (thread from config.configurable.thread_id or new), SSE", { body: RunCreateSchema }) }, (req, reply) => stream(null, req.body, req, reply));
   app.post<ThreadParams>("/threads/:thread_id/runs/wait", { schema: doc("runs", "Run on a thread and wait for its final values", { body: RunCreateSchema }) }, (req, reply) => wait(req.params.thread_id, req.body, req, reply));
   app.post("/runs/wait", { schema: doc("runs", "Stateless run, wait for its final values", { body: RunCreateSchema }) }, (req, reply) => wait(null, req.body, req, reply));
-  app.post<ThreadParams>("/threads/:thread_id/runs", { schema: doc("runs", "Create a background run", { body: RunCreateSchema }) }, (req, reply) => create(req.params.thread_id, req.body, reply));
-  app.post("/runs", { schema: doc("runs", "Create a stateless background run", { body: RunCreateSchema }) }, (req, reply) => create(null, req.body, reply));
+  app.post<ThreadParams>("/threads/:thread_id/runs", { schema: doc("runs", "Create a background run", { body: RunCreateSchema }) }, (req, reply) => create(req.params.thread_id, req.body, req, reply));
+  app.post("/runs", { schema: doc("runs", "Create a stateless background run", { body: RunCreateSchema }) }, (req, reply) => create(null, req.body, req, reply));
 
   app.get<ThreadParams>("/threads/:thread_id/runs", { schema: doc("runs", "List a thread's runs, newest first", { querystring: ListQuerySchema }) }, async (request) => {
     assertThreadId(request.params.thread_id);

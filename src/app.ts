@@ -14,6 +14,7 @@ import { getAgentsDir, getRuntimeHome } from "./config/paths.js";
 import { DEFAULT_CORS_ORIGINS } from "./config/server-env.js";
 import type { AppConfig } from "./config/schema.js";
 import { getLogger } from "./logger.js";
+import { DEFAULT_PRINCIPAL } from "./auth/principal.js";
 import { resolveAgentFactory, type AgentFactory } from "./runtime/agent-factory.js";
 import { openPersistence, type Persistence } from "./runtime/persistence.js";
 import { RunManager } from "./runtime/run-manager.js";
@@ -118,6 +119,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   app.addHook("onResponse", async (request, reply) => {
     const level = request.url === "/health" ? "debug" : "info";
     request.log[level]({ req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: Math.round(reply.elapsedTime) }, "request completed");
+  });
+  // Until the auth plugin resolves sessions and API keys, every request runs as the default user.
+  app.decorateRequest("principal", null);
+  app.addHook("onRequest", async (request) => {
+    request.principal = DEFAULT_PRINCIPAL;
   });
   app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox });
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {

@@ -5,6 +5,8 @@ import { coerceMessageLikeToMessage, isBaseMessage, type BaseMessage } from "@la
 import { Command, type CheckpointTuple } from "@langchain/langgraph";
 import type { Logger } from "pino";
 import type { AppConfig } from "../config/schema.js";
+import type { MemoryUpdateQueue } from "../agents/memory/memory-queue.js";
+import { buildRunContext, DEFAULT_USER_ID, type RunSandboxProvider } from "../agents/run-context.js";
 import { BadRequestError, NotFoundError, ValidationError } from "../errors.js";
 import type { AgentFactory } from "./agent-factory.js";
 import type { Persistence } from "./persistence.js";
@@ -36,9 +38,9 @@ export interface RunServiceDeps {
   /** How long a finished run's events stay replayable, in ms (default 60000). */
   cleanupDelayMs?: number;
   /** The process's memory update queue, handed to every run through its context (`memory_queue`). */
-  memoryQueue?: unknown;
+  memoryQueue?: MemoryUpdateQueue;
   /** The process's sandbox provider, handed to every run through its context (`sandbox_provider`) for the sandbox tools. */
-  sandboxProvider?: unknown;
+  sandboxProvider?: RunSandboxProvider;
 }
 
 /** A started run and the request it came from. */
@@ -145,7 +147,7 @@ export class RunService {
    *   unknown thread or checkpoint. @throws BadRequestError (400) for a malformed message.
    *   @throws ConflictError (409) when the thread already has an active run.
    */
-  async start(threadId: string | null, body: unknown): Promise<StartedRun> {
+  async start(threadId: string | null, body: unknown, userId: string = DEFAULT_USER_ID): Promise<StartedRun> {
     const request = parseRunRequest(body);
     const { threads, checkpointer } = this.deps.persistence;
     let tid: string;
@@ -159,7 +161,7 @@ export class RunService {
       if (!threads.get(tid)) throw new NotFoundError(`Thread ${tid} not found`);
     }
     const appConfig = this.deps.getAppConfig();
-    const runConfig = buildRunConfig(request, tid, { maxRecursionLimit: appConfig.max_recursion_limit });
+    const runConfig = buildRunConfig(request, tid, { maxRecursionLimit: appConfig.max_recursion_limit, userId });
     const input = toGraphInput(request);
     const checkpointId = request.checkpoint_id ?? (request.checkpoint?.checkpoint_id as string | undefined);
     if (request.checkpoint?.thread_id !== undefined && request.checkpoint.thread_id !== tid) {
@@ -207,16 +209,15 @@ export class RunService {
       bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: 1 });
       before = await latestCheckpoint(persistence.checkpointer, threadId);
       const appConfig = this.deps.getAppConfig();
-      const context = {
-        ...runConfig.context,
-        thread_id: threadId,
-        run_id: runId,
-        app_config: appConfig,
-        ...(this.deps.memoryQueue ? { memory_queue: this.deps.memoryQueue } : {}),
-        ...(this.deps.sandboxProvider ? { sandbox_provider: this.deps.sandboxProvider } : {}),
-      };
-      // A sandbox id is the server's to record (SandboxMiddleware); one sent by the client is dropped.
-      delete (context as Record<string, unknown>).sandbox_id;
+      const context = buildRunContext({
+        threadId,
+        runId,
+        userId: String(runConfig.context.user_id),
+        options: runConfig.context,
+        appConfig,
+        memoryQueue: this.deps.memoryQueue,
+        sandboxProvider: this.deps.sandboxProvider,
+      });
       const metadata = { ...runConfig.metadata, run_id: runId, thread_id: threadId, assistant_id: run.record.assistant_id };
       const config = { configurable: runConfig.configurable, context, metadata, recursionLimit: runConfig.recursion_limit, tags: runConfig.tags, runName: runConfig.run_name };
       const agent = await this.deps.agentFactory(config);
