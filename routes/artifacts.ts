@@ -1,8 +1,7 @@
 // Artifact route (DeerFlow app/gateway/routers/artifacts.py): files of a thread's own /mnt/user-data.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { NotFoundError } from "../src/errors.js";
-import { assertThreadId } from "../src/runtime/run-service.js";
+import { requireThread, threadOf } from "./guards.js";
 import { openArtifact } from "../src/sandbox/artifacts.js";
 import { doc } from "./openapi.js";
 
@@ -20,11 +19,9 @@ type ArtifactRequest = { Params: { thread_id: string; "*": string }; Querystring
 export async function artifactRoutes(app: FastifyInstance): Promise<void> {
   const { persistence, sandbox: provider } = app.deerflow;
 
-  app.get<ArtifactRequest>("/threads/:thread_id/artifacts/*", { schema: doc("artifacts", "Download a file from the thread's /mnt/user-data", { querystring: QuerySchema }) }, async (request, reply) => {
-    const threadId = request.params.thread_id;
-    assertThreadId(threadId);
-    if (!persistence.threads.get(threadId)) throw new NotFoundError(`Thread ${threadId} not found`);
-    const artifact = await openArtifact(provider.sandboxFor(threadId, "default"), request.params["*"]);
+  app.get<ArtifactRequest>("/threads/:thread_id/artifacts/*", { preHandler: requireThread, schema: doc("artifacts", "Download a file from the thread's /mnt/user-data", { querystring: QuerySchema }) }, async (request, reply) => {
+    const thread = threadOf(request);
+    const artifact = await openArtifact(provider.sandboxFor(thread.thread_id, thread.owner_id), request.params["*"]);
     const download = request.query.download === "true" || request.query.download === "1";
     const disposition = artifact.active || download ? "attachment" : "inline";
     return reply

@@ -5,9 +5,9 @@ import { z } from "zod";
 import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
 import { isTerminal, type ActiveRun, type RunStatus } from "../src/runtime/run-manager.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
-import { assertThreadId } from "../src/runtime/run-service.js";
 import { RunCreateSchema } from "../src/runtime/run-request.js";
 import { principalOf } from "../src/auth/principal.js";
+import { requireThread } from "./guards.js";
 import { doc } from "./openapi.js";
 import { streamRunEvents } from "./sse.js";
 
@@ -44,8 +44,8 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
     void run.done.then(() => request.raw.socket?.off("close", onClose));
   };
 
+  /** The run of a guarded route's thread (the guard has checked the id and the caller's ownership). */
   const findRun = (threadId: string, runId: string) => {
-    assertThreadId(threadId);
     const record = runs.get(runId, threadId);
     if (!record) throw new NotFoundError(`Run ${runId} not found`);
     return record;
@@ -70,23 +70,21 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
     return run.record;
   }
 
-  app.post<ThreadParams>("/threads/:thread_id/runs/stream", { sse: "manual", schema: doc("runs", "Run on a thread, streamed as SSE", { body: RunCreateSchema }) }, (req, reply) => stream(req.params.thread_id, req.body, req, reply));
+  app.post<ThreadParams>("/threads/:thread_id/runs/stream", { sse: "manual", preHandler: requireThread, schema: doc("runs", "Run on a thread, streamed as SSE", { body: RunCreateSchema }) }, (req, reply) => stream(req.params.thread_id, req.body, req, reply));
   app.post("/runs/stream", { sse: "manual", schema: doc("runs", "Stateless run (thread from config.configurable.thread_id or new), SSE", { body: RunCreateSchema }) }, (req, reply) => stream(null, req.body, req, reply));
-  app.post<ThreadParams>("/threads/:thread_id/runs/wait", { schema: doc("runs", "Run on a thread and wait for its final values", { body: RunCreateSchema }) }, (req, reply) => wait(req.params.thread_id, req.body, req, reply));
+  app.post<ThreadParams>("/threads/:thread_id/runs/wait", { preHandler: requireThread, schema: doc("runs", "Run on a thread and wait for its final values", { body: RunCreateSchema }) }, (req, reply) => wait(req.params.thread_id, req.body, req, reply));
   app.post("/runs/wait", { schema: doc("runs", "Stateless run, wait for its final values", { body: RunCreateSchema }) }, (req, reply) => wait(null, req.body, req, reply));
-  app.post<ThreadParams>("/threads/:thread_id/runs", { schema: doc("runs", "Create a background run", { body: RunCreateSchema }) }, (req, reply) => create(req.params.thread_id, req.body, req, reply));
+  app.post<ThreadParams>("/threads/:thread_id/runs", { preHandler: requireThread, schema: doc("runs", "Create a background run", { body: RunCreateSchema }) }, (req, reply) => create(req.params.thread_id, req.body, req, reply));
   app.post("/runs", { schema: doc("runs", "Create a stateless background run", { body: RunCreateSchema }) }, (req, reply) => create(null, req.body, req, reply));
 
-  app.get<ThreadParams>("/threads/:thread_id/runs", { schema: doc("runs", "List a thread's runs, newest first", { querystring: ListQuerySchema }) }, async (request) => {
-    assertThreadId(request.params.thread_id);
-    if (!app.deerflow.persistence.threads.get(request.params.thread_id)) throw new NotFoundError(`Thread ${request.params.thread_id} not found`);
+  app.get<ThreadParams>("/threads/:thread_id/runs", { preHandler: requireThread, schema: doc("runs", "List a thread's runs, newest first", { querystring: ListQuerySchema }) }, async (request) => {
     const query = parse(ListQuerySchema, request.query, "query");
     return runs.list(request.params.thread_id, { limit: query.limit, offset: query.offset, status: query.status as RunStatus | undefined });
   });
 
-  app.get<RunParams>("/threads/:thread_id/runs/:run_id", { schema: doc("runs", "Get a run") }, async (request) => findRun(request.params.thread_id, request.params.run_id));
+  app.get<RunParams>("/threads/:thread_id/runs/:run_id", { preHandler: requireThread, schema: doc("runs", "Get a run") }, async (request) => findRun(request.params.thread_id, request.params.run_id));
 
-  app.delete<RunParams>("/threads/:thread_id/runs/:run_id", { schema: doc("runs", "Delete a finished run") }, async (request, reply) => {
+  app.delete<RunParams>("/threads/:thread_id/runs/:run_id", { preHandler: requireThread, schema: doc("runs", "Delete a finished run") }, async (request, reply) => {
     const record = findRun(request.params.thread_id, request.params.run_id);
     if (!isTerminal(record.status) || runs.getActive(record.run_id)?.finished === false) {
       throw new ConflictError(`Run ${record.run_id} is still active; cancel it first`);
@@ -95,15 +93,14 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
     return reply.code(204).send();
   });
 
-  app.post<RunParams>("/threads/:thread_id/runs/:run_id/cancel", { schema: doc("runs", "Cancel a run (202, or 204 with wait)", { querystring: CancelQuerySchema }) }, async (request, reply) => {
+  app.post<RunParams>("/threads/:thread_id/runs/:run_id/cancel", { preHandler: requireThread, schema: doc("runs", "Cancel a run (202, or 204 with wait)", { querystring: CancelQuerySchema }) }, async (request, reply) => {
     const { thread_id: threadId, run_id: runId } = request.params;
-    assertThreadId(threadId);
     const query = parse(CancelQuerySchema, request.query, "query");
     await runs.cancel(threadId, runId, query.action, query.wait);
     return reply.code(query.wait ? 204 : 202).send();
   });
 
-  app.get<RunParams>("/threads/:thread_id/runs/:run_id/join", { schema: doc("runs", "Wait for a run and get the final values", { querystring: JoinQuerySchema }) }, async (request) => {
+  app.get<RunParams>("/threads/:thread_id/runs/:run_id/join", { preHandler: requireThread, schema: doc("runs", "Wait for a run and get the final values", { querystring: JoinQuerySchema }) }, async (request) => {
     const record = findRun(request.params.thread_id, request.params.run_id);
     const query = parse(JoinQuerySchema, request.query, "query");
     const run = runs.getActive(record.run_id);
@@ -127,9 +124,9 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
     await streamRunEvents(reply, bridge, run ?? { record, finished: true }, { lastEventId, cancelOnDisconnect: query.cancel_on_disconnect });
   };
 
-  app.get<RunParams>("/threads/:thread_id/runs/:run_id/stream", { sse: "manual", schema: doc("runs", "Join a run's SSE stream (Last-Event-ID resumes)", { querystring: JoinQuerySchema }) }, (request, reply) => joinStream(request, reply));
+  app.get<RunParams>("/threads/:thread_id/runs/:run_id/stream", { sse: "manual", preHandler: requireThread, schema: doc("runs", "Join a run's SSE stream (Last-Event-ID resumes)", { querystring: JoinQuerySchema }) }, (request, reply) => joinStream(request, reply));
 
-  app.post<RunParams>("/threads/:thread_id/runs/:run_id/stream", { sse: "manual", schema: doc("runs", "Cancel a run, then stream what remains", { querystring: CancelQuerySchema }) }, (request, reply) => {
+  app.post<RunParams>("/threads/:thread_id/runs/:run_id/stream", { sse: "manual", preHandler: requireThread, schema: doc("runs", "Cancel a run, then stream what remains", { querystring: CancelQuerySchema }) }, (request, reply) => {
     const query = parse(CancelQuerySchema, request.query, "query");
     return joinStream(request, reply, (request.query as Record<string, unknown>).action ? query.action : undefined, query.wait);
   });

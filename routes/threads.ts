@@ -8,6 +8,8 @@ import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
 import { readThreadState, readThreadStateAt } from "../src/runtime/thread-state-reader.js";
 import type { ThreadRecord } from "../src/runtime/thread-store.js";
+import { principalOf } from "../src/auth/principal.js";
+import { requireThread, threadOf } from "./guards.js";
 import { doc } from "./openapi.js";
 
 const metadataSchema = z.record(z.string(), z.unknown());
@@ -45,6 +47,12 @@ function parse<T>(schema: z.ZodType<T>, value: unknown): T {
 
 type ThreadParams = { Params: { thread_id: string } };
 
+/** A thread row as the LangGraph API shows it (the owner is the caller, so it is not repeated). */
+function wireThread(thread: ThreadRecord): Omit<ThreadRecord, "owner_id"> {
+  const { owner_id: _owner, ...rest } = thread;
+  return rest;
+}
+
 /** Registers the thread routes under the given prefix (`""` or `/api`). */
 export async function threadRoutes(app: FastifyInstance): Promise<void> {
   const { persistence, threadService } = app.deerflow;
@@ -53,21 +61,18 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
   /** The Thread resource with its materialised state values. */
   const threadView = async (thread: ThreadRecord) => {
     const state = await readThreadState(persistence.checkpointer, thread.thread_id);
-    return { ...thread, values: state.values, interrupts: {} };
-  };
-  const requireThread = (threadId: string): ThreadRecord => {
-    assertThreadId(threadId);
-    const thread = threads.get(threadId);
-    if (!thread) throw new NotFoundError(`Thread ${threadId} not found`);
-    return thread;
+    return { ...wireThread(thread), values: state.values, interrupts: {} };
   };
 
   app.post("/threads", { schema: doc("threads", "Create a thread (idempotent for a given thread_id)", { body: ThreadCreateSchema }) }, async (request) => {
     const body = parse(ThreadCreateSchema, request.body);
     const threadId = body.thread_id ?? randomUUID();
     assertThreadId(threadId);
-    if (body.if_exists === "raise" && threads.get(threadId)) throw new ConflictError(`Thread ${threadId} already exists`);
-    const thread = threads.create(threadId, body.metadata ?? {});
+    const userId = principalOf(request).id;
+    const existing = threads.get(threadId);
+    // Another user's thread id is taken, whatever if_exists says: never hand out (or reveal) their thread.
+    if (existing && (body.if_exists === "raise" || existing.owner_id !== userId)) throw new ConflictError(`Thread ${threadId} already exists`);
+    const thread = threads.create(threadId, body.metadata ?? {}, userId);
     await ensureInitialCheckpoint(persistence.checkpointer, threadId);
     return threadView(thread);
   });
@@ -75,6 +80,7 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
   app.post("/threads/search", { schema: doc("threads", "Search threads by metadata and status", { body: ThreadSearchSchema }) }, async (request) => {
     const body = parse(ThreadSearchSchema, request.body);
     const found = threads.search({
+      ownerId: principalOf(request).id,
       metadata: body.metadata ?? undefined,
       status: body.status ?? undefined,
       ids: body.ids ?? undefined,
@@ -87,49 +93,42 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
     return Promise.all(
       found.map(async (t) => {
         const { values } = await readThreadState(persistence.checkpointer, t.thread_id);
-        return { ...t, values: values.title ? { title: values.title } : {}, interrupts: {} };
+        return { ...wireThread(t), values: values.title ? { title: values.title } : {}, interrupts: {} };
       }),
     );
   });
 
-  app.get<ThreadParams>("/threads/:thread_id", { schema: doc("threads", "Get a thread with its state values") }, async (request) => threadView(requireThread(request.params.thread_id)));
+  app.get<ThreadParams>("/threads/:thread_id", { preHandler: requireThread, schema: doc("threads", "Get a thread with its state values") }, async (request) => threadView(threadOf(request)));
 
-  app.patch<ThreadParams>("/threads/:thread_id", { schema: doc("threads", "Merge thread metadata", { body: ThreadPatchSchema }) }, async (request) => {
-    requireThread(request.params.thread_id);
+  app.patch<ThreadParams>("/threads/:thread_id", { preHandler: requireThread, schema: doc("threads", "Merge thread metadata", { body: ThreadPatchSchema }) }, async (request) => {
     const body = parse(ThreadPatchSchema, request.body);
     return threadView(threads.patchMetadata(request.params.thread_id, body.metadata ?? {})!);
   });
 
-  app.delete<ThreadParams>("/threads/:thread_id", { schema: doc("threads", "Delete a thread, its checkpoints, runs and files") }, async (request) => {
-    assertThreadId(request.params.thread_id);
+  app.delete<ThreadParams>("/threads/:thread_id", { preHandler: requireThread, schema: doc("threads", "Delete a thread, its checkpoints, runs and files") }, async (request) => {
     await threadService.delete(request.params.thread_id);
     return { success: true, message: `Thread ${request.params.thread_id} deleted` };
   });
 
-  app.get<ThreadParams>("/threads/:thread_id/state", { schema: doc("threads", "Current thread state") }, async (request) => {
-    requireThread(request.params.thread_id);
+  app.get<ThreadParams>("/threads/:thread_id/state", { preHandler: requireThread, schema: doc("threads", "Current thread state") }, async (request) => {
     return readThreadState(persistence.checkpointer, request.params.thread_id);
   });
 
-  app.get<{ Params: { thread_id: string; checkpoint_id: string } }>("/threads/:thread_id/state/:checkpoint_id", { schema: doc("threads", "Thread state at a checkpoint") }, async (request) => {
-    requireThread(request.params.thread_id);
+  app.get<{ Params: { thread_id: string; checkpoint_id: string } }>("/threads/:thread_id/state/:checkpoint_id", { preHandler: requireThread, schema: doc("threads", "Thread state at a checkpoint") }, async (request) => {
     return readThreadStateAt(persistence.checkpointer, request.params.thread_id, request.params.checkpoint_id);
   });
 
-  app.post<ThreadParams>("/threads/:thread_id/state/checkpoint", { schema: doc("threads", "Thread state at a checkpoint (body {checkpoint: {checkpoint_id}})", { body: CheckpointQuerySchema }) }, async (request) => {
-    requireThread(request.params.thread_id);
+  app.post<ThreadParams>("/threads/:thread_id/state/checkpoint", { preHandler: requireThread, schema: doc("threads", "Thread state at a checkpoint (body {checkpoint: {checkpoint_id}})", { body: CheckpointQuerySchema }) }, async (request) => {
     const body = parse(CheckpointQuerySchema, request.body);
     if (body.checkpoint.thread_id && body.checkpoint.thread_id !== request.params.thread_id) throw new BadRequestError("checkpoint thread_id does not match the thread");
     return readThreadStateAt(persistence.checkpointer, request.params.thread_id, body.checkpoint.checkpoint_id);
   });
 
-  app.post<ThreadParams>("/threads/:thread_id/state", { schema: doc("threads", "Update thread state values", { body: StateUpdateSchema }) }, async (request) => {
-    assertThreadId(request.params.thread_id);
+  app.post<ThreadParams>("/threads/:thread_id/state", { preHandler: requireThread, schema: doc("threads", "Update thread state values", { body: StateUpdateSchema }) }, async (request) => {
     return threadService.updateState(request.params.thread_id, parse(StateUpdateSchema, request.body));
   });
 
-  app.post<ThreadParams>("/threads/:thread_id/history", { schema: doc("threads", "Checkpoint history, newest first", { body: HistorySchema }) }, async (request) => {
-    assertThreadId(request.params.thread_id);
+  app.post<ThreadParams>("/threads/:thread_id/history", { preHandler: requireThread, schema: doc("threads", "Checkpoint history, newest first", { body: HistorySchema }) }, async (request) => {
     const body = parse(HistorySchema, request.body);
     return threadService.history(request.params.thread_id, { limit: body.limit, before: body.before ?? undefined, metadata: body.metadata ?? undefined });
   });

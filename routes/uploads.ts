@@ -1,8 +1,8 @@
 // Upload routes (DeerFlow app/gateway/routers/uploads.py): files for a thread's /mnt/user-data/uploads.
 import { fastifyMultipart } from "@fastify/multipart";
-import type { FastifyInstance } from "fastify";
-import { BadRequestError, NotFoundError, PayloadTooLargeError, DeerflowError } from "../src/errors.js";
-import { assertThreadId } from "../src/runtime/run-service.js";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { BadRequestError, PayloadTooLargeError, DeerflowError } from "../src/errors.js";
+import { requireThread, threadOf } from "./guards.js";
 import { deleteUpload, listUploads, UploadBatch } from "../src/sandbox/uploads.js";
 import { doc } from "./openapi.js";
 
@@ -37,14 +37,14 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
   // intact so that traversal attempts are refused rather than silently reduced to a base name.
   await app.register(fastifyMultipart, { preservePath: true, throwFileSizeLimit: true });
 
-  const threadSandbox = (threadId: string) => {
-    assertThreadId(threadId);
-    if (!persistence.threads.get(threadId)) throw new NotFoundError(`Thread ${threadId} not found`);
-    return provider.sandboxFor(threadId, "default");
+  /** The sandbox of the guarded route's thread, under its owner's directory. */
+  const threadSandbox = (request: FastifyRequest) => {
+    const thread = threadOf(request);
+    return provider.sandboxFor(thread.thread_id, thread.owner_id);
   };
 
-  app.post<ThreadParams>("/threads/:thread_id/uploads", { schema: doc("uploads", "Upload files (multipart) to the thread's /mnt/user-data/uploads") }, async (request, reply) => {
-    const sandbox = threadSandbox(request.params.thread_id);
+  app.post<ThreadParams>("/threads/:thread_id/uploads", { preHandler: requireThread, schema: doc("uploads", "Upload files (multipart) to the thread's /mnt/user-data/uploads") }, async (request, reply) => {
+    const sandbox = threadSandbox(request);
     if (!request.isMultipart()) throw new BadRequestError("Expected a multipart/form-data body with one or more files");
     const limits = getAppConfig().uploads;
     const batch = new UploadBatch(sandbox, limits);
@@ -65,13 +65,13 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
     }
   });
 
-  app.get<ThreadParams>("/threads/:thread_id/uploads", { schema: doc("uploads", "List the thread's uploaded files") }, async (request) => {
-    const files = await listUploads(threadSandbox(request.params.thread_id));
+  app.get<ThreadParams>("/threads/:thread_id/uploads", { preHandler: requireThread, schema: doc("uploads", "List the thread's uploaded files") }, async (request) => {
+    const files = await listUploads(threadSandbox(request));
     return { files, count: files.length };
   });
 
-  app.delete<FileParams>("/threads/:thread_id/uploads/:filename", { schema: doc("uploads", "Delete one uploaded file") }, async (request) => {
-    await deleteUpload(threadSandbox(request.params.thread_id), request.params.filename);
+  app.delete<FileParams>("/threads/:thread_id/uploads/:filename", { preHandler: requireThread, schema: doc("uploads", "Delete one uploaded file") }, async (request) => {
+    await deleteUpload(threadSandbox(request), request.params.filename);
     return { success: true, message: `Deleted ${request.params.filename}` };
   });
 }

@@ -122,6 +122,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   });
   // Until the auth plugin resolves sessions and API keys, every request runs as the default user.
   app.decorateRequest("principal", null);
+  app.decorateRequest("thread", null);
   app.addHook("onRequest", async (request) => {
     request.principal = DEFAULT_PRINCIPAL;
   });

@@ -155,10 +155,13 @@ export class RunService {
       const fromConfig = request.config?.configurable?.thread_id;
       tid = fromConfig === undefined || fromConfig === null ? randomUUID() : (fromConfig as string);
       assertThreadId(tid);
+      // A stateless run may name an existing thread only if the caller owns it; another user's reads as missing.
+      const existing = threads.get(tid);
+      if (existing && existing.owner_id !== userId) throw new NotFoundError(`Thread ${tid} not found`);
     } else {
       assertThreadId(threadId);
       tid = threadId;
-      if (!threads.get(tid)) throw new NotFoundError(`Thread ${tid} not found`);
+      if (!threads.getOwned(tid, userId)) throw new NotFoundError(`Thread ${tid} not found`);
     }
     const appConfig = this.deps.getAppConfig();
     const runConfig = buildRunConfig(request, tid, { maxRecursionLimit: appConfig.max_recursion_limit, userId });
@@ -172,7 +175,7 @@ export class RunService {
       if (!found) throw new NotFoundError(`Checkpoint ${checkpointId} not found`);
       runConfig.configurable.checkpoint_id = checkpointId;
     }
-    if (threadId === null) threads.create(tid, {});
+    if (threadId === null) threads.create(tid, {}, userId);
     const run = this.deps.runs.admit({
       threadId: tid,
       assistantId: request.assistant_id ?? "lead_agent",

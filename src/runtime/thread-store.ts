@@ -1,5 +1,6 @@
 // The thread table (LangGraph "threads"): ids, status, metadata and timestamps. State lives in checkpoints.
 import type Database from "better-sqlite3";
+import { DEFAULT_USER_ID } from "../agents/run-context.js";
 
 /** LangGraph thread status. */
 export type ThreadStatus = "idle" | "busy" | "interrupted" | "error";
@@ -7,6 +8,8 @@ export type ThreadStatus = "idle" | "busy" | "interrupted" | "error";
 /** A stored thread row. Timestamps are ISO strings. */
 export interface ThreadRecord {
   thread_id: string;
+  /** The user who owns the thread (the principal that created it); other users see it as missing. */
+  owner_id: string;
   status: ThreadStatus;
   metadata: Record<string, unknown>;
   created_at: string;
@@ -18,6 +21,7 @@ const SERVER_KEYS = ["user_id", "owner_id"];
 
 interface Row {
   thread_id: string;
+  owner_id: string;
   status: ThreadStatus;
   metadata: string;
   created_at: string;
@@ -30,6 +34,10 @@ export class ThreadStore {
     db.exec(`CREATE TABLE IF NOT EXISTS threads (
       thread_id TEXT PRIMARY KEY, status TEXT NOT NULL, metadata TEXT NOT NULL,
       created_at TEXT NOT NULL, updated_at TEXT NOT NULL)`);
+    // Idempotent migration: rows from before ownership belong to the default user.
+    const columns = db.prepare("PRAGMA table_info(threads)").all() as { name: string }[];
+    if (!columns.some((c) => c.name === "owner_id")) db.exec(`ALTER TABLE threads ADD COLUMN owner_id TEXT NOT NULL DEFAULT '${DEFAULT_USER_ID}'`);
+    db.exec("CREATE INDEX IF NOT EXISTS threads_owner ON threads (owner_id, updated_at)");
   }
 
   private static toRecord(row: Row | undefined): ThreadRecord | null {
@@ -43,17 +51,26 @@ export class ThreadStore {
     return out;
   }
 
-  /** The thread, or null. */
+  /** The thread whoever owns it, or null. Routes use {@link getOwned}; this is for the server's own bookkeeping. */
   get(threadId: string): ThreadRecord | null {
     return ThreadStore.toRecord(this.db.prepare("SELECT * FROM threads WHERE thread_id = ?").get(threadId) as Row | undefined);
   }
 
-  /** Creates the thread if absent (idempotent: an existing thread is returned unchanged). */
-  create(threadId: string, metadata: Record<string, unknown> = {}): ThreadRecord {
+  /** The thread when `ownerId` owns it, else null (a thread of another user reads exactly as a missing one). */
+  getOwned(threadId: string, ownerId: string): ThreadRecord | null {
+    const thread = this.get(threadId);
+    return thread && thread.owner_id === ownerId ? thread : null;
+  }
+
+  /**
+   * Creates the thread if absent, owned by `ownerId` (idempotent: an existing thread is returned unchanged, whoever
+   * owns it; callers that must not touch another user's thread check {@link getOwned} first).
+   */
+  create(threadId: string, metadata: Record<string, unknown> = {}, ownerId: string = DEFAULT_USER_ID): ThreadRecord {
     const now = new Date().toISOString();
     this.db
-      .prepare("INSERT OR IGNORE INTO threads (thread_id, status, metadata, created_at, updated_at) VALUES (?, 'idle', ?, ?, ?)")
-      .run(threadId, JSON.stringify(ThreadStore.cleanMetadata(metadata)), now, now);
+      .prepare("INSERT OR IGNORE INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES (?, ?, 'idle', ?, ?, ?)")
+      .run(threadId, ownerId, JSON.stringify(ThreadStore.cleanMetadata(metadata)), now, now);
     return this.get(threadId)!;
   }
 
@@ -75,11 +92,15 @@ export class ThreadStore {
    * Threads matching every key of `metadata` (JSON equality per key) and `status`, optionally restricted to `ids`,
    * sorted (`sort_by` one of thread_id, status, created_at, updated_at; default `updated_at desc`) and paged.
    */
-  search(query: { metadata?: Record<string, unknown>; status?: ThreadStatus; ids?: string[]; limit: number; offset: number; sortBy?: string; sortOrder?: "asc" | "desc" }): ThreadRecord[] {
+  search(query: { ownerId?: string; metadata?: Record<string, unknown>; status?: ThreadStatus; ids?: string[]; limit: number; offset: number; sortBy?: string; sortOrder?: "asc" | "desc" }): ThreadRecord[] {
     const column = ["thread_id", "status", "created_at", "updated_at"].includes(query.sortBy ?? "") ? query.sortBy : "updated_at";
     const order = query.sortOrder === "asc" ? "ASC" : "DESC";
     const where: string[] = [];
     const params: unknown[] = [];
+    if (query.ownerId !== undefined) {
+      where.push("owner_id = ?");
+      params.push(query.ownerId);
+    }
     if (query.status) {
       where.push("status = ?");
       params.push(query.status);
