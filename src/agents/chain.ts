@@ -1,6 +1,6 @@
 // Port of DeerFlow agents/factory.py: _assemble_from_features and _insert_extra.
 import type { AgentMiddleware } from "langchain";
-import { MemoryConfigSchema } from "../config/schema.js";
+import { MemoryConfigSchema } from "./middlewares/memory.js";
 import { DeerflowError } from "../errors.js";
 import { getLogger } from "../logger.js";
 import { createAskClarificationTool } from "../tools/builtins/ask-clarification.js";

@@ -4,7 +4,8 @@
 // or DEFAULT_USER_ID with auth off); nothing a client sends can change it (DeerFlow gateway services.py
 // build_run_config + the auth middleware's identity injection).
 import { z } from "zod";
-import { isAppConfig, type AppConfig } from "../config/schema.js";
+import { isAppConfig } from "../config/app-config-brand.js";
+import type { AppConfig } from "../config/schema.js";
 import type { MemoryUpdateQueue } from "./memory/memory-queue.js";
 import type { LocalSandbox } from "../sandbox/local-sandbox.js";
 
@@ -26,9 +27,11 @@ export interface RunSandboxProvider {
 
 /** The subagent marker: which type of child this is and what it inherits. */
 export const SubagentMarkerSchema = z.looseObject({
-  type: z.string(),
-  tool_groups: z.array(z.string()).nullish(),
-  available_skills: z.array(z.string()).nullish(),
+  type: z.string().default("general-purpose"),
+  /** The parent's tool groups (null = all). */
+  tool_groups: z.array(z.string()).nullable().default(null),
+  /** The parent's skill allowlist (null = all enabled skills). */
+  available_skills: z.array(z.string()).nullable().default(null),
 });
 /** A parsed {@link SubagentMarkerSchema}. */
 export type SubagentMarker = z.infer<typeof SubagentMarkerSchema>;

@@ -84,3 +84,49 @@ function isFile(p: string): boolean {
     return false;
   }
 }
+
+/** A user or thread id used as a path segment: letters, digits, `_` and `-`, 1-128 characters. */
+const SAFE_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/**
+ * Validates ids that become path segments under the runtime home.
+ * @throws Error "Invalid <label> '<id>': must match ^[A-Za-z0-9_-]{1,128}$".
+ */
+function assertSafeSegment(label: string, id: string): void {
+  if (!SAFE_ID.test(id)) throw new Error(`Invalid ${label} '${id}': must match ${SAFE_ID.source}`);
+}
+
+/**
+ * A user's directory under the runtime home: `<home>/users/<user>` (memory, threads).
+ * @throws Error for an id that is not a safe path segment.
+ */
+export function userDir(home: string, userId: string): string {
+  assertSafeSegment("user id", userId);
+  return path.join(home, "users", userId);
+}
+
+/**
+ * A thread's directory: `<home>/users/<user>/threads/<thread>` (deleted with the thread).
+ * @throws Error for an id that is not a safe path segment.
+ */
+export function threadDir(home: string, userId: string, threadId: string): string {
+  assertSafeSegment("thread id", threadId);
+  return path.join(userDir(home, userId), "threads", threadId);
+}
+
+/** Host directories of one thread's `/mnt/user-data` areas (DeerFlow `ThreadDataState`). */
+export interface ThreadDataPaths {
+  workspace_path: string;
+  uploads_path: string;
+  outputs_path: string;
+}
+
+/**
+ * Host directories of one thread: `<home>/users/<user>/threads/<thread>/user-data/{workspace,uploads,outputs}`
+ * (DeerFlow config/paths.py `Paths.sandbox_*_dir`).
+ * @throws Error when an id is not a safe path segment (`^[A-Za-z0-9_-]{1,128}$`).
+ */
+export function threadDataPaths(home: string, userId: string, threadId: string): ThreadDataPaths {
+  const root = path.join(threadDir(home, userId, threadId), "user-data");
+  return { workspace_path: path.join(root, "workspace"), uploads_path: path.join(root, "uploads"), outputs_path: path.join(root, "outputs") };
+}

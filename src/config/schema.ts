@@ -1,7 +1,17 @@
 // Port of DeerFlow config/app_config.py (AppConfig) and its section models, for the sections this gateway reads.
 import { z } from "zod";
+import { LoopDetectionConfigSchema } from "../agents/middlewares/loop-detection.js";
+import { MemoryConfigSchema } from "../agents/middlewares/memory.js";
+import { SummarizationConfigSchema } from "../agents/middlewares/summarization.js";
+import { TitleConfigSchema } from "../agents/middlewares/title.js";
+import { TokenBudgetConfigSchema } from "../agents/middlewares/token-budget.js";
+import { SandboxConfigSchema } from "../sandbox/sandbox-config.js";
 
 const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
+
+// Section schemas owned by the SDK layer (each next to the middleware or provider that reads it), composed here.
+export { LoopDetectionConfigSchema, MemoryConfigSchema, SandboxConfigSchema, SummarizationConfigSchema, TitleConfigSchema, TokenBudgetConfigSchema };
+export type { LoopDetectionConfig } from "../agents/middlewares/loop-detection.js";
 
 /**
  * One chat model entry (DeerFlow `ModelConfig`). Unknown keys (`api_key`, `base_url`, `max_tokens`, `temperature`,
@@ -52,53 +62,10 @@ export type CheckpointerConfig = z.infer<typeof CheckpointerConfigSchema>;
 /** `token_usage`: whether token accounting is reported (`GET /api/models` shows the flag). */
 export const TokenUsageConfigSchema = z.looseObject({ enabled: z.boolean().default(true) });
 
-/** `loop_detection` (DeerFlow `loop_detection_config.py`): thresholds of LoopDetectionMiddleware. */
-export const LoopDetectionConfigSchema = z
-  .object({
-    enabled: z.boolean().default(true),
-    warn_threshold: z.number().int().min(1).default(3),
-    hard_limit: z.number().int().min(1).default(5),
-    window_size: z.number().int().min(1).default(20),
-    max_tracked_threads: z.number().int().min(1).default(100),
-    tool_freq_warn: z.number().int().min(1).default(30),
-    tool_freq_hard_limit: z.number().int().min(1).default(50),
-    tool_freq_overrides: z.record(z.string(), z.tuple([z.number().int().min(1), z.number().int().min(1)])).default({}),
-  })
-  .refine((c) => c.hard_limit >= c.warn_threshold, { message: "hard_limit must be >= warn_threshold", path: ["hard_limit"] })
-  .refine((c) => c.tool_freq_hard_limit >= c.tool_freq_warn, {
-    message: "tool_freq_hard_limit must be >= tool_freq_warn",
-    path: ["tool_freq_hard_limit"],
-  });
-/** A validated loop-detection section. */
-export type LoopDetectionConfig = z.infer<typeof LoopDetectionConfigSchema>;
-
-/** `token_budget` (DeerFlow `token_budget_config.py`): per-run token limits of TokenBudgetMiddleware. */
-export const TokenBudgetConfigSchema = z
-  .looseObject({
-    enabled: z.boolean().default(false),
-    max_tokens: z.number().int().min(1000).default(200_000),
-    max_input_tokens: nullish(z.number().int().positive()),
-    max_output_tokens: nullish(z.number().int().positive()),
-    warn_threshold: z.number().min(0).max(1).default(0.8),
-    hard_stop_threshold: z.number().min(0).default(1.0),
-  })
-  .refine((c) => c.hard_stop_threshold >= c.warn_threshold, { message: "hard_stop_threshold must be >= warn_threshold", path: ["hard_stop_threshold"] });
-
 /** `tool_search`: deferred MCP tools behind a `tool_search` tool; `auto_promote_top_k` is clamped into 1..5. */
 export const ToolSearchConfigSchema = z.looseObject({
   enabled: z.boolean().default(false),
   auto_promote_top_k: z.number().int().default(3).transform((n) => Math.min(5, Math.max(1, n))),
-});
-
-/** `sandbox` (DeerFlow `sandbox_config.py`): provider and tool limits. Restart-only. */
-export const SandboxConfigSchema = z.looseObject({
-  use: z.string().default("deerflow.sandbox.local:LocalSandboxProvider"),
-  allow_host_bash: z.boolean().default(false),
-  mounts: z.array(z.looseObject({ host_path: z.string(), container_path: z.string(), read_only: z.boolean().default(false) })).default([]),
-  bash_output_max_chars: z.number().int().min(0).default(20_000),
-  read_file_output_max_chars: z.number().int().min(0).default(50_000),
-  ls_output_max_chars: z.number().int().min(0).default(20_000),
-  bash_command_timeout: z.number().positive().default(600),
 });
 
 /** `skills`: where SKILL.md files live on the host and in the sandbox. */
@@ -106,38 +73,6 @@ export const SkillsConfigSchema = z.looseObject({
   path: nullish(z.string()),
   container_path: z.string().default("/mnt/skills"),
   deferred_discovery: z.boolean().default(false),
-});
-
-/** `title` (DeerFlow `title_config.py`): automatic thread titles. */
-export const TitleConfigSchema = z.looseObject({
-  enabled: z.boolean().default(true),
-  max_words: z.number().int().min(1).max(20).default(6),
-  max_chars: z.number().int().min(10).max(200).default(60),
-  model_name: nullish(z.string()),
-  prompt_template: nullish(z.string()),
-});
-
-const ContextSizeSchema = z.looseObject({ type: z.enum(["fraction", "tokens", "messages"]), value: z.number() });
-
-/** `summarization` (DeerFlow `summarization_config.py`): context compaction thresholds. */
-export const SummarizationConfigSchema = z.looseObject({
-  enabled: z.boolean().default(false),
-  model_name: nullish(z.string()),
-  trigger: nullish(z.union([ContextSizeSchema, z.array(ContextSizeSchema)])),
-  keep: ContextSizeSchema.default({ type: "messages", value: 20 }),
-  trim_tokens_to_summarize: nullish(z.number().int()).default(4000),
-  summary_prompt: nullish(z.string()),
-  skill_file_read_tool_names: z.array(z.string()).default(["read_file", "read", "view", "cat"]),
-});
-
-/** `memory` (DeerFlow `memory_config.py`): long-term memory; legacy extra keys are tolerated. */
-export const MemoryConfigSchema = z.looseObject({
-  enabled: z.boolean().default(true),
-  mode: z.enum(["middleware", "tool"]).default("middleware"),
-  injection_enabled: z.boolean().default(true),
-  shutdown_flush_timeout_seconds: z.number().min(1).max(300).default(30),
-  manager_class: z.string().default("deermem"),
-  backend_config: z.record(z.string(), z.unknown()).default({}),
 });
 
 /** `subagents`: limits of the `task` tool. */
@@ -234,25 +169,15 @@ export const AppConfigSchema = z.looseObject({
 /** The validated application config. Treat as immutable: `getAppConfig()` hands out the same object until the file changes. */
 export type AppConfig = z.infer<typeof AppConfigSchema>;
 
-const APP_CONFIG_BRAND = Symbol.for("deerflow-gateway.AppConfig");
-
-/** Marks a validated config object so {@link isAppConfig} can recognise it (non-enumerable, never serialised). */
-export function brandAppConfig(config: AppConfig): AppConfig {
-  Object.defineProperty(config, APP_CONFIG_BRAND, { value: true, enumerable: false });
-  return config;
-}
-
-/** True for a config produced by `parseAppConfig` / the config loader (DeerFlow's "real AppConfig instance" check). */
-export function isAppConfig(value: unknown): value is AppConfig {
-  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[APP_CONFIG_BRAND] === true;
-}
+export { brandAppConfig, isAppConfig } from "./app-config-brand.js";
+import { brandAppConfig } from "./app-config-brand.js";
 
 /**
  * Parses a plain object as an AppConfig (defaults applied, branded). Used by tests and embedders with
  * `setAppConfig`. @throws ZodError when the object fails the schema.
  */
 export function parseAppConfig(data: unknown): AppConfig {
-  return brandAppConfig(AppConfigSchema.parse(data));
+  return brandAppConfig(AppConfigSchema.parse(data)) as AppConfig;
 }
 
 /** The first model entry named `name`, or undefined (duplicates: first wins, as DeerFlow `get_model_config`). */

@@ -1,15 +1,17 @@
 // Thread operations beyond plain rows: state updates through the graph, history, and deletion of everything a
 // thread owns (checkpoints, runs, directories).
 import { rmSync } from "node:fs";
-import path from "node:path";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import { THREAD_STATE_FIELDS } from "../agents/thread-state.js";
+import { buildRunContext, type RunSandboxProvider } from "../agents/run-context.js";
+import { threadDir } from "../config/paths.js";
 import type { AppConfig } from "../config/schema.js";
 import { ConflictError, DeerflowError, NotFoundError, ValidationError } from "../errors.js";
 import type { AgentFactory } from "./agent-factory.js";
 import type { Persistence } from "./persistence.js";
 import type { RunManager } from "./run-manager.js";
 import { toMessages } from "./run-service.js";
+import type { ThreadRecord } from "./thread-store.js";
 import { checkpointToState, readThreadState, type ThreadStateResponse } from "./thread-state-reader.js";
 
 /** What {@link ThreadService} needs. */
@@ -21,7 +23,7 @@ export interface ThreadServiceDeps {
   /** Runtime home: thread directories live under `<home>/users/<user>/threads/<id>`. */
   home: string;
   /** Sandbox provider whose per-thread state is dropped when a thread is deleted. */
-  sandboxProvider?: { removeThread(threadId: string, userId?: string): void };
+  sandboxProvider?: RunSandboxProvider & { removeThread(threadId: string, userId?: string): void };
 }
 
 /** Body of `POST /threads/{id}/state`. */
@@ -41,8 +43,11 @@ interface UpdatableGraph {
 export class ThreadService {
   constructor(private readonly deps: ThreadServiceDeps) {}
 
-  private requireThread(threadId: string): void {
-    if (!this.deps.persistence.threads.get(threadId)) throw new NotFoundError(`Thread ${threadId} not found`);
+  /** The thread (routes have already checked the caller owns it). @throws NotFoundError for an unknown thread. */
+  private requireThread(threadId: string): ThreadRecord {
+    const thread = this.deps.persistence.threads.get(threadId);
+    if (!thread) throw new NotFoundError(`Thread ${threadId} not found`);
+    return thread;
   }
 
   /**
@@ -54,7 +59,7 @@ export class ThreadService {
  *   "Invalid state values: ..." for values a channel refuses.
    */
   async updateState(threadId: string, update: StateUpdate): Promise<ThreadStateResponse> {
-    this.requireThread(threadId);
+    const thread = this.requireThread(threadId);
     if (this.deps.runs.hasInFlight(threadId)) throw new ConflictError(`Thread ${threadId} has a run in flight; wait for it or cancel it first`);
     const values = { ...(update.values ?? {}) };
     const unknown = Object.keys(values).filter((k) => !(THREAD_STATE_FIELDS as readonly string[]).includes(k));
@@ -68,7 +73,7 @@ export class ThreadService {
       configurable.checkpoint_id = checkpointId;
     }
     const appConfig = this.deps.getAppConfig();
-    const agent = await this.deps.agentFactory({ configurable: { thread_id: threadId }, context: { thread_id: threadId, user_id: "default", app_config: appConfig } });
+    const agent = await this.deps.agentFactory({ configurable: { thread_id: threadId }, context: buildRunContext({ threadId, userId: thread.owner_id, appConfig, sandboxProvider: this.deps.sandboxProvider }) });
     agent.checkpointer = checkpointer;
     const graph = ((agent as { graph?: UpdatableGraph }).graph ?? agent) as UpdatableGraph;
     const asNode = update.as_node && graph.nodes && update.as_node in graph.nodes ? update.as_node : undefined;
@@ -107,12 +112,12 @@ export class ThreadService {
    * @throws NotFoundError for an unknown thread; ConflictError while a run is in flight (the thread survives).
    */
   async delete(threadId: string): Promise<void> {
-    this.requireThread(threadId);
+    const thread = this.requireThread(threadId);
     if (this.deps.runs.hasInFlight(threadId)) throw new ConflictError(`Thread ${threadId} has work in flight; cancel its runs before deleting it`);
     await this.deps.persistence.checkpointer.deleteThread(threadId);
     this.deps.runs.forgetThread(threadId);
     this.deps.persistence.threads.delete(threadId);
-    this.deps.sandboxProvider?.removeThread(threadId, "default");
-    rmSync(path.join(this.deps.home, "users", "default", "threads", threadId), { recursive: true, force: true });
+    this.deps.sandboxProvider?.removeThread(threadId, thread.owner_id);
+    rmSync(threadDir(this.deps.home, thread.owner_id, threadId), { recursive: true, force: true });
   }
 }

@@ -2,7 +2,7 @@
 // (user, thread), directories under DEER_FLOW_HOME, ids `local:<user>:<thread>`, an LRU cache of instances.
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
-import { threadDataPaths } from "../agents/middlewares/thread-data.js";
+import { threadDataPaths } from "../config/paths.js";
 import { getRuntimeHome } from "../config/paths.js";
 import { LocalSandbox } from "./local-sandbox.js";
 import type { SandboxDirs } from "./paths.js";

@@ -1,5 +1,6 @@
 // Port of DeerFlow sandbox/sandbox_provider.py (SandboxProvider) and the lazy acquisition of sandbox/tools.py
 // (ensure_sandbox_initialized). The local provider is in local-provider.ts, the tools in src/tools/sandbox/.
+import { runContextOf } from "../agents/run-context.js";
 
 /**
  * Hands out sandboxes per thread. `acquire` returns the id of the thread's sandbox (creating it if needed; calling
@@ -44,10 +45,9 @@ export function currentSandboxId(runtime: SandboxToolRuntime | undefined): strin
 export async function ensureSandbox(runtime: SandboxToolRuntime, provider: SandboxProvider): Promise<string> {
   const existing = currentSandboxId(runtime);
   if (existing) return existing;
-  const threadId = runtime.context?.thread_id ?? runtime.configurable?.thread_id;
-  if (typeof threadId !== "string" || !threadId) throw new Error("Thread ID is required to acquire a sandbox");
-  const userId = runtime.context?.user_id ?? runtime.configurable?.user_id;
-  const sandboxId = await provider.acquire(threadId, typeof userId === "string" && userId ? { userId } : undefined);
+  const { threadId, userId } = runContextOf(runtime);
+  if (!threadId) throw new Error("Thread ID is required to acquire a sandbox");
+  const sandboxId = await provider.acquire(threadId, { userId });
   if (runtime.state && typeof runtime.state === "object" && !Object.isFrozen(runtime.state)) {
     (runtime.state as Record<string, unknown>).sandbox = { sandbox_id: sandboxId };
   }

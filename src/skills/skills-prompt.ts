@@ -1,6 +1,6 @@
 // Port of DeerFlow agents/lead_agent/prompt.py (get_skills_prompt_section) and skills/describe.py (skill index).
 // The wording is ours; the structure and the cache key follow upstream.
-import { escapePromptText } from "../agents/lead-agent/prompt-text.js";
+import { escapePromptText } from "../agents/prompt-text.js";
 import { LruCache } from "./lru-cache.js";
 import { skillContainerFile } from "./load-skills.js";
 import type { Skill } from "./parse-skill.js";

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { getAppConfig } from "../../config/app-config.js";
 import { loadAgentConfig, loadAgentSoul, validateAgentName, type AgentConfig } from "../../config/agent-config.js";
 import { getProjectRoot, getSkillsDir } from "../../config/paths.js";
-import { getModelConfig, isAppConfig, type AppConfig } from "../../config/schema.js";
+import { getModelConfig, type AppConfig } from "../../config/schema.js";
 import { NotFoundError } from "../../errors.js";
 import { getLogger } from "../../logger.js";
 import { createChatModel } from "../../models/create-chat-model.js";
@@ -15,14 +15,14 @@ import { filterSkills, loadSkills } from "../../skills/load-skills.js";
 import { getSkillsPromptSection } from "../../skills/skills-prompt.js";
 import { deferredToolsSection } from "../../tools/builtins/tool-search.js";
 import { readExtensionsForBuild } from "../../tools/read-extensions.js";
-import { MemoryUpdateQueue } from "../memory/memory-queue.js";
 import { createDeerflowAgent, type DeerflowAgent } from "../factory.js";
 import { ThreadStateFields } from "../thread-state.js";
 import { buildMiddlewares } from "./middlewares.js";
 import { applyPromptTemplate } from "./prompt.js";
-import { LeadSubagentRuntime, subagentSpecOf } from "./subagent-runtime.js";
+import { LeadSubagentRuntime } from "./subagent-runtime.js";
 import { assembleLeadTools } from "./tools.js";
 import { attachCallbacks, buildTracingCallbacks } from "./tracing.js";
+import { runContextOf } from "../run-context.js";
 
 /** The merged runtime options: `configurable` overlaid by `context` (context wins), without `app_config`. */
 export type RuntimeOptions = Record<string, unknown>;
@@ -112,8 +112,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
   const log = getLogger();
   const options = mergeRuntimeOptions(config);
   const agentName = options.agent_name ? validateAgentName(String(options.agent_name)) : null;
-  const userId = String(config.context?.user_id ?? config.configurable?.user_id ?? "default");
-  const subagent = subagentSpecOf(config.context);
+  const { userId, subagent } = runContextOf(config);
   const isBootstrap = Boolean(options.is_bootstrap) && !subagent;
   const branch = subagent ? "subagent" : isBootstrap ? "bootstrap" : agentName ? "custom" : "default";
   const agentConfig: AgentConfig | null = branch === "custom" ? loadAgentConfig(agentName!, userId) : null;
@@ -191,7 +190,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     deferredToolsSection: deferred ? deferredToolsSection(deferred.names) : "",
     subagent: Boolean(subagent),
   });
-  const queue = config.context?.memory_queue;
+  const queue = runContextOf(config).memoryQueue;
   const middleware = buildMiddlewares({
     appConfig,
     agentName,
@@ -199,7 +198,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     supportsVision: modelConfig.supports_vision,
     summaryModel: appConfig.summarization.enabled ? await auxiliaryModel(appConfig.summarization.model_name, appConfig, model) : null,
     titleModel: appConfig.title.enabled && appConfig.title.model_name && !subagent ? await auxiliaryModel(appConfig.title.model_name, appConfig, null) : null,
-    memoryQueue: queue instanceof MemoryUpdateQueue ? queue : undefined,
+    memoryQueue: queue,
     skills,
     skillAllowlist: allowlist,
     deferredTools: deferred,
@@ -235,7 +234,6 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
  * DeerFlow `make_lead_agent`. @throws whatever {@link _makeLeadAgent} throws.
  */
 export function makeLeadAgent(config: LeadAgentConfig): Promise<DeerflowAgent> {
-  const candidate = config.context?.app_config ?? config.configurable?.app_config;
-  const appConfig = isAppConfig(candidate) ? candidate : getAppConfig();
+  const appConfig = runContextOf(config).appConfig ?? getAppConfig();
   return _makeLeadAgent(config, { appConfig });
 }

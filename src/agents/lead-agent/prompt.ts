@@ -1,9 +1,9 @@
 // Port of DeerFlow agents/lead_agent/prompt.py (apply_prompt_template). The section structure follows
 // upstream; the text is our own. The prompt is static (no date, no memory) so providers can cache its prefix.
 import { skillFirstReminder } from "../../skills/skills-prompt.js";
-import { escapePromptText } from "./prompt-text.js";
+import { escapePromptText } from "../prompt-text.js";
 
-export { escapePromptText } from "./prompt-text.js";
+export { escapePromptText } from "../prompt-text.js";
 
 /** Inputs of {@link applyPromptTemplate}. */
 export interface PromptOptions {

@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { isAppConfig, type AppConfig } from "../../config/schema.js";
+import { buildRunContext, runContextOf } from "../run-context.js";
 import { getLogger } from "../../logger.js";
 import type { SubagentResult, SubagentRuntime, TaskInput } from "../../tools/builtins/task.js";
 import { toolCallIdOf } from "../../tools/builtins/write-todos.js";
@@ -11,30 +12,6 @@ import { textOf } from "../middlewares/message-utils.js";
 
 /** Subagent types the lead agent offers. */
 export const SUBAGENT_TYPES = ["general-purpose"] as const;
-
-/**
- * Context key that marks a build as a `task` subagent and carries what it inherits. Keys starting with `__` are
- * stripped from client-supplied contexts (runtime/run-config.ts), so only this runtime can set it.
- */
-export const SUBAGENT_CONTEXT_KEY = "__subagent";
-
-/** What a subagent build inherits from its parent run (`context.__subagent`). */
-export interface SubagentSpec {
-  type: string;
-  /** The parent agent's tool groups (null = all). */
-  tool_groups: string[] | null;
-  /** The parent agent's skill allowlist (null = all enabled skills). */
-  available_skills: string[] | null;
-}
-
-/** The subagent spec of a build config, or null for an ordinary run (only `context` is trusted). */
-export function subagentSpecOf(context: Record<string, unknown> | undefined): SubagentSpec | null {
-  const raw = context?.[SUBAGENT_CONTEXT_KEY];
-  if (!raw || typeof raw !== "object") return null;
-  const r = raw as Record<string, unknown>;
-  const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : null);
-  return { type: String(r.type ?? "general-purpose"), tool_groups: list(r.tool_groups), available_skills: list(r.available_skills) };
-}
 
 /** The factory that builds the child (the lead agent's `_makeLeadAgent`). */
 export type SubagentFactory = (config: { context: Record<string, unknown>; configurable: Record<string, unknown>; metadata: Record<string, unknown> }, options: { appConfig: AppConfig }) => Promise<DeerflowAgent>;
@@ -91,22 +68,27 @@ export class LeadSubagentRuntime implements SubagentRuntime {
       }
     };
     const appConfig = isAppConfig(parent.app_config) ? parent.app_config : this.options.appConfig;
-    const context: Record<string, unknown> = {
-      thread_id: parent.thread_id ?? cfg.configurable?.thread_id,
-      user_id: parent.user_id ?? "default",
-      run_id: parent.run_id,
-      app_config: appConfig,
-      model_name: metadata.model_name ?? parent.model_name,
-      ...(typeof metadata.thinking_enabled === "boolean" ? { thinking_enabled: metadata.thinking_enabled } : {}),
-      subagent_enabled: false,
-      non_interactive: true,
-      disable_clarification: true,
-      [SUBAGENT_CONTEXT_KEY]: {
-        type: input.subagent_type,
-        tool_groups: Array.isArray(metadata.tool_groups) ? metadata.tool_groups : null,
-        available_skills: Array.isArray(metadata.available_skills) ? metadata.available_skills : null,
+    const parentRun = runContextOf(cfg);
+    const context = buildRunContext({
+      threadId: parentRun.threadId ?? "",
+      runId: parentRun.runId,
+      userId: parentRun.userId,
+      appConfig,
+      memoryQueue: parentRun.memoryQueue,
+      sandboxProvider: parentRun.sandboxProvider,
+      options: {
+        model_name: metadata.model_name ?? parent.model_name,
+        ...(typeof metadata.thinking_enabled === "boolean" ? { thinking_enabled: metadata.thinking_enabled } : {}),
+        subagent_enabled: false,
+        non_interactive: true,
+        disable_clarification: true,
       },
-    };
+      subagent: {
+        type: input.subagent_type,
+        tool_groups: Array.isArray(metadata.tool_groups) ? (metadata.tool_groups as string[]) : null,
+        available_skills: Array.isArray(metadata.available_skills) ? (metadata.available_skills as string[]) : null,
+      },
+    });
     const childConfig = { context, configurable: { thread_id: context.thread_id }, metadata: {} as Record<string, unknown> };
     emit({ type: "task_started", description: input.description, subagent_type: input.subagent_type });
     try {

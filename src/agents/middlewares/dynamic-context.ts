@@ -1,13 +1,14 @@
 // Port of DeerFlow agents/middlewares/dynamic_context_middleware.py (DynamicContextMiddleware).
 import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ModelRequest } from "langchain";
-import { MemoryConfigSchema } from "../../config/schema.js";
+import { MemoryConfigSchema } from "./memory.js";
 import { getLogger } from "../../logger.js";
-import { escapePromptText } from "../lead-agent/prompt-text.js";
+import { escapePromptText } from "../prompt-text.js";
 import { FileMemoryStore, type MemoryDocument } from "../memory/file-memory-store.js";
 import { DeerflowMiddleware } from "./base.js";
 import { hiddenHumanMessage, textOf } from "./message-utils.js";
-import { contextOf, resolveRunScope, RunScopedStore, type RuntimeLike } from "./run-scope.js";
+import { resolveRunScope, RunScopedStore } from "./run-scope.js";
+import { runContextOf, type RuntimeLike } from "../run-context.js";
 
 const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 /** Most facts rendered into `<memory>`. */
@@ -99,10 +100,10 @@ export class DynamicContextMiddleware extends DeerflowMiddleware {
     if (!this.memoryConfig.enabled || !this.memoryConfig.injection_enabled) return null;
     const run = this.memoryByRun.get(resolveRunScope(runtime, messages));
     if (run.memory !== undefined) return run.memory;
-    const ctx = contextOf(runtime);
+    const ctx = runContextOf(runtime).raw;
     try {
       this.storeInstance ??= new FileMemoryStore();
-      const doc = this.storeInstance.load(String(ctx.user_id ?? runtime?.configurable?.user_id ?? "default"), this.agentName);
+      const doc = this.storeInstance.load(runContextOf(runtime).userId, this.agentName);
       run.memory = renderMemory(doc, typeof ctx.thread_id === "string" ? ctx.thread_id : undefined);
     } catch (err) {
       getLogger().warn({ err: (err as Error).message }, "memory could not be loaded; continuing without it");

@@ -1,12 +1,22 @@
 // Port of DeerFlow agents/middlewares/memory_middleware.py (MemoryMiddleware).
 import { AIMessage } from "@langchain/core/messages";
 import type { ModelRequest } from "langchain";
-import { MemoryConfigSchema } from "../../config/schema.js";
 import { getLogger } from "../../logger.js";
 import { MemoryUpdateQueue } from "../memory/memory-queue.js";
 import { DeerflowMiddleware } from "./base.js";
 import { hasToolCallIntent } from "./message-utils.js";
-import { contextOf } from "./run-scope.js";
+import { runContextOf, type RuntimeLike } from "../run-context.js";
+import { z } from "zod";
+
+/** `memory` (DeerFlow `memory_config.py`): long-term memory; legacy extra keys are tolerated. */
+export const MemoryConfigSchema = z.looseObject({
+  enabled: z.boolean().default(true),
+  mode: z.enum(["middleware", "tool"]).default("middleware"),
+  injection_enabled: z.boolean().default(true),
+  shutdown_flush_timeout_seconds: z.number().min(1).max(300).default(30),
+  manager_class: z.string().default("deermem"),
+  backend_config: z.record(z.string(), z.unknown()).default({}),
+});
 
 /** The `memory` section as MemoryMiddleware reads it (defaults: enabled, middleware mode). */
 export type MemoryConfig = ReturnType<typeof MemoryConfigSchema.parse>;
@@ -51,13 +61,11 @@ export class MemoryMiddleware extends DeerflowMiddleware {
   async wrapModelCall(request: ModelRequest, handler: (r: ModelRequest) => unknown) {
     const response = await handler(request);
     if (!this.memoryConfig.enabled || !AIMessage.isInstance(response) || hasToolCallIntent(response)) return response as never;
-    const ctx = contextOf(request.runtime);
-    const cfg = (request.runtime?.configurable ?? {}) as Record<string, unknown>;
-    const threadId = ctx.thread_id ?? cfg.thread_id;
+    const { threadId, userId } = runContextOf(request.runtime as RuntimeLike);
     const messages = request.state?.messages ?? request.messages;
     if (typeof threadId === "string" && threadId && messages.length) {
       try {
-        this.queue.add({ threadId, userId: String(ctx.user_id ?? cfg.user_id ?? "default"), agentName: this.agentName, messages: [...messages, response] });
+        this.queue.add({ threadId, userId, agentName: this.agentName, messages: [...messages, response] });
       } catch (err) {
         getLogger().warn({ thread_id: threadId, err: (err as Error).message }, "memory update not queued");
       }

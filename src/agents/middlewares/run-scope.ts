@@ -2,6 +2,7 @@
 // threads and runs). DeerFlow keys the same state by thread id and clears it in before_agent / after_agent;
 // here the run is recognised from the runtime, so no extra graph node is needed.
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { runContextOf, type RuntimeLike } from "../run-context.js";
 
 /** Which run a hook call belongs to. */
 export interface RunScope {
@@ -11,28 +12,17 @@ export interface RunScope {
   runId: string;
 }
 
-/** The subset of a langchain runtime the scope is read from. */
-export interface RuntimeLike {
-  context?: unknown;
-  configurable?: Record<string, unknown>;
-}
-
-/** The runtime context as a plain record (`{}` when absent). */
-export function contextOf(runtime: RuntimeLike | undefined): Record<string, unknown> {
-  const ctx = runtime?.context;
-  return ctx && typeof ctx === "object" ? (ctx as Record<string, unknown>) : {};
-}
+export type { RuntimeLike } from "../run-context.js";
 
 /**
  * The run a hook call belongs to. Without a run id (an SDK `invoke` with no context), each new human input
  * starts a run, identified by that message's id: every run appends one, and the message reducer gives it an id.
  */
 export function resolveRunScope(runtime: RuntimeLike | undefined, messages: readonly BaseMessage[] = []): RunScope {
-  const ctx = contextOf(runtime);
-  const cfg = runtime?.configurable ?? {};
-  const threadId = String(ctx.thread_id ?? cfg.thread_id ?? "default");
-  let runId = ctx.run_id ?? cfg.run_id;
-  if (runId === undefined || runId === null || runId === "") {
+  const run = runContextOf(runtime);
+  const threadId = run.threadId ?? "default";
+  let runId: string | undefined = run.runId;
+  if (!runId) {
     let input: BaseMessage | undefined;
     for (let i = messages.length - 1; i >= 0 && !input; i--) if (HumanMessage.isInstance(messages[i])) input = messages[i];
     runId = input?.id ? `input:${input.id}` : "default";

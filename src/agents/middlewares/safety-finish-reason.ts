@@ -5,7 +5,7 @@ import { ValidationError } from "../../errors.js";
 import { getLogger } from "../../logger.js";
 import { DeerflowMiddleware } from "./base.js";
 import { recordStopReason, rewriteAiMessage, textOf } from "./message-utils.js";
-import { contextOf, type RuntimeLike } from "./run-scope.js";
+import { runContextOf, type RuntimeLike } from "../run-context.js";
 
 /** What a detector found: which field said what. */
 export interface SafetyHit {
@@ -114,7 +114,7 @@ export class SafetyFinishReasonMiddleware extends DeerflowMiddleware {
     if (message.response_metadata?.finish_reason !== undefined) out.response_metadata = { ...out.response_metadata, finish_reason: message.response_metadata.finish_reason };
     const termination = { ...hit, suppressed_tool_call_count: calls.length, suppressed_tool_call_names: names, extras: hit.extras ?? {} };
     out.additional_kwargs = { ...out.additional_kwargs, safety_termination: termination };
-    recordStopReason(contextOf(runtime), "safety_capped");
+    recordStopReason(runContextOf(runtime).raw, "safety_capped");
     try {
       runtime?.writer?.({ type: "safety_termination", ...termination });
     } catch {

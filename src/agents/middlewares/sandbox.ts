@@ -7,6 +7,7 @@ import { getLogger } from "../../logger.js";
 import { currentSandboxId, type SandboxProvider } from "../../sandbox/provider.js";
 import { ThreadStateFields, type SandboxState } from "../thread-state.js";
 import { DeerflowMiddleware } from "./base.js";
+import { runContextOf } from "../run-context.js";
 
 type ToolCallRequest = Parameters<ToolCallHandler>[0];
 type HookRuntime = { context?: Record<string, unknown>; configurable?: Record<string, unknown> };
@@ -63,9 +64,9 @@ export class SandboxMiddleware extends DeerflowMiddleware {
 
   private async acquireEagerly(state: { sandbox?: SandboxState | null }, runtime: HookRuntime) {
     if (state.sandbox?.sandbox_id) return undefined;
-    const threadId = runtime.context?.thread_id ?? runtime.configurable?.thread_id;
-    if (typeof threadId !== "string" || !threadId) return undefined;
-    return { sandbox: { sandbox_id: await this.provider!.acquire(threadId) } };
+    const { threadId, userId } = runContextOf(runtime);
+    if (!threadId) return undefined;
+    return { sandbox: { sandbox_id: await this.provider!.acquire(threadId, { userId }) } };
   }
 
   private async release(state: { sandbox?: SandboxState | null }, runtime: HookRuntime) {

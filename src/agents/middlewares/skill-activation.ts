@@ -7,7 +7,7 @@ import { getLogger } from "../../logger.js";
 import { skillContainerFile } from "../../skills/load-skills.js";
 import type { Skill } from "../../skills/parse-skill.js";
 import { resolveSlashSkill } from "../../skills/slash.js";
-import { escapePromptText } from "../lead-agent/prompt-text.js";
+import { escapePromptText } from "../prompt-text.js";
 import { DeerflowMiddleware } from "./base.js";
 import { hiddenHumanMessage, textOf } from "./message-utils.js";
 

@@ -6,7 +6,8 @@ import { getLogger } from "../../logger.js";
 import { ThreadStateFields, type Delegation } from "../thread-state.js";
 import { DeerflowMiddleware } from "./base.js";
 import { recordStopReason, rewriteAiMessage } from "./message-utils.js";
-import { contextOf, resolveRunScope, RunScopedStore, type RuntimeLike } from "./run-scope.js";
+import { resolveRunScope, RunScopedStore } from "./run-scope.js";
+import { runContextOf, type RuntimeLike } from "../run-context.js";
 
 const clamp = (n: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, Math.trunc(n)));
 
@@ -49,7 +50,7 @@ export class SubagentLimitMiddleware extends DeerflowMiddleware {
     const calls = response.tool_calls ?? [];
     const tasks = calls.filter((c) => c.name === "task");
     if (!tasks.length) return response;
-    const ctx = contextOf(runtime);
+    const ctx = runContextOf(runtime).raw;
     const runId = ctx.run_id;
     if ((runId === undefined || runId === null || runId === "") && delegations.length) {
       getLogger().warn("SubagentLimitMiddleware received no run_id in the runtime context; counting all thread delegations");

@@ -3,11 +3,10 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { z } from "zod";
-import { getRuntimeHome } from "../../config/paths.js";
+import { getRuntimeHome, threadDataPaths } from "../../config/paths.js";
 import type { ThreadData } from "../thread-state.js";
 import { DeerflowMiddleware } from "./base.js";
-
-const SAFE_ID = /^[A-Za-z0-9_-]{1,128}$/;
+import { runContextOf } from "../run-context.js";
 
 /** Options of {@link ThreadDataMiddleware}. */
 export interface ThreadDataOptions {
@@ -15,18 +14,6 @@ export interface ThreadDataOptions {
   baseDir?: string;
   /** When true (default) only the paths are computed; when false the directories are created too. */
   lazyInit?: boolean;
-}
-
-/**
- * Host directories of one thread: `<base>/users/<user>/threads/<thread>/user-data/{workspace,uploads,outputs}`.
- * @throws Error when an id is not a safe path segment (`^[A-Za-z0-9_-]{1,128}$`).
- */
-export function threadDataPaths(baseDir: string, userId: string, threadId: string): ThreadData {
-  for (const [label, id] of [["thread id", threadId], ["user id", userId]] as const) {
-    if (!SAFE_ID.test(id)) throw new Error(`Invalid ${label} '${id}': must match ^[A-Za-z0-9_-]{1,128}$`);
-  }
-  const root = path.join(baseDir, "users", userId, "threads", threadId, "user-data");
-  return { workspace_path: path.join(root, "workspace"), uploads_path: path.join(root, "uploads"), outputs_path: path.join(root, "outputs") };
 }
 
 /**
@@ -49,11 +36,8 @@ export class ThreadDataMiddleware extends DeerflowMiddleware {
   }
 
   beforeAgent(state: { messages: BaseMessage[] }, runtime: { context?: Record<string, unknown>; configurable?: Record<string, unknown> }) {
-    const ctx = runtime.context ?? {};
-    const threadId = (ctx.thread_id ?? runtime.configurable?.thread_id) as string | undefined;
+    const { threadId, userId, runId } = runContextOf(runtime);
     if (!threadId) throw new Error("Thread ID is required in runtime context or config.configurable");
-    const userId = String(ctx.user_id ?? runtime.configurable?.user_id ?? "default");
-    const runId = (ctx.run_id ?? runtime.configurable?.run_id) as string | undefined;
     const paths = threadDataPaths(this.baseDir ?? getRuntimeHome(), userId, threadId);
     if (!this.lazyInit) for (const p of Object.values(paths)) mkdirSync(p, { recursive: true });
     const update: Record<string, unknown> = { thread_data: paths };

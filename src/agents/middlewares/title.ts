@@ -3,11 +3,21 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { Command, StateSchema } from "@langchain/langgraph";
 import type { ModelRequest } from "langchain";
-import { TitleConfigSchema } from "../../config/schema.js";
 import { getLogger } from "../../logger.js";
 import { ThreadStateFields } from "../thread-state.js";
 import { DeerflowMiddleware } from "./base.js";
 import { textOf } from "./message-utils.js";
+import { z } from "zod";
+
+const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
+/** `title` (DeerFlow `title_config.py`): automatic thread titles. */
+export const TitleConfigSchema = z.looseObject({
+  enabled: z.boolean().default(true),
+  max_words: z.number().int().min(1).max(20).default(6),
+  max_chars: z.number().int().min(10).max(200).default(60),
+  model_name: nullish(z.string()),
+  prompt_template: nullish(z.string()),
+});
 
 /** The `title` section (enabled, max_words, max_chars, model_name, prompt_template). */
 export type TitleConfig = ReturnType<typeof TitleConfigSchema.parse>;

@@ -8,7 +8,8 @@ import { getRuntimeHome } from "../../config/paths.js";
 import { ThreadStateFields, type ThreadData, type UploadedFile } from "../thread-state.js";
 import { DeerflowMiddleware } from "./base.js";
 import { textOf } from "./message-utils.js";
-import { threadDataPaths } from "./thread-data.js";
+import { threadDataPaths } from "../../config/paths.js";
+import { runContextOf } from "../run-context.js";
 
 /** Where uploads appear inside the sandbox. */
 export const VIRTUAL_UPLOADS_DIR = "/mnt/user-data/uploads";
@@ -86,9 +87,10 @@ export class UploadsMiddleware extends DeerflowMiddleware {
 
   private uploadsDir(state: { thread_data?: ThreadData | null }, runtime: { context?: Record<string, unknown>; configurable?: Record<string, unknown> }): string | null {
     if (state.thread_data?.uploads_path) return state.thread_data.uploads_path;
-    const threadId = runtime.context?.thread_id ?? runtime.configurable?.thread_id;
+    const run = runContextOf(runtime);
+    const threadId = run.threadId;
     if (typeof threadId !== "string" || !threadId) return null;
-    const userId = String(runtime.context?.user_id ?? runtime.configurable?.user_id ?? "default");
+    const userId = run.userId;
     try {
       return threadDataPaths(this.baseDir ?? getRuntimeHome(), userId, threadId).uploads_path;
     } catch {

@@ -1,7 +1,7 @@
 // Port of DeerFlow skills/describe.py (describe_skill): the deferred skill-discovery tool.
 import { tool } from "langchain";
 import { z } from "zod";
-import { escapePromptText } from "../../agents/lead-agent/prompt-text.js";
+import { escapePromptText } from "../../agents/prompt-text.js";
 import { skillContainerFile } from "../../skills/load-skills.js";
 import type { Skill } from "../../skills/parse-skill.js";
 

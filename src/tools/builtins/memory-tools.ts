@@ -3,6 +3,7 @@
 import { tool } from "langchain";
 import { z } from "zod";
 import { FileMemoryStore, type MemoryFact } from "../../agents/memory/file-memory-store.js";
+import { runContextOf, type RuntimeLike } from "../../agents/run-context.js";
 
 /** Names of the memory tools, in the order they are registered. */
 export const MEMORY_TOOL_NAMES = ["memory_search", "memory_add", "memory_update", "memory_delete"] as const;
@@ -15,8 +16,7 @@ export interface MemoryToolsOptions {
 }
 
 function userOf(config: unknown): string {
-  const c = (config ?? {}) as { context?: Record<string, unknown>; configurable?: Record<string, unknown> };
-  return String(c.context?.user_id ?? c.configurable?.user_id ?? "default");
+  return runContextOf(config as RuntimeLike).userId;
 }
 
 const describe = (f: MemoryFact) => `[${f.id}]${f.category ? ` (${f.category})` : ""} ${f.content}`;

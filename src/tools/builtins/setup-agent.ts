@@ -10,6 +10,7 @@ import type { AgentStore } from "../../config/agent-store.js";
 import { atomicWriteFile } from "../../config/atomic-write.js";
 import { DeerflowError } from "../../errors.js";
 import { toolCallIdOf } from "./write-todos.js";
+import { runContextOf } from "../../agents/run-context.js";
 
 /** Arguments of `setup_agent`. */
 export const SetupAgentSchema = z.object({
@@ -44,8 +45,7 @@ export const AGENT_WRITES_DISABLED =
  * switch that closes the agents HTTP API also closes the tools that write agent files and the default SOUL.md.
  */
 export function agentWritesDisabled(cfg: ToolConfig): boolean {
-  const appConfig = (cfg.context?.app_config ?? cfg.configurable?.app_config) as { agents_api?: { enabled?: boolean } } | undefined;
-  return appConfig?.agents_api?.enabled === false;
+  return runContextOf(cfg).appConfig?.agents_api?.enabled === false;
 }
 
 /**
@@ -64,8 +64,8 @@ export function createSetupAgentTool(options: SetupAgentToolOptions) {
       if (!soul.trim()) return error("Error: soul content is empty; write the complete SOUL.md text and call setup_agent again.");
       const cfg = (config ?? {}) as ToolConfig;
       if (agentWritesDisabled(cfg)) return error(AGENT_WRITES_DISABLED);
-      const rawName = cfg.context?.agent_name ?? cfg.configurable?.agent_name;
-      const userId = String(cfg.context?.user_id ?? cfg.configurable?.user_id ?? "default");
+      const rawName = runContextOf(cfg).agentName;
+      const { userId } = runContextOf(cfg);
       const unknown = unknownSkills(skills, options.knownSkills);
       if (unknown.length) {
         return error(`Error: Unknown skill ${unknown.map((s) => `'${s}'`).join(", ")}. Installed skills: ${options.knownSkills.join(", ") || "(none)"}. Omit skills to allow all of them.`);

@@ -6,7 +6,7 @@ import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
 import { Command } from "@langchain/langgraph";
 import { tool } from "langchain";
 import { z } from "zod";
-import { escapePromptText } from "../../agents/lead-agent/prompt-text.js";
+import { escapePromptText } from "../../agents/prompt-text.js";
 import { toolCallIdOf } from "./write-todos.js";
 
 /** A tool's OpenAI function schema: what `tool_search` returns and what the catalog hash covers. */

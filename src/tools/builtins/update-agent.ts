@@ -8,6 +8,7 @@ import { getModelConfig, type AppConfig } from "../../config/schema.js";
 import { DeerflowError } from "../../errors.js";
 import { AGENT_WRITES_DISABLED, agentWritesDisabled, unknownSkills } from "./setup-agent.js";
 import { toolCallIdOf } from "./write-todos.js";
+import { runContextOf } from "../../agents/run-context.js";
 
 /** Channels whose agents are operator-configured: `update_agent` refuses to run there. */
 export const WEBHOOK_CHANNELS: ReadonlySet<string> = new Set(["github"]);
@@ -66,7 +67,7 @@ export function createUpdateAgentTool(options: UpdateAgentToolOptions) {
       for (const key of ["skills", "tool_groups"]) {
         if (key in given && !Array.isArray(given[key])) return error(`Error: ${key} must be a JSON array of strings, e.g. ["a", "b"] (got ${JSON.stringify(given[key])}).`);
       }
-      const rawName = cfg.context?.agent_name ?? cfg.configurable?.agent_name;
+      const rawName = runContextOf(cfg).agentName;
       if (rawName === undefined || rawName === null || rawName === "") return error("Error: update_agent is only available inside a custom agent's chat (no agent_name in this run).");
       let name: string;
       try {
@@ -79,7 +80,7 @@ export function createUpdateAgentTool(options: UpdateAgentToolOptions) {
       }
       const unknown = unknownSkills(given.skills as string[] | undefined, options.knownSkills);
       if (unknown.length) return error(`Error: Unknown skill ${unknown.map((s) => `'${s}'`).join(", ")}. Installed skills: ${options.knownSkills.join(", ") || "(none)"}.`);
-      const userId = String(cfg.context?.user_id ?? cfg.configurable?.user_id ?? "default");
+      const { userId } = runContextOf(cfg);
       let current: AgentRecord;
       try {
         current = options.store.get(name, userId);

@@ -6,9 +6,10 @@ import { Command } from "@langchain/langgraph";
 import { tool } from "langchain";
 import { z } from "zod";
 import { getRuntimeHome } from "../../config/paths.js";
-import { threadDataPaths } from "../../agents/middlewares/thread-data.js";
+import { threadDataPaths } from "../../config/paths.js";
 import type { ThreadData } from "../../agents/thread-state.js";
 import { toolCallIdOf } from "./write-todos.js";
+import { runContextOf } from "../../agents/run-context.js";
 
 /** Largest image `view_image` accepts, in bytes (20 MiB). */
 export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
@@ -43,9 +44,10 @@ type ToolConfig = { state?: { thread_data?: ThreadData | null }; context?: Recor
 
 function threadDirs(config: ToolConfig, baseDir?: string): ThreadData | null {
   if (config.state?.thread_data) return config.state.thread_data;
-  const threadId = config.context?.thread_id ?? config.configurable?.thread_id;
+  const run = runContextOf(config);
+  const threadId = run.threadId;
   if (typeof threadId !== "string" || !threadId) return null;
-  const userId = String(config.context?.user_id ?? config.configurable?.user_id ?? "default");
+  const userId = run.userId;
   return threadDataPaths(baseDir ?? getRuntimeHome(), userId, threadId);
 }
 

@@ -1,11 +1,12 @@
 // What a sandbox tool needs from its runtime config (DeerFlow sandbox/tools.py ensure_sandbox_initialized,
 // get_thread_data, the output truncation helpers and the per-tool error texts).
-import { getAppConfig } from "../../config/app-config.js";
-import { isAppConfig, SandboxConfigSchema, type AppConfig } from "../../config/schema.js";
+import type { AppConfig } from "../../config/schema.js";
+import { SandboxConfigSchema } from "../../sandbox/sandbox-config.js";
 import { DeerflowError } from "../../errors.js";
 import { BinaryFileError, type LocalSandbox } from "../../sandbox/local-sandbox.js";
 import { LocalSandboxProvider } from "../../sandbox/local-provider.js";
 import { ensureSandbox, type SandboxToolRuntime } from "../../sandbox/provider.js";
+import { runContextOf, type RunSandboxProvider } from "../../agents/run-context.js";
 
 /** The parts of a LangChain tool's runtime config the sandbox tools read (notes/dependencies.md section 2). */
 export interface ToolRuntimeConfig {
@@ -18,29 +19,14 @@ export interface ToolRuntimeConfig {
 /** Sandbox limits (`sandbox` section of config.yaml). */
 export type SandboxLimits = Pick<AppConfig["sandbox"], "allow_host_bash" | "bash_output_max_chars" | "read_file_output_max_chars" | "ls_output_max_chars" | "bash_command_timeout">;
 
-/** Where tools find thread sandboxes: the run's provider (context `sandbox_provider`). */
-interface ThreadSandboxSource {
-  acquire(threadId: string, options?: { userId?: string }): string | Promise<string>;
-  release(sandboxId: string): void | Promise<void>;
-  sandboxFor(threadId: string, userId?: string): LocalSandbox;
-}
-
-function isSource(value: unknown): value is ThreadSandboxSource {
-  return typeof value === "object" && value !== null && typeof (value as ThreadSandboxSource).sandboxFor === "function" && typeof (value as ThreadSandboxSource).acquire === "function";
-}
+const DEFAULT_SANDBOX_SECTION = { sandbox: SandboxConfigSchema.parse({}) };
 
 /**
- * The app config of the run: `context.app_config` when the worker installed one, else `getAppConfig()`; with no
- * loadable config at all, the schema defaults (so a tool still answers instead of throwing).
+ * The app config of the run: `context.app_config` (the worker installs the run's config snapshot there; SDK
+ * embedders pass their own), else the `sandbox` schema defaults. The SDK layer never reads config files itself.
  */
 export function appConfigOf(config: ToolRuntimeConfig): Pick<AppConfig, "sandbox"> {
-  const candidate = config.context?.app_config ?? config.configurable?.app_config;
-  if (isAppConfig(candidate)) return candidate;
-  try {
-    return getAppConfig();
-  } catch {
-    return { sandbox: SandboxConfigSchema.parse({}) };
-  }
+  return runContextOf(config).appConfig ?? DEFAULT_SANDBOX_SECTION;
 }
 
 /** The `sandbox` limits of the run. */
@@ -53,9 +39,8 @@ export function sandboxLimits(config: ToolRuntimeConfig): SandboxLimits {
  * provider over `baseDir` (default `DEER_FLOW_HOME`; stateless apart from its cache, so a fresh one per call is
  * correct).
  */
-export function providerOf(config: ToolRuntimeConfig, baseDir?: string): ThreadSandboxSource {
-  const candidate = config.context?.sandbox_provider;
-  return isSource(candidate) ? candidate : new LocalSandboxProvider({ baseDir });
+export function providerOf(config: ToolRuntimeConfig, baseDir?: string): RunSandboxProvider {
+  return runContextOf(config).sandboxProvider ?? new LocalSandboxProvider({ baseDir });
 }
 
 /** A tool-facing failure: its message becomes the "Error: ..." result as is. */
@@ -70,10 +55,8 @@ export class SandboxToolError extends Error {}
  * @throws SandboxToolError when there is no thread id; Error for an unsafe id.
  */
 export async function threadSandbox(config: ToolRuntimeConfig, options: { record?: boolean; baseDir?: string } = {}): Promise<LocalSandbox> {
-  const threadId = config.context?.thread_id ?? config.configurable?.thread_id;
-  if (typeof threadId !== "string" || !threadId) throw new SandboxToolError("Thread ID is not available in the runtime context; sandbox tools need a thread");
-  const rawUser = config.context?.user_id ?? config.configurable?.user_id;
-  const userId = typeof rawUser === "string" && rawUser ? rawUser : "default";
+  const { threadId, userId } = runContextOf(config);
+  if (!threadId) throw new SandboxToolError("Thread ID is not available in the runtime context; sandbox tools need a thread");
   const provider = providerOf(config, options.baseDir);
   if (options.record ?? true) await ensureSandbox(config as SandboxToolRuntime, provider);
   return provider.sandboxFor(threadId, userId);

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { _makeLeadAgent, type LeadAgentConfig } from "../../../src/agents/lead-agent/agent.js";
-import { SUBAGENT_CONTEXT_KEY, subagentSpecOf } from "../../../src/agents/lead-agent/subagent-runtime.js";
+import { runContextOf, SUBAGENT_CONTEXT_KEY } from "../../../src/agents/run-context.js";
 import { resetAppConfig } from "../../../src/config/app-config.js";
 import { parseAppConfig } from "../../../src/config/schema.js";
 
@@ -89,7 +89,7 @@ describe("LeadSubagentRuntime: the task tool runs a child lead agent", () => {
     const names = ((agent as unknown as { options: { tools: { name: string }[] } }).options.tools).map((t) => t.name);
     expect(names).not.toContain("task");
     expect(names).not.toContain("ask_clarification");
-    expect(subagentSpecOf(context)).toEqual({ type: "general-purpose", tool_groups: null, available_skills: [] });
-    expect(subagentSpecOf({ other: 1 })).toBeNull();
+    expect(runContextOf({ context }).subagent).toEqual({ type: "general-purpose", tool_groups: null, available_skills: [] });
+    expect(runContextOf({ context: { other: 1 } }).subagent).toBeUndefined();
   });
 });
