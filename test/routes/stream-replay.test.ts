@@ -28,8 +28,21 @@ describe("stream replay with a small retention", () => {
       firstId = parseSse(text).frames[0]?.id ?? "";
     }
     await reader.cancel();
-    // 80 ms per token: within 600 ms several newer events have pushed the first one out of a 2-event buffer.
-    await new Promise((r) => setTimeout(r, 600));
+    // Wait (by polling, not a fixed sleep: the machine may be loaded) until newer events have pushed the first one
+    // out of the 2-event buffer. A join that is not a gap streams live: read its first frame only.
+    const firstFrameEvent = async () => {
+      const res = await fetch(`${h!.url}/threads/t-gap/runs/${run.run_id}/stream`, { headers: { "last-event-id": firstId } });
+      const r = res.body!.getReader();
+      let buf = "";
+      while (!parseSse(buf).frames.length) {
+        const { value, done } = await r.read();
+        if (done) break;
+        buf += new TextDecoder().decode(value);
+      }
+      await r.cancel();
+      return parseSse(buf).frames[0]?.event;
+    };
+    for (let i = 0; i < 200 && (await firstFrameEvent()) !== "gap"; i++) await new Promise((r) => setTimeout(r, 50));
     const gapRes = await fetch(`${h.url}/threads/t-gap/runs/${run.run_id}/stream`, { headers: { "last-event-id": firstId } });
     const body = await gapRes.text();
     const { frames } = parseSse(body);

@@ -21,14 +21,30 @@ import { buildMiddlewares } from "./middlewares.js";
 import { applyPromptTemplate } from "./prompt.js";
 import { LeadSubagentRuntime } from "./subagent-runtime.js";
 import { assembleLeadTools } from "./tools.js";
-import { attachCallbacks, buildTracingCallbacks } from "./tracing.js";
+import { buildTracingCallbacks } from "./tracing.js";
 import { runContextOf } from "../run-context.js";
+import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 
 /** The merged runtime options: `configurable` overlaid by `context` (context wins), without `app_config`. */
 export type RuntimeOptions = Record<string, unknown>;
 
 /** A RunnableConfig as the factory reads it (`context` is LangGraph's runtime context). */
 export type LeadAgentConfig = RunnableConfig & { context?: Record<string, unknown> };
+
+/** The run metadata DeerFlow's `_make_lead_agent` records: what the build resolved from the three levels. */
+export interface LeadAgentMetadata {
+  agent_name: string;
+  model_name: string;
+  thinking_enabled: boolean;
+  reasoning_effort: string | null;
+  is_plan_mode: boolean;
+  subagent_enabled: boolean;
+  tool_groups: string[] | null;
+  available_skills: string[] | null;
+}
+
+/** A built lead agent and what its build resolved: run metadata and the tracing callbacks for the graph root. */
+export type LeadAgent = DeerflowAgent & { resolved: { metadata: LeadAgentMetadata; callbacks: BaseCallbackHandler[] } };
 
 /** Merges `configurable` and `context`, context winning on a clash. Mirrors DeerFlow `agent.py:119-125`. */
 export function mergeRuntimeOptions(config: LeadAgentConfig): RuntimeOptions {
@@ -100,15 +116,22 @@ const BootstrapState = new StateSchema({
  * - **custom** (`agent_name`): its config and SOUL.md; `update_agent` unless the channel is a webhook (`github`);
  * - **default**; and the internal **subagent** build of the `task` tool (`context.__subagent`).
  * Skills are discovered per build (`skills/public`, `skills/custom`; enabled state from extensions_config.json,
- * re-read per build) and filtered by the allowlist (null all, [] none, list those). Writes the run metadata
- * DeerFlow lists (`agent_name`, `model_name`, `thinking_enabled`, `reasoning_effort`, `is_plan_mode`,
- * `subagent_enabled`, `tool_groups`, `available_skills`) into `config.metadata`, and tracing callbacks (LangSmith
- * when configured) into `config.callbacks`, the graph root. Mirrors DeerFlow `_make_lead_agent`.
+ * re-read per build) and filtered by the allowlist (null all, [] none, list those). Returns the agent with what
+ * the build resolved in `agent.resolved` (the input config is not touched): the run metadata DeerFlow lists
+ * (`agent_name`, `model_name`, `thinking_enabled`, `reasoning_effort`, `is_plan_mode`, `subagent_enabled`,
+ * `tool_groups`, `available_skills`) and the tracing callbacks (LangSmith when configured) for the graph root.
+ * Mirrors DeerFlow `_make_lead_agent` (which writes them into `config["metadata"]` / `config["callbacks"]`).
+ * @example
+ * ```ts
+ * const agent = await _makeLeadAgent({ context: { thread_id: "t1", user_id: "default", agent_name: "research-bot" } }, { appConfig });
+ * agent.resolved.metadata.model_name; // the model request > agent > default resolved to
+ * for await (const chunk of await agent.stream({ messages: [{ role: "user", content: "hi" }] }, { context: { thread_id: "t1" } })) { ... }
+ * ```
  * @throws ValidationError for an invalid `agent_name`. @throws NotFoundError for an unknown custom agent or no
  *   models. @throws ConfigError for an unreadable agent config. @throws UseResolutionError for a model whose `use:`
  *   cannot be resolved.
  */
-export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { appConfig: AppConfig }): Promise<DeerflowAgent> {
+export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { appConfig: AppConfig }): Promise<LeadAgent> {
   const log = getLogger();
   const options = mergeRuntimeOptions(config);
   const agentName = options.agent_name ? validateAgentName(String(options.agent_name)) : null;
@@ -208,7 +231,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     subagent: Boolean(subagent),
   });
 
-  config.metadata = Object.assign(config.metadata ?? {}, {
+  const metadata: LeadAgentMetadata = {
     agent_name: agentName ?? "default",
     model_name: modelName,
     thinking_enabled: thinkingEnabled,
@@ -217,15 +240,16 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     subagent_enabled: subagentEnabled,
     tool_groups: subagent ? subagent.tool_groups : (agentConfig?.tool_groups ?? null),
     available_skills: allowlist ? [...allowlist].sort() : null,
-  });
-  attachCallbacks(config, buildTracingCallbacks());
+  };
+  const callbacks = buildTracingCallbacks();
   log.debug({ agent: agentName ?? "default", branch, model: modelName, thinkingEnabled, reasoningEffort, isPlanMode, subagentEnabled, tools: tools.map((t) => t.name) }, "lead agent built");
-  return createDeerflowAgent(model, tools, {
+  const agent = createDeerflowAgent(model, tools, {
     middleware,
     systemPrompt,
     name: agentName ?? "lead_agent",
     ...(isBootstrap ? { stateSchema: BootstrapState } : {}),
   });
+  return Object.assign(agent, { resolved: { metadata, callbacks } });
 }
 
 /**
@@ -233,7 +257,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
  * real AppConfig (context beats configurable; the worker installs one per run), else `getAppConfig()`. Mirrors
  * DeerFlow `make_lead_agent`. @throws whatever {@link _makeLeadAgent} throws.
  */
-export function makeLeadAgent(config: LeadAgentConfig): Promise<DeerflowAgent> {
+export function makeLeadAgent(config: LeadAgentConfig): Promise<LeadAgent> {
   const appConfig = runContextOf(config).appConfig ?? getAppConfig();
   return _makeLeadAgent(config, { appConfig });
 }

@@ -3,7 +3,9 @@
 import { randomUUID } from "node:crypto";
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { isAppConfig, type AppConfig } from "../../config/schema.js";
+import { MiddlewareError } from "langchain";
 import { buildRunContext, runContextOf } from "../run-context.js";
+import { streamAgent, type StreamableAgent } from "../stream-agent.js";
 import { getLogger } from "../../logger.js";
 import type { SubagentResult, SubagentRuntime, TaskInput } from "../../tools/builtins/task.js";
 import { toolCallIdOf } from "../../tools/builtins/write-todos.js";
@@ -93,15 +95,16 @@ export class LeadSubagentRuntime implements SubagentRuntime {
     emit({ type: "task_started", description: input.description, subagent_type: input.subagent_type });
     try {
       const agent = await this.options.factory(childConfig, { appConfig });
-      const stream = await agent.stream({ messages: [new HumanMessage(input.prompt)] } as never, {
+      const resolved = (agent as { resolved?: { metadata?: Record<string, unknown>; callbacks?: unknown } }).resolved;
+      const stream = await streamAgent(agent as StreamableAgent, { messages: [new HumanMessage(input.prompt)] }, {
         context,
         configurable: childConfig.configurable,
-        metadata: childConfig.metadata,
-        callbacks: (childConfig as { callbacks?: unknown }).callbacks,
+        metadata: { ...childConfig.metadata, ...(resolved?.metadata ?? {}) },
+        callbacks: resolved?.callbacks as never,
         streamMode: "values",
         signal: cfg.signal,
         recursionLimit: this.options.recursionLimit ?? 100,
-      } as never);
+      });
       let messages: BaseMessage[] = [];
       const reported = new Set<string>();
       let index = 0;
@@ -126,7 +129,7 @@ export class LeadSubagentRuntime implements SubagentRuntime {
     } catch (err) {
       // langchain wraps errors raised under a middleware; the parent should see the child's own error.
       let root = err as Error;
-      while (root?.constructor?.name === "MiddlewareError" && root.cause instanceof Error) root = root.cause;
+      while (MiddlewareError.isInstance(root) && root.cause instanceof Error) root = root.cause;
       const message = root?.message ?? String(err);
       emit({ type: "task_failed", error: message });
       getLogger().warn({ task_id: taskId, err: message }, "subagent task failed");

@@ -33,19 +33,3 @@ export function buildTracingCallbacks(config: TracingConfig = readTracingConfig(
   }
   return handlers;
 }
-
-/**
- * Appends `handlers` to `config.callbacks` (the graph root), creating the list when missing and skipping handlers
- * already present. Model-level callbacks are never used for tracing, so each run is traced once.
- */
-export function attachCallbacks(config: { callbacks?: Callbacks }, handlers: readonly BaseCallbackHandler[]): void {
-  if (!handlers.length) return;
-  const current = config.callbacks;
-  if (current && !Array.isArray(current)) {
-    for (const h of handlers) if (!current.handlers.includes(h)) current.addHandler(h, true);
-    return;
-  }
-  const list = [...(current ?? [])];
-  for (const h of handlers) if (!list.includes(h)) list.push(h);
-  config.callbacks = list;
-}

@@ -125,17 +125,17 @@ describe("_makeLeadAgent: model options (AF-023, AF-025, AF-027, CF-043, CF-044)
 
   it("turns thinking off with a warning when the model does not support it", async () => {
     const config: LeadAgentConfig = { configurable: { model_name: "default-model", thinking_enabled: true } };
-    await build(config);
+    const agent = await build(config);
     expect(lastFields()).toEqual({ model: "default-id" });
-    expect(config.metadata?.thinking_enabled).toBe(false);
+    expect(agent.resolved.metadata.thinking_enabled).toBe(false);
     expect(warnings.some((w) => w.includes("Thinking mode is enabled but model 'default-model' does not support it"))).toBe(true);
   });
 
   it("falls back to the first model for an unknown requested model and records the model actually used", async () => {
     const config: LeadAgentConfig = { context: { model_name: "ghost" } };
-    await build(config);
+    const agent = await build(config);
     expect(lastFields().model).toBe("default-id");
-    expect(config.metadata?.model_name).toBe("default-model");
+    expect(agent.resolved.metadata.model_name).toBe("default-model");
   });
 
   it("applies a custom agent's model, settings, thinking and effort defaults", async () => {
@@ -191,10 +191,10 @@ describe("_makeLeadAgent: tools", () => {
 });
 
 describe("_makeLeadAgent: metadata (AF-040)", () => {
-  it("writes the custom agent's run metadata into config.metadata", async () => {
+  it("returns the custom agent's run metadata in agent.resolved", async () => {
     const config: LeadAgentConfig = { context: { agent_name: "Researcher" } };
-    await build(config);
-    expect(config.metadata).toEqual({
+    const agent = await build(config);
+    expect(agent.resolved.metadata).toEqual({
       agent_name: "researcher",
       model_name: "agent-model",
       thinking_enabled: false,
@@ -206,10 +206,11 @@ describe("_makeLeadAgent: metadata (AF-040)", () => {
     });
   });
 
-  it("writes the default agent's metadata and keeps existing metadata keys", async () => {
+  it("returns the default agent's metadata and leaves the input config untouched", async () => {
     const config: LeadAgentConfig = { metadata: { keep: 1 } };
-    await build(config);
-    expect(config.metadata).toMatchObject({ keep: 1, agent_name: "default", model_name: "default-model", tool_groups: null, available_skills: null });
+    const agent = await build(config);
+    expect(agent.resolved.metadata).toMatchObject({ agent_name: "default", model_name: "default-model", tool_groups: null, available_skills: null });
+    expect(config).toEqual({ metadata: { keep: 1 } });
   });
 });
 

@@ -65,7 +65,7 @@ describe("bootstrap branch (agent-factory.md §2.3, AF-030)", () => {
     const names = toolNames(agent);
     expect(names).toContain("setup_agent");
     expect(names).not.toContain("update_agent");
-    expect(config.metadata).toMatchObject({ agent_name: "game", available_skills: ["bootstrap"], tool_groups: null, reasoning_effort: null });
+    expect(agent.resolved.metadata).toMatchObject({ agent_name: "game", available_skills: ["bootstrap"], tool_groups: null, reasoning_effort: null });
     const { system } = await systemOf(agent);
     expect(system).toContain("<name>bootstrap</name>");
     expect(system).not.toContain("<name>data-analysis</name>");
@@ -76,9 +76,9 @@ describe("bootstrap branch (agent-factory.md §2.3, AF-030)", () => {
 
   it("does not load the agent's config even when the agent exists", async () => {
     const config: LeadAgentConfig = { configurable: { agent_name: "restricted", is_bootstrap: true } };
-    const names = toolNames(await build(config));
-    expect(names).toContain("bash");
-    expect(config.metadata?.tool_groups).toBeNull();
+    const agent = await build(config);
+    expect(toolNames(agent)).toContain("bash");
+    expect(agent.resolved.metadata.tool_groups).toBeNull();
   });
 });
 
@@ -99,7 +99,7 @@ describe("custom and default branches: tools and skills", () => {
     const config: LeadAgentConfig = { context: { agent_name: "restricted" } };
     const agent = await build(config);
     expect(toolNames(agent)).toEqual(["web_search", "present_files", "ask_clarification", "update_agent"]);
-    expect(config.metadata?.available_skills).toEqual(["deep-research", "ghost-skill"]);
+    expect(agent.resolved.metadata.available_skills).toEqual(["deep-research", "ghost-skill"]);
     const { system } = await systemOf(agent);
     expect(system).toContain("<name>deep-research</name>");
     expect(system).not.toContain("<name>data-analysis</name>");

@@ -41,9 +41,9 @@ describe("LangSmith tracing of a lead-agent run", () => {
     const appConfig = parseAppConfig({ models: [{ name: "s", use: "deerflow-gateway:ScriptedChatModel", model: "s" }] });
     const config: LeadAgentConfig = { context: { thread_id: "trace-t" } };
     const agent = await _makeLeadAgent(config, { appConfig });
-    const tracers = (config.callbacks as unknown[]).filter((h) => (h as { name?: string }).name === "langchain_tracer");
+    const tracers = (agent.resolved.callbacks as unknown[]).filter((h) => (h as { name?: string }).name === "langchain_tracer");
     expect(tracers).toHaveLength(1);
-    await agent.invoke({ messages: [new HumanMessage("trace-marker-42")] } as never, { context: config.context, callbacks: config.callbacks } as never);
+    await agent.invoke({ messages: [new HumanMessage("trace-marker-42")] } as never, { context: config.context, callbacks: agent.resolved.callbacks } as never);
     await ((tracers[0] as LangChainTracer).client as unknown as { awaitPendingTraceBatches(): Promise<void> }).awaitPendingTraceBatches();
     const all = bodies.join("\n");
     expect(all).toContain("trace-marker-42");

@@ -1,0 +1,48 @@
+// The one way a built agent is run: the gateway worker and the `task` subagent runtime both call streamAgent(), so
+// the context, metadata, tracing callbacks, recursion limit and abort signal reach LangGraph the same way.
+import type { Callbacks } from "@langchain/core/callbacks/manager";
+import type { RunContext } from "./run-context.js";
+
+/** A graph that can be streamed (a `createAgent` result, or any LangGraph compiled graph). */
+export interface StreamableAgent {
+  stream(input: unknown, options: Record<string, unknown>): Promise<AsyncIterable<unknown>>;
+}
+
+/** What one run passes to LangGraph. */
+export interface StreamAgentOptions {
+  /** The run's context ({@link buildRunContext}). */
+  context: RunContext | Record<string, unknown>;
+  configurable?: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+  /** Tracing handlers attached once at the graph root. */
+  callbacks?: Callbacks;
+  /** Supersteps before GraphRecursionError (LangGraph's default is 25; runs set it explicitly). */
+  recursionLimit: number;
+  tags?: string[];
+  runName?: string;
+  /** LangGraph stream modes (`values`, `messages`, `updates`, `custom`, ...). */
+  streamMode: string | string[];
+  subgraphs?: boolean;
+  signal?: AbortSignal;
+  interruptBefore?: "*" | string[];
+  interruptAfter?: "*" | string[];
+}
+
+/**
+ * Starts streaming `agent` on `input`. Options left undefined are not passed (LangGraph treats a present
+ * `undefined` differently from an absent key for some options).
+ * @returns the graph's chunk iterator. @throws what `agent.stream` throws synchronously (e.g. a bad input).
+ */
+export function streamAgent(agent: StreamableAgent, input: unknown, options: StreamAgentOptions): Promise<AsyncIterable<unknown>> {
+  const config: Record<string, unknown> = {
+    context: options.context,
+    configurable: options.configurable ?? {},
+    metadata: options.metadata ?? {},
+    recursionLimit: options.recursionLimit,
+    streamMode: options.streamMode,
+  };
+  for (const key of ["callbacks", "tags", "runName", "subgraphs", "signal", "interruptBefore", "interruptAfter"] as const) {
+    if (options[key] !== undefined && options[key] !== null) config[key] = options[key];
+  }
+  return agent.stream(input, config);
+}

@@ -1,0 +1,44 @@
+// LangGraph stream chunks -> LangGraph API wire events (spec gateway.md section 2): a pure async generator, so the
+// worker, tests and any other consumer share one conversion.
+import { isBaseMessage } from "@langchain/core/messages";
+import type { StreamModeName } from "./run-request.js";
+import { serializeMessage, serializeValues, toWire } from "./serialization.js";
+
+/** One SSE event before framing: `event` is the SSE event name, `data` its JSON payload. */
+export interface WireEvent {
+  event: string;
+  data: unknown;
+}
+
+/** Graph stream modes for the public ones (`messages-tuple` -> `messages`), de-duplicated. */
+export function graphStreamModes(modes: readonly StreamModeName[]): string[] {
+  return [...new Set(modes.map((m) => (m === "messages-tuple" ? "messages" : m)))];
+}
+
+/** The SSE event name of a graph chunk: the mode; subgraph frames get `|ns1|ns2`. */
+export function eventName(mode: string, namespace: readonly string[]): string {
+  return namespace.length ? `${mode}|${namespace.join("|")}` : mode;
+}
+
+/** Serializes one chunk's payload for its mode (messages flattened, values as whole-state snapshots). */
+export function serializeChunk(mode: string, payload: unknown): unknown {
+  if (mode === "values") return serializeValues(payload);
+  if (mode === "messages" && Array.isArray(payload)) {
+    const [chunk, meta] = payload;
+    return [isBaseMessage(chunk) ? serializeMessage(chunk) : toWire(chunk), meta && typeof meta === "object" ? toWire(meta) : {}];
+  }
+  return toWire(payload) ?? null;
+}
+
+/**
+ * Converts a graph stream (`agent.stream(..., {streamMode: [...]})`, chunks `[mode, payload]`, or
+ * `[namespace, mode, payload]` with `subgraphs`) to wire events. Stops when the source ends; never buffers.
+ * @param options.subgraphs Whether the source was started with `subgraphs: true` (chunks carry a namespace).
+ */
+export async function* toWireEvents(chunks: AsyncIterable<unknown>, options: { subgraphs?: boolean } = {}): AsyncGenerator<WireEvent> {
+  for await (const chunk of chunks) {
+    const parts = chunk as unknown[];
+    const [namespace, mode, payload] = options.subgraphs ? (parts as [string[], string, unknown]) : ([[], ...parts] as unknown as [string[], string, unknown]);
+    yield { event: eventName(mode, namespace), data: serializeChunk(mode, payload) };
+  }
+}

@@ -1,0 +1,172 @@
+// The run worker (DeerFlow runtime/runs/worker.py run_agent): waits for the run's predecessors, builds the run
+// context and the agent, streams the graph into the stream bridge as wire events, rolls back on request and
+// records the final run and thread status. Runs in the background; never throws.
+import type { CheckpointTuple } from "@langchain/langgraph";
+import { MiddlewareError } from "langchain";
+import type { Logger } from "pino";
+import type { MemoryUpdateQueue } from "../agents/memory/memory-queue.js";
+import { buildRunContext, type RunSandboxProvider } from "../agents/run-context.js";
+import { streamAgent } from "../agents/stream-agent.js";
+import type { AppConfig } from "../config/schema.js";
+import type { AgentFactory } from "./agent-factory.js";
+import type { Persistence } from "./persistence.js";
+import { latestCheckpoint, rollbackThread } from "./rollback.js";
+import type { RunConfig } from "./run-config.js";
+import type { ActiveRun, RunManager, RunStatus } from "./run-manager.js";
+import type { RunRequest } from "./run-request.js";
+import type { StreamBridge } from "./stream-bridge.js";
+import { readThreadState } from "./thread-state-reader.js";
+import type { ThreadStatus } from "./thread-store.js";
+import { graphStreamModes, toWireEvents } from "./wire-events.js";
+
+/** Resolves on the next turn of the event loop (after pending I/O callbacks). */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** The process-wide services a worker uses. */
+export interface WorkerDeps {
+  bridge: StreamBridge;
+  runs: RunManager;
+  persistence: Persistence;
+  agentFactory: AgentFactory;
+  getAppConfig: () => AppConfig;
+  logger: Logger;
+  /** How long a finished run's events stay replayable, in ms (default 60000). */
+  cleanupDelayMs?: number;
+  /** The process's memory update queue, handed to every run through its context. */
+  memoryQueue?: MemoryUpdateQueue;
+  /** The process's sandbox provider, handed to every run through its context. */
+  sandboxProvider?: RunSandboxProvider;
+}
+
+/** What one admitted run executes: its graph input, its assembled config and the request it came from. */
+export interface RunJob {
+  input: unknown;
+  runConfig: RunConfig;
+  request: RunRequest;
+}
+
+/** What a factory may report about the agent it built (`_makeLeadAgent` sets it; other graphs need not). */
+interface ResolvedBuild {
+  resolved?: { metadata?: Record<string, unknown>; callbacks?: unknown };
+}
+
+/**
+ * The error to report for a failed run: langchain wraps errors raised under a middleware in `MiddlewareError`
+ * (same message, original as `cause`); the client should see the original class name.
+ */
+export function rootError(err: unknown): Error {
+  let e = err instanceof Error ? err : new Error(String(err));
+  while (MiddlewareError.isInstance(e) && e.cause instanceof Error) e = e.cause;
+  return e;
+}
+
+/**
+ * Executes an admitted run to completion. Cancelled while pending: no agent is built (DeerFlow
+ * `test_pending_cancel_stops_waiting_for_prior_finalization`). A failure publishes an `error` event; a cancel with
+ * `action=rollback` restores the checkpoint the run started from. Always publishes `end`, records the final
+ * status and releases the thread. Never throws.
+ */
+export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): Promise<void> {
+  const { bridge, runs, persistence, logger } = deps;
+  const { run_id: runId, thread_id: threadId } = run.record;
+  const { runConfig, request } = job;
+  const signal = run.controller.signal;
+  const log = logger.child({ run_id: runId, thread_id: threadId });
+  let status: RunStatus = "success";
+  let error: string | undefined;
+  let before: CheckpointTuple | undefined;
+  let started = false;
+  try {
+    await Promise.race([run.predecessors, new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }))]);
+    if (signal.aborted) {
+      status = "interrupted";
+      return;
+    }
+    started = true;
+    runs.setStatus(runId, "running");
+    persistence.threads.setStatus(threadId, "busy");
+    bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: 1 });
+    before = await latestCheckpoint(persistence.checkpointer, threadId);
+    const context = buildRunContext({
+      threadId,
+      runId,
+      userId: String(runConfig.context.user_id),
+      options: runConfig.context,
+      appConfig: deps.getAppConfig(),
+      memoryQueue: deps.memoryQueue,
+      sandboxProvider: deps.sandboxProvider,
+    });
+    const baseMetadata = { ...runConfig.metadata, run_id: runId, thread_id: threadId, assistant_id: run.record.assistant_id };
+    const agent = (await deps.agentFactory({
+      configurable: runConfig.configurable,
+      context,
+      metadata: baseMetadata,
+      recursionLimit: runConfig.recursion_limit,
+      tags: runConfig.tags,
+      runName: runConfig.run_name,
+    })) as Awaited<ReturnType<AgentFactory>> & ResolvedBuild;
+    agent.checkpointer = persistence.checkpointer;
+    const metadata = { ...baseMetadata, ...(agent.resolved?.metadata ?? {}) };
+    run.record.metadata = { ...run.record.metadata, ...metadata };
+    runs.touch(runId);
+    if (signal.aborted) throw signal.reason;
+    const subgraphs = Boolean(request.stream_subgraphs);
+    const chunks = await streamAgent(agent, job.input, {
+      context,
+      configurable: runConfig.configurable,
+      metadata,
+      callbacks: agent.resolved?.callbacks as never,
+      recursionLimit: runConfig.recursion_limit,
+      tags: runConfig.tags,
+      runName: runConfig.run_name,
+      streamMode: graphStreamModes(request.streamModes),
+      subgraphs,
+      signal,
+      interruptBefore: request.interrupt_before ?? undefined,
+      interruptAfter: request.interrupt_after ?? undefined,
+    });
+    for await (const { event, data } of toWireEvents(chunks, { subgraphs })) {
+      if (signal.aborted) break;
+      bridge.publish(runId, event, data);
+      // A run whose model answers without I/O (cached, local, scripted) would otherwise advance in one unbroken
+      // microtask chain: yield so sockets (new requests, SSE writes) are served between chunks.
+      await yieldToEventLoop();
+    }
+    if (signal.aborted) status = "interrupted";
+  } catch (err) {
+    if (signal.aborted) {
+      status = "interrupted";
+    } else {
+      status = "error";
+      const e = rootError(err);
+      const name = e.constructor?.name && e.constructor.name !== "Error" ? e.constructor.name : e.name;
+      error = e.message;
+      run.errorName = name;
+      log.warn({ err: e.message, name }, "run failed");
+      bridge.publish(runId, "error", { message: e.message, name, error: name });
+    }
+  } finally {
+    if (status === "interrupted" && run.cancelAction === "rollback") {
+      if (started) {
+        try {
+          await rollbackThread(persistence.checkpointer, threadId, before);
+        } catch (err) {
+          log.error({ err: (err as Error).message }, "rollback failed");
+        }
+      }
+      status = "error";
+      error = "Rolled back by user";
+    }
+    runs.setStatus(runId, status, error);
+    if (started || status === "interrupted") {
+      let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";
+      // A run that stopped at interrupt_before/after (or a graph interrupt) leaves nodes pending: the thread waits.
+      if (status === "success" && (await readThreadState(persistence.checkpointer, threadId).catch(() => null))?.next.length) threadStatus = "interrupted";
+      persistence.threads.setStatus(threadId, threadStatus);
+    }
+    bridge.publishEnd(runId);
+    bridge.cleanup(runId, deps.cleanupDelayMs ?? 60_000);
+    runs.finish(runId);
+    log.info({ status }, "run finished");
+  }
+}
