@@ -1,4 +1,6 @@
 // Public entry of the SDK layer: build DeerFlow agents from plain arguments, or the lead agent from config.
+// The HTTP server (buildApp, the run services) has its own entry, src/gateway.ts, so embedding the SDK never
+// loads Fastify or the routes.
 export { createDeerflowAgent, type CreateDeerflowAgentOptions, type DeerflowAgent } from "./agents/factory.js";
 export { RuntimeFeatures, Next, Prev, type RuntimeFeaturesInit, type FeatureFlag } from "./agents/features.js";
 export { assembleFromFeatures, insertExtra, FeatureUnavailableError } from "./agents/chain.js";
@@ -56,5 +58,5 @@ export { getAppConfig, setAppConfig, resetAppConfig, withAppConfig, loadAppConfi
 export { parseAppConfig, type AppConfig } from "./config/schema.js";
 export { createChatModel } from "./models/create-chat-model.js";
 export { ScriptedChatModel } from "./models/scripted-chat-model.js";
-export { resolveAgentFactory } from "./runtime/agent-factory.js";
-export { buildApp } from "./app.js";
+export { buildRunContext, runContextOf, DEFAULT_USER_ID, RunContextSchema, type RunContext, type RunContextView } from "./agents/run-context.js";
+export { streamAgent, type StreamAgentOptions } from "./agents/stream-agent.js";
