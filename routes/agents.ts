@@ -33,7 +33,7 @@ export async function agentRoutes(app: FastifyInstance): Promise<void> {
     if (!app.deerflow.getAppConfig().agents_api.enabled) throw new AgentsApiDisabledError();
   });
 
-  /** An unknown model is a write the operator can fix: 422 (spec/README.md decision 3). */
+  /** An unknown model is a write the operator can fix: 422. */
   const assertKnownModel = (model: string | null | undefined) => {
     if (!model) return;
     if (!app.deerflow.getAppConfig().models.some((m) => m.name === model)) {

@@ -1,4 +1,4 @@
-// GET /health: liveness plus the config's health (spec/README.md decision 2).
+// GET /health: liveness plus the config's health (a broken config edit reports `degraded`, never takes the service down).
 import type { FastifyInstance } from "fastify";
 import { getAppConfigStatus } from "../src/config/app-config.js";
 import { doc } from "./openapi.js";

@@ -1,4 +1,4 @@
-// The route table. LangGraph-compatible routes are mounted at `/` and at `/api` (spec gateway.md section 0);
+// The route table. LangGraph-compatible routes are mounted at `/` and at `/api` (so both `new Client({apiUrl})` and the DeerFlow web app's `/api` base work);
 // DeerFlow-only routes live under `/api`; `/health` at the root.
 //
 //   GET  /health                                  health.ts

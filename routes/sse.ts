@@ -1,4 +1,4 @@
-// The one SSE writer: streams a run's bridge events in the LangGraph wire format (spec gateway.md section 2).
+// The one SSE writer: streams a run's bridge events in the LangGraph wire format.
 import type { FastifyReply } from "fastify";
 import type { ActiveRun } from "../src/runtime/run-manager.js";
 import type { StreamBridge } from "../src/runtime/stream-bridge.js";
@@ -18,7 +18,7 @@ export type StreamableRun = Pick<ActiveRun, "record"> & Partial<Pick<ActiveRun, 
  * Writes a run's events to an SSE reply: `id:` / `event:` / `data:` frames (string ids, JSON data), then `end`
  * (`data: null`, no id) or `gap`. Heartbeat comments come from @fastify/sse once the headers are sent, which
  * happens here before the first event. Each send is raced against the connection closing, so a client that stops
- * reading and disconnects never leaves the handler stuck (notes/dependencies.md section 4).
+ * reading and disconnects never leaves the handler stuck (@fastify/sse 0.6 does not end a send when the socket closes).
  */
 export async function streamRunEvents(reply: FastifyReply, bridge: StreamBridge, run: StreamableRun, options: StreamRunOptions): Promise<void> {
   const sse = reply.sse;

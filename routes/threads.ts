@@ -89,7 +89,7 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
       sortBy: body.sort_by ?? undefined,
       sortOrder: body.sort_order ?? undefined,
     });
-    // Search results carry only the title of the state (spec gateway.md 1.3), not whole conversations.
+    // Search results carry only the title of the state (as DeerFlow's thread list reads it), not whole conversations.
     return Promise.all(
       found.map(async (t) => {
         const { values } = await readThreadState(persistence.checkpointer, t.thread_id);

@@ -79,7 +79,7 @@ export class BadRequestError extends DeerflowError {
   }
 }
 
-/** One entry of a 422 `detail` list (FastAPI shape; spec/gateway.md section 1.1). */
+/** One entry of a 422 `detail` list (FastAPI's shape, which DeerFlow's gateway and its web app use). */
 export interface ValidationIssue {
   type: string;
   loc: (string | number)[];

@@ -42,6 +42,15 @@ export type DeerflowAgent = ReturnType<typeof createAgent>;
  * @param model A LangChain chat model. @param tools The agent's tools (copied).
  * @throws DeerflowError (`validation_failed`) on the conflicts above or a bad feature flag.
  * @throws TypeError "extra_middleware items must be AgentMiddleware instances, got <Type>".
+ * @example
+ * ```ts
+ * import { createDeerflowAgent, RuntimeFeatures, ScriptedChatModel } from "deerflow-gateway";
+ * const agent = createDeerflowAgent(new ScriptedChatModel(), [], {
+ *   features: new RuntimeFeatures({ sandbox: false, memory: false, subagent: false }),
+ *   systemPrompt: "You are terse.",
+ * });
+ * const state = await agent.invoke({ messages: [{ role: "user", content: "hi" }] }, { context: { thread_id: "t1" } });
+ * ```
  */
 export function createDeerflowAgent(model: BaseChatModel, tools: NamedTool[] | null = null, options: CreateDeerflowAgentOptions = {}): DeerflowAgent {
   if (options.middleware && options.features) throw new DeerflowError("validation_failed", "Cannot specify both 'middleware' and 'features'");

@@ -23,6 +23,12 @@ export interface RuntimeFeaturesInit {
  * Which optional middleware slots `createDeerflowAgent` fills (DeerFlow `RuntimeFeatures`). Defaults: `sandbox`
  * and `loopDetection` on, everything else off. `summarization` and `guardrail` have no built-in: they take
  * `false` or a middleware instance, and `true` is rejected when the chain is assembled.
+ * @example
+ * ```ts
+ * // Everything on except memory; a custom summarization middleware instead of the default one.
+ * const features = new RuntimeFeatures({ memory: false, summarization: new MySummarization() });
+ * const agent = createDeerflowAgent(model, tools, { features, planMode: true });
+ * ```
  */
 export class RuntimeFeatures {
   sandbox: FeatureFlag;
@@ -80,6 +86,12 @@ function record(kind: keyof Anchors, anchor: MiddlewareClass) {
  * Class decorator: place the decorated extra middleware right **after** the first chain element that is an
  * instance of `anchor`. Mirrors DeerFlow `@Next`.
  * @throws TypeError at decoration time when `anchor` is not a middleware class.
+ * @example
+ * ```ts
+ * @Next(ClarificationMiddleware)
+ * class AuditMiddleware extends DeerflowMiddleware { readonly name = "Audit"; }
+ * createDeerflowAgent(model, tools, { extraMiddleware: [new AuditMiddleware()] }); // placed right after Clarification
+ * ```
  */
 export function Next(anchor: MiddlewareClass) {
   assertMiddlewareClass(anchor, "Next");
@@ -90,6 +102,11 @@ export function Next(anchor: MiddlewareClass) {
  * Class decorator: place the decorated extra middleware right **before** the first chain element that is an
  * instance of `anchor`. Mirrors DeerFlow `@Prev`.
  * @throws TypeError at decoration time when `anchor` is not a middleware class.
+ * @example
+ * ```ts
+ * @Prev(ClarificationMiddleware)
+ * class GuardMiddleware extends DeerflowMiddleware { readonly name = "Guard"; }
+ * ```
  */
 export function Prev(anchor: MiddlewareClass) {
   assertMiddlewareClass(anchor, "Prev");

@@ -129,7 +129,7 @@ export const ThreadStateFields = {
 
 /**
  * The lead agent's state (`ThreadState` in DeerFlow): `messages` (add-messages reducer) plus the DeerFlow
- * channels, each with the reducer named in spec/agent-factory.md section 5: `sandbox` (mergeSandbox),
+ * channels, each with the reducer of DeerFlow's `thread_state.py`: `sandbox` (mergeSandbox),
  * `thread_data`, `title` (last write), `artifacts` (mergeArtifacts), `todos` (mergeTodos), `goal` (mergeGoal),
  * `uploaded_files` (last write), `viewed_images` (mergeViewedImages), `promoted` (mergePromoted), `delegations`
  * (mergeDelegations), `skill_context` (mergeSkillContext), `summary_text`, `background_tasks` (last write).

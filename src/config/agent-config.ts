@@ -1,5 +1,5 @@
 // Port of DeerFlow config/agents_config.py (load side): custom agent definitions on disk.
-// Layout (spec/README.md decision 1): <agents dir>/<user_id>/<agent_name>/{config.yaml,SOUL.md}.
+// Layout (ours, not upstream's users/<uid>/agents/<name>): <agents dir>/<user_id>/<agent_name>/{config.yaml,SOUL.md}.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";

@@ -1,5 +1,5 @@
 // Port of DeerFlow's file agent store (persistence/agents/file.py) and the write side of agents_config.py:
-// custom agents under <agents dir>/<user_id>/<name>/{config.yaml,SOUL.md} (spec/README.md decision 1).
+// custom agents under <agents dir>/<user_id>/<name>/{config.yaml,SOUL.md}.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
@@ -204,7 +204,7 @@ export class AgentStore {
    * `tool_groups`, `skills`, `thinking_enabled`, `reasoning_effort` an explicit null removes the key; a null
    * `description` means `""`; `model_settings` merges per sub-field (null clears one). Non-managed keys are kept.
    * `soul` replaces SOUL.md. @throws NotFoundError for an unknown agent; ValidationError for a blank soul
-   * (spec/README.md decision 4: the old soul is kept).
+   * (the old soul is kept; upstream only guards the tool path).
    */
   async update(name: string, patch: AgentUpdate, userId = "default"): Promise<AgentRecord> {
     const lower = validateAgentName(name);

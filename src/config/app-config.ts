@@ -1,23 +1,18 @@
 // Port of DeerFlow config/app_config.py: load, cache with content-signature reload, injection and
-// context-local override. Differs from upstream by spec/README.md decision 2: a failed reload keeps the last
+// context-local override. Differs from upstream on purpose: a failed reload keeps the last
 // good config (and reports it) instead of raising on every call.
 import { AsyncLocalStorage } from "node:async_hooks";
-import { createHash } from "node:crypto";
-import { readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import type { z } from "zod";
 import { ConfigError } from "../errors.js";
 import { getLogger } from "../logger.js";
 import { formatKeyPath, substituteEnv } from "./env-substitution.js";
 import { resolveConfigPath } from "./paths.js";
+import { WatchedFile } from "./watched-file.js";
 import { AppConfigSchema, brandAppConfig, KNOWN_TOP_LEVEL_KEYS, STARTUP_ONLY_FIELDS, type AppConfig, type StartupOnlyField } from "./schema.js";
 
-/** `(mtimeMs, size, sha256-hex)` of a config file; the hash always covers the whole file. */
-export interface FileSignature {
-  mtimeMs: number;
-  size: number;
-  sha256: string;
-}
+export type { FileSignature } from "./watched-file.js";
 
 /** What the cache currently serves and whether the file on disk is healthy. */
 export interface AppConfigStatus {
@@ -27,32 +22,24 @@ export interface AppConfigStatus {
   error: string | null;
 }
 
-interface CacheState {
-  config: AppConfig | null;
-  path: string | null;
-  /** Signature of the file the served config was parsed from. */
-  signature: FileSignature | null;
-  /** Signature of the last file that failed to parse (so an unchanged broken file is not re-parsed). */
-  failedSignature: FileSignature | null;
-  injected: boolean;
-  error: string | null;
-  loggedErrors: Set<string>;
-}
-
-const state: CacheState = { config: null, path: null, signature: null, failedSignature: null, injected: false, error: null, loggedErrors: new Set() };
+/** config.yaml as the process serves it: reload rules on top of the shared watched-file helper. */
+const file = new WatchedFile<AppConfig>({
+  parse(text, path, previous) {
+    if (!previous) return parseAppConfigText(text, path);
+    const config = applyReloadBoundary(previous, parseAppConfigText(text, path));
+    // An emptied file (an editor truncating before it writes, a bad merge) would fail every run: keep serving.
+    if (previous.models.length > 0 && config.models.length === 0) {
+      throw new ConfigError(`${path} has no models configured; keeping the last good config`, { path });
+    }
+    return config;
+  },
+  onFailure: (message) => getLogger().error({ err: message }, "config reload failed; keeping the last good config"),
+  onReload: (path) => getLogger().info({ path }, "config reloaded"),
+});
+/** A config installed with `setAppConfig` (served instead of the file until reset). */
+let injected: AppConfig | null = null;
 const warnedKeys = new Set<string>();
 const overrideStorage = new AsyncLocalStorage<{ stack: (AppConfig | null)[]; current: AppConfig | null }>();
-
-/** Reads the file once and computes its signature together with its text. */
-function readWithSignature(path: string): { text: string; signature: FileSignature } {
-  const st = statSync(path);
-  const buf = readFileSync(path);
-  return { text: buf.toString("utf8"), signature: { mtimeMs: st.mtimeMs, size: st.size, sha256: createHash("sha256").update(buf).digest("hex") } };
-}
-
-function sameSignature(a: FileSignature | null, b: FileSignature): boolean {
-  return !!a && a.mtimeMs === b.mtimeMs && a.size === b.size && a.sha256 === b.sha256;
-}
 
 /**
  * Parses and validates config text. Top-level `null` values are dropped first (a section whose entries are all
@@ -111,67 +98,31 @@ export function loadAppConfig(path?: string): AppConfig {
   return parseAppConfigText(text, resolved);
 }
 
-function recordFailure(err: unknown): void {
-  const message = (err as Error).message;
-  state.error = message;
-  if (!state.loggedErrors.has(message)) {
-    state.loggedErrors.add(message);
-    getLogger().error({ err: message }, "config reload failed; keeping the last good config");
-  }
-}
-
 /**
  * The current AppConfig. Order (mirrors DeerFlow `get_app_config`): an AsyncLocalStorage override
  * (`withAppConfig` / `pushCurrentAppConfig`) wins, then a config injected with `setAppConfig`, then the file:
  * its path is resolved and its `(mtime, size, sha256)` signature computed on every call; an unchanged file
  * returns the **same object** (callers may use identity as a cache key), a different path or signature reloads.
- * A failed reload keeps serving the last good config and records the error (see `getAppConfigStatus`); so does a
- * reload that would drop every model of a config that had some.
+ * A read that raced an in-place edit is retried, never served. A failed reload keeps serving the last good config
+ * and records the error (see `getAppConfigStatus`); so does a reload that would drop every model of a config
+ * that had some.
  * @throws ConfigError only when no config was ever loaded (first call) and the file cannot be loaded.
  */
 export function getAppConfig(): AppConfig {
   const override = overrideStorage.getStore()?.current;
   if (override) return override;
-  if (state.injected && state.config) return state.config;
+  if (injected) return injected;
   let path: string;
-  let text: string;
-  let signature: FileSignature;
   try {
     path = resolveConfigPath();
-    ({ text, signature } = readWithSignature(path));
   } catch (err) {
-    const error = ConfigError.isInstance(err) ? err : new ConfigError(`Cannot read config file: ${(err as Error).message}`, { cause: err });
-    if (!state.config) throw error;
-    recordFailure(error);
-    return state.config;
+    return file.fail(ConfigError.isInstance(err) ? err : new ConfigError(`Cannot read config file: ${(err as Error).message}`, { cause: err }));
   }
-  if (state.config && state.path === path && sameSignature(state.signature, signature)) {
-    // The good file is back unchanged (e.g. moved away and back): it is healthy again.
-    if (state.error !== null) {
-      Object.assign(state, { error: null, failedSignature: null });
-      state.loggedErrors.clear();
-    }
-    return state.config;
-  }
-  if (state.config && state.error !== null && sameSignature(state.failedSignature, signature)) return state.config;
   try {
-    const previous = state.config;
-    const config = previous ? applyReloadBoundary(previous, parseAppConfigText(text, path)) : parseAppConfigText(text, path);
-    // An emptied file (an editor truncating before it writes, a bad merge) would fail every run: keep serving.
-    if (previous && previous.models.length > 0 && config.models.length === 0) {
-      throw new ConfigError(`${path} has no models configured; keeping the last good config`, { path });
-    }
-    const reloaded = previous !== null;
-    Object.assign(state, { config, path, signature, failedSignature: null, error: null });
-    state.loggedErrors.clear();
-    if (reloaded) getLogger().info({ path }, "config reloaded");
-    return config;
+    return file.read(path);
   } catch (err) {
-    if (!state.config) throw err;
-    // Remember the bad signature, so an unchanged broken file is not re-parsed on every request.
-    state.failedSignature = signature;
-    recordFailure(err);
-    return state.config;
+    if (ConfigError.isInstance(err)) throw err;
+    throw new ConfigError(`Cannot read config file ${path}: ${(err as Error).message}`, { path, cause: err });
   }
 }
 
@@ -195,18 +146,18 @@ export function applyReloadBoundary(previous: AppConfig, next: AppConfig): AppCo
 
 /** What `getAppConfig()` serves: the source path and the last reload error (null when healthy). */
 export function getAppConfigStatus(): AppConfigStatus {
-  return { path: state.injected ? null : state.path, error: state.injected ? null : state.error };
+  return injected ? { path: null, error: null } : file.status();
 }
 
 /** Installs `config` as the process config: `getAppConfig()` returns it and never touches the file until reset. */
 export function setAppConfig(config: AppConfig): void {
-  Object.assign(state, { config, path: null, signature: null, failedSignature: null, injected: true, error: null });
+  injected = config;
 }
 
 /** Clears the cache and any injected config; the next `getAppConfig()` loads from the file. */
 export function resetAppConfig(): void {
-  Object.assign(state, { config: null, path: null, signature: null, failedSignature: null, injected: false, error: null });
-  state.loggedErrors.clear();
+  injected = null;
+  file.reset();
 }
 
 /** Runs `fn` with `config` as the override for everything in its async context (stack semantics, no leaks). */

@@ -113,19 +113,17 @@ export function resolveExtensionsConfigPath(explicitPath?: string | null, env: N
 }
 
 /**
- * Loads the extensions config (lenient `$VAR`s). No file in search mode gives the empty config.
- * @throws ConfigError "... is not valid JSON" for a syntax error, "Failed to load extensions config from <path>: ..."
- *   for a schema error, or the not-found errors of {@link resolveExtensionsConfigPath}.
+ * Parses the text of an extensions config (lenient `$VAR`s: an unset variable becomes "").
+ * @param file Path used in error messages.
+ * @throws ConfigError "<file> is not valid JSON: ..." for a syntax error, "Failed to load extensions config from
+ *   <file>: <key>: <message>" for a schema error.
  */
-export function loadExtensionsConfig(explicitPath?: string | null, env: NodeJS.ProcessEnv = process.env): ExtensionsConfig {
-  const file = resolveExtensionsConfigPath(explicitPath, env);
-  if (!file) return structuredClone(EMPTY_EXTENSIONS_CONFIG);
+export function parseExtensionsConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): ExtensionsConfig {
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(file, "utf8"));
+    raw = JSON.parse(text);
   } catch (err) {
-    if (err instanceof SyntaxError) throw new ConfigError(`Extensions config ${file} is not valid JSON: ${err.message}`, { path: file, cause: err });
-    throw new ConfigError(`Failed to load extensions config from ${file}: ${(err as Error).message}`, { path: file, cause: err });
+    throw new ConfigError(`Extensions config ${file} is not valid JSON: ${(err as Error).message}`, { path: file, cause: err });
   }
   const parsed = ExtensionsConfigSchema.safeParse(substituteEnvLenient(raw, env));
   if (!parsed.success) {

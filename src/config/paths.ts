@@ -31,7 +31,7 @@ export function getRuntimeHome(env: NodeJS.ProcessEnv = process.env): string {
   return raw ? path.resolve(raw) : path.join(getProjectRoot(env), ".deer-flow");
 }
 
-/** Custom-agent store root: `DEER_FLOW_AGENTS_DIR`, else `<project root>/agents` (spec/README.md decision 1). */
+/** Custom-agent store root: `DEER_FLOW_AGENTS_DIR`, else `<project root>/agents`. */
 export function getAgentsDir(env: NodeJS.ProcessEnv = process.env): string {
   const raw = env.DEER_FLOW_AGENTS_DIR?.trim();
   return raw ? path.resolve(getProjectRoot(env), raw) : path.join(getProjectRoot(env), "agents");

@@ -1,7 +1,7 @@
 // Pushes config reloads as soon as the file changes (the request path still checks the signature itself).
 import { watch, type FSWatcher } from "chokidar";
 import path from "node:path";
-import { getAppConfig, getAppConfigStatus } from "./app-config.js";
+import { getAppConfig } from "./app-config.js";
 
 /**
  * Watches the directory of `configPath` and calls `getAppConfig()` when the file is written, replaced by an
@@ -21,8 +21,7 @@ export function watchAppConfig(configPath: string): FSWatcher {
     try {
       getAppConfig();
     } catch {
-      // Nothing was ever loaded: getAppConfigStatus() has nothing to report either; the next request retries.
-      void getAppConfigStatus();
+      // Nothing was ever loaded, so there is nothing to keep serving; the next request retries and reports it.
     }
   };
   watcher.on("add", onEvent).on("change", onEvent).on("unlink", onEvent);

@@ -1,7 +1,7 @@
 // Id rules of the LangGraph-compatible routes.
 import { ValidationError } from "../errors.js";
 
-/** DeerFlow's thread-id rule (gateway.md 3.1): letters, digits, `_` and `-`, 1-64 characters. */
+/** DeerFlow's thread-id rule (DeerFlow gateway `threads.py` thread-id pattern): letters, digits, `_` and `-`, 1-64 characters. */
 export const THREAD_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**

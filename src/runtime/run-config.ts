@@ -1,4 +1,4 @@
-// Port of DeerFlow gateway services (build_run_config): the RunnableConfig a run starts from (gateway.md 3.3).
+// Port of DeerFlow gateway services (build_run_config): the RunnableConfig a run starts from.
 import { validateAgentName } from "../config/agent-config.js";
 import { ValidationError } from "../errors.js";
 import type { RunRequest } from "./run-request.js";

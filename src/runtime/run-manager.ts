@@ -5,12 +5,12 @@ import type { RunStore } from "./run-store.js";
 
 /** LangGraph run status. */
 export type RunStatus = "pending" | "running" | "success" | "error" | "timeout" | "interrupted";
-/** What to do with a new run on a thread that already has one in flight (spec gateway.md 3.6). */
+/** What to do with a new run on a thread that already has one in flight (LangGraph `multitask_strategy`). */
 export type MultitaskStrategy = "reject" | "interrupt" | "rollback" | "enqueue";
 /** How a cancel stops a run: keep its checkpoints (`interrupt`) or restore the pre-run state (`rollback`). */
 export type CancelAction = "interrupt" | "rollback";
 
-/** The Run resource as the API returns it (spec gateway.md 1.3). Timestamps are ISO strings. */
+/** The Run resource as the API returns it (LangGraph API `Run`). Timestamps are ISO strings. */
 export interface RunRecord {
   run_id: string;
   thread_id: string;

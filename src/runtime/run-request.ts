@@ -1,4 +1,4 @@
-// The run-creation body (LangGraph RunCreate) and its validation (spec/gateway.md section 1.4).
+// The run-creation body (LangGraph RunCreate) and its validation (LangGraph API `RunCreateStateful`; unknown keys rejected as upstream's pydantic model does).
 import { z } from "zod";
 import { ValidationError, type ValidationIssue } from "../errors.js";
 

@@ -1,4 +1,4 @@
-// Serialization to the LangGraph wire format (spec/gateway.md section 2.2): messages become flat dicts.
+// Serialization to the LangGraph wire format (what `@langchain/langgraph-api` and DeerFlow's `serialize_lc_object` send): messages become flat dicts.
 import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 
 /** A message as the wire carries it: `{type, id, content, ...}` (never LangChain's `{lc, kwargs}` form). */

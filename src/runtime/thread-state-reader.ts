@@ -11,7 +11,7 @@ export interface CheckpointRef {
   checkpoint_map: null;
 }
 
-/** The `GET /threads/{id}/state` body: LangGraph's shape plus DeerFlow's flat ids (spec gateway.md 1.3). */
+/** The `GET /threads/{id}/state` body: LangGraph's shape plus DeerFlow's flat ids. */
 export interface ThreadStateResponse {
   values: Record<string, unknown>;
   next: string[];

@@ -1,4 +1,4 @@
-// LangGraph stream chunks -> LangGraph API wire events (spec gateway.md section 2): a pure async generator, so the
+// LangGraph stream chunks -> LangGraph API wire events (SSE frames as `@langchain/langgraph-api` sends them): a pure async generator, so the
 // worker, tests and any other consumer share one conversion.
 import { isBaseMessage } from "@langchain/core/messages";
 import type { StreamModeName } from "./run-request.js";

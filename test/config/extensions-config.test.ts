@@ -1,9 +1,9 @@
-import { copyFileSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
-  enabledMcpServers, isSkillEnabled, loadExtensionsConfig, resolveExtensionsConfigPath, substituteEnvLenient,
+  enabledMcpServers, isSkillEnabled, parseExtensionsConfigText, resolveExtensionsConfigPath, substituteEnvLenient,
 } from "../../src/config/extensions-config.js";
 
 const fixture = () => path.resolve(import.meta.dirname, "../fixtures/deerflow/extensions_config.example.json");
@@ -30,7 +30,6 @@ describe("extensions_config.json path resolution", () => {
   it("searches the project root (extensions_config.json, then mcp_config.json, then config/) and may find nothing", () => {
     const env = { DEER_FLOW_PROJECT_ROOT: dir };
     expect(resolveExtensionsConfigPath(null, env)).toBeNull();
-    expect(loadExtensionsConfig(null, env)).toEqual({ mcpServers: {}, skills: {}, middlewares: [] });
     writeFileSync(path.join(dir, "mcp_config.json"), "{}");
     expect(resolveExtensionsConfigPath(null, env)).toBe(path.join(dir, "mcp_config.json"));
     writeFileSync(path.join(dir, "extensions_config.json"), "{}");
@@ -49,7 +48,7 @@ describe("extensions_config.json loading", () => {
   it("loads DeerFlow's example file unchanged", () => {
     const file = path.join(dir, "extensions_config.json");
     copyFileSync(fixture(), file);
-    const config = loadExtensionsConfig(file, {});
+    const config = parseExtensionsConfigText(readFileSync(file, "utf8"), file, {});
     expect(Object.keys(config.mcpServers)).toEqual(["github", "openviking", "postgres", "long-running-reports"]);
     expect(enabledMcpServers(config)).toEqual([]);
     expect(config.mcpServers.github.env.GITHUB_TOKEN).toBe("");
@@ -70,7 +69,7 @@ describe("extensions_config.json loading", () => {
   it("accepts `transport` for `type`, `mcp_servers` for `mcpServers`, and honours skill states", () => {
     const file = path.join(dir, "e.json");
     writeFileSync(file, JSON.stringify({ mcp_servers: { a: { transport: "sse", url: "http://x" }, b: { type: "http", transport: "sse", url: "http://y" } }, skills: { s: { enabled: false } } }));
-    const config = loadExtensionsConfig(file, {});
+    const config = parseExtensionsConfigText(readFileSync(file, "utf8"), file, {});
     expect(config.mcpServers.a.type).toBe("sse");
     expect(config.mcpServers.b.type).toBe("http");
     expect(enabledMcpServers(config)).toEqual(["a", "b"]);
@@ -80,8 +79,8 @@ describe("extensions_config.json loading", () => {
   it("reports invalid JSON and schema errors naming the file", () => {
     const file = path.join(dir, "bad.json");
     writeFileSync(file, "{nope");
-    expect(() => loadExtensionsConfig(file, {})).toThrow(/is not valid JSON/);
+    expect(() => parseExtensionsConfigText(readFileSync(file, "utf8"), file, {})).toThrow(/is not valid JSON/);
     writeFileSync(file, JSON.stringify({ mcpServers: { a: { args: "not-a-list" } } }));
-    expect(() => loadExtensionsConfig(file, {})).toThrow(new RegExp(`Failed to load extensions config from ${file}`));
+    expect(() => parseExtensionsConfigText(readFileSync(file, "utf8"), file, {})).toThrow(new RegExp(`Failed to load extensions config from ${file}`));
   });
 });

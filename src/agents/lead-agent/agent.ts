@@ -154,7 +154,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
   const isPlanMode = Boolean(options.is_plan_mode);
   const subagentEnabled = Boolean(options.subagent_enabled) && !subagent;
   const finite = (v: unknown, fallback: number) => (typeof v === "number" && Number.isFinite(v) ? v : fallback);
-  const maxConcurrentSubagents = finite(options.max_concurrent_subagents, 3);
+  const maxConcurrentSubagents = finite(options.max_concurrent_subagents, appConfig.subagents.max_concurrent);
   const maxTotalSubagents = finite(options.max_total_subagents, appConfig.subagents.max_total_per_run);
 
   const model = await createChatModel(modelName, {
@@ -256,6 +256,12 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
  * The LangGraph-style factory `(config) => graph`. Takes `app_config` from the merged runtime config when it is a
  * real AppConfig (context beats configurable; the worker installs one per run), else `getAppConfig()`. Mirrors
  * DeerFlow `make_lead_agent`. @throws whatever {@link _makeLeadAgent} throws.
+ * @example
+ * ```ts
+ * // The gateway's own call (worker.ts), and what a LangGraph-style graph registry would call:
+ * const agent = await makeLeadAgent({ configurable: { thread_id: "t1" }, context: { thread_id: "t1", user_id: "default", model_name: "gpt-4o-mini" } });
+ * const stream = await agent.stream({ messages: [{ role: "user", content: "hi" }] }, { context: { thread_id: "t1" }, streamMode: "values" });
+ * ```
  */
 export function makeLeadAgent(config: LeadAgentConfig): Promise<LeadAgent> {
   const appConfig = runContextOf(config).appConfig ?? getAppConfig();

@@ -61,7 +61,7 @@ export interface BuildMiddlewaresOptions {
 }
 
 /**
- * The app-layer chain, in DeerFlow's order (spec/agent-factory.md section 2.10, seed projection):
+ * The app-layer chain, in DeerFlow's order (DeerFlow `_build_middlewares`):
  * 1. ThreadDataMiddleware (lazy paths); 2. UploadsMiddleware; 3. SandboxMiddleware (lazy);
  * 4. DanglingToolCallMiddleware; 5. ToolErrorHandlingMiddleware;
  * 6. DynamicContextMiddleware (date + memory reminder per turn; no memory for subagents);

@@ -5,7 +5,7 @@ const HOOKS = ["beforeAgent", "beforeModel", "afterModel", "afterAgent", "wrapMo
 
 /**
  * Base class for DeerFlow middlewares written as classes. langchain calls every hook except `wrapModelCall`
- * detached from its object (notes/dependencies.md section 2), so the constructor binds each hook to the instance.
+ * detached from its object (langchain 1.5 calls them unbound), so the constructor binds each hook to the instance.
  * Subclasses set `name` to the upstream class name (e.g. `"ClarificationMiddleware"`), which is also the
  * middleware's graph-node prefix.
  */

@@ -8,7 +8,7 @@ import { LocalSandboxProvider } from "../../sandbox/local-provider.js";
 import { ensureSandbox, type SandboxToolRuntime } from "../../sandbox/provider.js";
 import { runContextOf, type RunSandboxProvider } from "../../agents/run-context.js";
 
-/** The parts of a LangChain tool's runtime config the sandbox tools read (notes/dependencies.md section 2). */
+/** The parts of a LangChain tool's runtime config the sandbox tools read. */
 export interface ToolRuntimeConfig {
   context?: Record<string, unknown> | null;
   configurable?: Record<string, unknown>;

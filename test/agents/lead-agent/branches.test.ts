@@ -144,6 +144,12 @@ describe("custom and default branches: tools and skills", () => {
     expect(toolNames(sub)).toContain("task");
     expect((await systemOf(sub)).system).toContain("MAXIMUM 2 `task` CALLS PER RESPONSE");
   });
+
+  it("takes the concurrent-subagent limit from subagents.max_concurrent unless the request sets one", async () => {
+    const cfg = parseAppConfig({ ...base, subagents: { max_concurrent: 1 } });
+    expect((await systemOf(await build({ context: { subagent_enabled: true } }, cfg))).system).toContain("MAXIMUM 1 `task` CALLS PER RESPONSE");
+    expect((await systemOf(await build({ context: { subagent_enabled: true, max_concurrent_subagents: 4 } }, cfg))).system).toContain("MAXIMUM 4 `task` CALLS PER RESPONSE");
+  });
 });
 
 describe("MCP tools and tool_search in the lead agent", () => {

@@ -1,0 +1,152 @@
+// One helper for every config file the gateway re-reads while it runs (config.yaml, extensions_config.json):
+// content signature, a read that is only trusted when the file did not change under it, the last good value
+// kept on a failed reload, and each distinct failure logged once.
+import { createHash } from "node:crypto";
+import { readFileSync, statSync } from "node:fs";
+
+/** `(mtimeMs, size, sha256-hex)` of a file; the hash always covers the whole file. */
+export interface FileSignature {
+  mtimeMs: number;
+  size: number;
+  sha256: string;
+}
+
+/** Two signatures of the same content and stat. */
+export function sameSignature(a: FileSignature | null | undefined, b: FileSignature): boolean {
+  return !!a && a.mtimeMs === b.mtimeMs && a.size === b.size && a.sha256 === b.sha256;
+}
+
+/** How many times a read is retried when the file changes while it is read (an in-place edit in progress). */
+const STABLE_READ_ATTEMPTS = 5;
+
+/**
+ * Reads a file with its signature, and only trusts the read when the file's stat is the same before and after
+ * it: a read that raced an in-place edit (valid YAML, half the models) is retried, and after
+ * {@link STABLE_READ_ATTEMPTS} unstable reads it throws instead of serving a torn file.
+ * @throws the fs error of a missing or unreadable file; Error "<path> is being written" when it never settles.
+ */
+export function readStable(path: string): { text: string; signature: FileSignature } {
+  for (let attempt = 0; attempt < STABLE_READ_ATTEMPTS; attempt++) {
+    const before = statSync(path);
+    const buf = readFileSync(path);
+    const after = statSync(path);
+    if (before.mtimeMs === after.mtimeMs && before.size === after.size && buf.length === after.size && before.ino === after.ino) {
+      return { text: buf.toString("utf8"), signature: { mtimeMs: after.mtimeMs, size: after.size, sha256: createHash("sha256").update(buf).digest("hex") } };
+    }
+  }
+  throw new Error(`${path} is being written; try again`);
+}
+
+/** Options of {@link WatchedFile}. */
+export interface WatchedFileOptions<T> {
+  /**
+   * Parses the file's text. `previous` is the value served so far (null on the first load), for rules that
+   * depend on it (restart-only fields, refusing an emptied file).
+   * @throws any error to reject the content (the last good value stays in service).
+   */
+  parse(text: string, path: string, previous: T | null): T;
+  /** Called once per distinct failure message (log it); a success clears the memory of past failures. */
+  onFailure(message: string): void;
+  /** Called after a successful reload that replaced an earlier value (log it). */
+  onReload?(path: string): void;
+  /** Served before the first successful load (and then the reads never throw); without it the first failure throws. */
+  fallback?: T;
+}
+
+/** What a {@link WatchedFile} serves. */
+export interface WatchedFileStatus {
+  /** The file the served value came from. */
+  path: string | null;
+  /** The last failure (read or parse) since the served value was loaded, or null when the file is healthy. */
+  error: string | null;
+}
+
+/**
+ * A config file re-read on demand. `read(path)` computes the signature on every call and returns the same value
+ * object while the content is unchanged (callers may use identity as a cache key); a changed file is parsed
+ * again; a failed read or parse keeps the last good value and records the error. An unchanged broken file is not
+ * re-parsed.
+ */
+export class WatchedFile<T> {
+  private value: T | null;
+  private path: string | null = null;
+  private signature: FileSignature | null = null;
+  private failedSignature: FileSignature | null = null;
+  private error: string | null = null;
+  private readonly logged = new Set<string>();
+
+  constructor(private readonly options: WatchedFileOptions<T>) {
+    this.value = options.fallback ?? null;
+  }
+
+  /** The value served so far, or null before the first successful load. */
+  get current(): T | null {
+    return this.value;
+  }
+
+  /** The served file and its health. */
+  status(): WatchedFileStatus {
+    return { path: this.path, error: this.error };
+  }
+
+  /**
+   * Records a failure that happened before the file could be read (e.g. the path cannot be resolved).
+   * @throws `err` when nothing was ever loaded (there is no last good value to serve).
+   */
+  fail(err: unknown): T {
+    if (this.value === null) throw err;
+    this.record((err as Error).message);
+    return this.value;
+  }
+
+  /**
+   * The value of the file at `path` (see the class comment).
+   * @throws the read or parse error only when nothing was ever loaded.
+   */
+  read(path: string): T {
+    let text: string;
+    let signature: FileSignature;
+    try {
+      ({ text, signature } = readStable(path));
+    } catch (err) {
+      return this.fail(err);
+    }
+    if (this.value !== null && this.path === path && sameSignature(this.signature, signature)) {
+      // The good file is back unchanged (e.g. moved away and back): it is healthy again.
+      if (this.error !== null) this.clearError();
+      return this.value;
+    }
+    if (this.value !== null && this.error !== null && sameSignature(this.failedSignature, signature)) return this.value;
+    try {
+      const previous = this.value;
+      const next = this.options.parse(text, path, previous);
+      Object.assign(this, { value: next, path, signature, failedSignature: null });
+      this.clearError();
+      if (previous !== null) this.options.onReload?.(path);
+      return next;
+    } catch (err) {
+      if (this.value === null) throw err;
+      this.failedSignature = signature;
+      this.record((err as Error).message);
+      return this.value;
+    }
+  }
+
+  /** Forgets everything (tests, `resetAppConfig`). */
+  reset(): void {
+    Object.assign(this, { value: this.options.fallback ?? null, path: null, signature: null, failedSignature: null });
+    this.clearError();
+  }
+
+  private record(message: string): void {
+    this.error = message;
+    if (this.logged.has(message)) return;
+    this.logged.add(message);
+    this.options.onFailure(message);
+  }
+
+  private clearError(): void {
+    this.error = null;
+    this.logged.clear();
+  }
+}
