@@ -5,7 +5,7 @@ import { MemorySaver } from "@langchain/langgraph";
 import { makeLeadAgent, type LeadAgentConfig } from "../src/agents/lead-agent/agent.js";
 import { loadAppConfig, setAppConfig } from "../src/config/app-config.js";
 import { parseAppConfig, type AppConfig } from "../src/config/schema.js";
-import { measure, type BenchResult, type BenchSuite } from "./stats.js";
+import { measure, type BenchSuite } from "./stats.js";
 
 const BUILD_WARMUP = 50;
 const BUILD_ITERATIONS = 500;

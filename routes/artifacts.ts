@@ -17,7 +17,7 @@ type ArtifactRequest = { Params: { thread_id: string; "*": string }; Querystring
  * Register under `/api`.
  */
 export async function artifactRoutes(app: FastifyInstance): Promise<void> {
-  const { persistence, sandbox: provider } = app.deerflow;
+  const { sandbox: provider } = app.deerflow;
 
   app.get<ArtifactRequest>("/threads/:thread_id/artifacts/*", { preHandler: requireThread, schema: doc("artifacts", "Download a file from the thread's /mnt/user-data", { querystring: QuerySchema }) }, async (request, reply) => {
     const thread = threadOf(request);

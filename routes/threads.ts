@@ -2,7 +2,7 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { BadRequestError, ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
+import { BadRequestError, ConflictError, ValidationError } from "../src/errors.js";
 import { ensureInitialCheckpoint } from "../src/runtime/rollback.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { assertThreadId } from "../src/runtime/run-service.js";

@@ -32,7 +32,7 @@ function limitError(err: unknown, limits: { max_files: number; max_file_size: nu
  * for an unknown thread. Register under `/api`.
  */
 export async function uploadRoutes(app: FastifyInstance): Promise<void> {
-  const { persistence, sandbox: provider, getAppConfig } = app.deerflow;
+  const { sandbox: provider, getAppConfig } = app.deerflow;
   // Scoped to this plugin: only the upload route parses multipart. preservePath keeps the client's file name
   // intact so that traversal attempts are refused rather than silently reduced to a base name.
   await app.register(fastifyMultipart, { preservePath: true, throwFileSizeLimit: true });

@@ -1,6 +1,6 @@
 // Port of DeerFlow config/extensions_config.py: MCP servers, skill enabled states and extension middlewares,
 // from `extensions_config.json`. Read from disk on every agent build (it changes independently of config.yaml).
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { ConfigError } from "../errors.js";

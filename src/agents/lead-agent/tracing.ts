@@ -1,6 +1,5 @@
 // Port of DeerFlow tracing/factory.py (build_tracing_callbacks): tracing handlers attached once, at the graph root.
 import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
-import type { Callbacks } from "@langchain/core/callbacks/manager";
 import { LangChainTracer } from "@langchain/core/tracers/tracer_langchain";
 import { readTracingConfig, type TracingConfig } from "../../config/tracing-config.js";
 import { getLogger } from "../../logger.js";

@@ -1,10 +1,8 @@
 // Port of DeerFlow agents/middlewares/thread_data_middleware.py (ThreadDataMiddleware).
 import { mkdirSync } from "node:fs";
-import path from "node:path";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { z } from "zod";
 import { getRuntimeHome, threadDataPaths } from "../../config/paths.js";
-import type { ThreadData } from "../thread-state.js";
 import { DeerflowMiddleware } from "./base.js";
 import { runContextOf } from "../run-context.js";
 

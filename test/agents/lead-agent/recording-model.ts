@@ -1,9 +1,9 @@
 // Test doubles loaded by the lead agent through `use:` paths (absolute file paths in the test config).
-import { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { AIMessage, type BaseMessage } from "@langchain/core/messages";
+import type { BaseMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
 import { tool } from "langchain";
 import { z } from "zod";
+import { FakeChatModel } from "../../support/fake-chat-model.js";
 
 /** What every RecordingModel saw, shared through globalThis so it survives module re-evaluation. */
 export interface Recording {
@@ -19,23 +19,20 @@ export function recording(): Recording {
   return g.__leadAgentRecording;
 }
 
-/** A chat model that records its constructor fields and the messages it receives, and answers "ok". */
-export class RecordingModel extends BaseChatModel {
+/**
+ * The shared fake model as the lead agent builds it from `use:` (constructor fields from config.yaml): records
+ * its fields and every call in the shared {@link recording}, and answers "ok".
+ */
+export class RecordingModel extends FakeChatModel {
   fields: Record<string, unknown>;
   constructor(fields: Record<string, unknown> = {}) {
-    super({});
+    super([], "ok");
     this.fields = fields;
     recording().constructed.push(fields);
   }
-  _llmType() {
-    return "recording";
-  }
-  override bindTools(): this {
-    return this;
-  }
-  async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+  override async _generate(messages: BaseMessage[], options: this["ParsedCallOptions"]): Promise<ChatResult> {
     recording().calls.push(messages);
-    return { generations: [{ text: "ok", message: new AIMessage("ok") }] };
+    return super._generate(messages, options);
   }
 }
 

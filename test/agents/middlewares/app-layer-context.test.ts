@@ -7,7 +7,7 @@ import { createDeerflowAgent } from "../../../src/agents/factory.js";
 import { FileMemoryStore } from "../../../src/agents/memory/file-memory-store.js";
 import { DynamicContextMiddleware, formatReminderDate, renderMemory } from "../../../src/agents/middlewares/dynamic-context.js";
 import { SystemMessageCoalescingMiddleware } from "../../../src/agents/middlewares/system-message-coalescing.js";
-import { QueueModel } from "../queue-model.js";
+import { FakeChatModel } from "../../support/fake-chat-model.js";
 
 const FRIDAY = new Date(2026, 4, 8, 10, 0, 0);
 const SATURDAY = new Date(2026, 4, 9, 0, 5, 0);
@@ -99,7 +99,7 @@ describe("SystemMessageCoalescingMiddleware (§6.18)", () => {
 
 describe("DynamicContext + SystemMessageCoalescing in an agent", () => {
   it("sends the date at the end of the system prompt and keeps the history clean", async () => {
-    const model = new QueueModel(["answer"]);
+    const model = new FakeChatModel(["answer"]);
     const agent = createDeerflowAgent(model, [], {
       middleware: [new DynamicContextMiddleware({ now: () => FRIDAY, memoryConfig: { enabled: false } }), new SystemMessageCoalescingMiddleware()],
       systemPrompt: "STATIC PROMPT",

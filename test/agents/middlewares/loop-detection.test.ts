@@ -1,12 +1,11 @@
-import { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
-import type { ChatResult } from "@langchain/core/outputs";
 import { MemorySaver } from "@langchain/langgraph";
 import { tool } from "langchain";
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { createDeerflowAgent } from "../../../src/agents/factory.js";
 import { LoopDetectionMiddleware, toolCallKey, toolCallSetHash } from "../../../src/agents/middlewares/loop-detection.js";
+import { FakeChatModel } from "../../support/fake-chat-model.js";
 
 let aiSeq = 0;
 const callMsg = (calls: { name: string; args: Record<string, unknown> }[], content = "") =>
@@ -171,29 +170,11 @@ describe("toolCallKey / toolCallSetHash", () => {
   });
 });
 
-/** A model that always asks for `bash {command: "ls"}` and records what it was sent. */
-class StubbornModel extends BaseChatModel {
-  calls: BaseMessage[][] = [];
-  constructor() {
-    super({});
-  }
-  _llmType() {
-    return "stubborn";
-  }
-  override bindTools(): this {
-    return this;
-  }
-  async _generate(messages: BaseMessage[]): Promise<ChatResult> {
-    this.calls.push(messages);
-    const message = new AIMessage({ content: "", tool_calls: [{ name: "bash", args: { command: "ls" }, id: `call_${this.calls.length}`, type: "tool_call" }] });
-    return { generations: [{ text: "", message }] };
-  }
-}
-
 describe("LoopDetectionMiddleware inside an agent", () => {
   it("warns the model after the third identical call and stops the run at the fifth", async () => {
     const bash = tool(async () => "file.txt", { name: "bash", description: "run", schema: z.object({ command: z.string() }) });
-    const model = new StubbornModel();
+    // Always asks for `bash {command: "ls"}`.
+    const model = new FakeChatModel([], { tool_calls: [{ name: "bash", args: { command: "ls" } }] });
     const agent = createDeerflowAgent(model, [bash], { features: { sandbox: false } });
     const out = (await agent.invoke({ messages: [new HumanMessage("list files")] } as never, { recursionLimit: 100 } as never)) as unknown as {
       messages: BaseMessage[];
@@ -213,7 +194,8 @@ describe("LoopDetectionMiddleware inside an agent", () => {
 describe("LoopDetectionMiddleware: one agent reused across runs and threads", () => {
   it("adds no graph node and starts every run with a clean slate", async () => {
     const bash = tool(async () => "file.txt", { name: "bash", description: "run", schema: z.object({ command: z.string() }) });
-    const model = new StubbornModel();
+    // Always asks for `bash {command: "ls"}`.
+    const model = new FakeChatModel([], { tool_calls: [{ name: "bash", args: { command: "ls" } }] });
     const agent = createDeerflowAgent(model, [bash], { features: { sandbox: false }, checkpointer: new MemorySaver() });
     const nodes = Object.keys((agent as unknown as { graph: { nodes: Record<string, unknown> } }).graph.nodes);
     expect(nodes.some((n) => n.startsWith("LoopDetectionMiddleware"))).toBe(false);

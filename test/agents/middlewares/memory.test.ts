@@ -9,7 +9,7 @@ import { FileMemoryStore } from "../../../src/agents/memory/file-memory-store.js
 import { MemoryUpdateQueue } from "../../../src/agents/memory/memory-queue.js";
 import { MemoryMiddleware } from "../../../src/agents/middlewares/memory.js";
 import { createMemoryTools } from "../../../src/tools/builtins/memory-tools.js";
-import { QueueModel } from "../queue-model.js";
+import { FakeChatModel } from "../../support/fake-chat-model.js";
 
 let root: string;
 let store: FileMemoryStore;
@@ -28,7 +28,7 @@ const ask = (agent: ReturnType<typeof createDeerflowAgent>, text: string, contex
 describe("MemoryMiddleware (agent-factory.md §6.9)", () => {
   it("queues the finished conversation and writes it to the agent's memory file, without changing state", async () => {
     const queue = new MemoryUpdateQueue(store);
-    const agent = createDeerflowAgent(new QueueModel(["Noted: you like Python."]), null, {
+    const agent = createDeerflowAgent(new FakeChatModel(["Noted: you like Python."]), null, {
       features: { sandbox: false, memory: new MemoryMiddleware({ agentName: "researcher", queue }) },
       checkpointer: new MemorySaver(),
     });
@@ -43,7 +43,7 @@ describe("MemoryMiddleware (agent-factory.md §6.9)", () => {
 
   it("uses the agent name as the bucket of the built-in memory and DEER_FLOW_HOME as the root", async () => {
     process.env.DEER_FLOW_HOME = root;
-    const agent = createDeerflowAgent(new QueueModel(["ok"]), null, { features: { sandbox: false, memory: true }, name: "writer" });
+    const agent = createDeerflowAgent(new FakeChatModel(["ok"]), null, { features: { sandbox: false, memory: true }, name: "writer" });
     await ask(agent, "remember me", { thread_id: "t-1" });
     const mw = (agent as unknown as { options: { middleware: MemoryMiddleware[] } }).options.middleware.find((m) => m.name === "MemoryMiddleware")!;
     expect(mw.agentName).toBe("writer");
@@ -54,9 +54,9 @@ describe("MemoryMiddleware (agent-factory.md §6.9)", () => {
   it("queues nothing while the model is still calling tools, when disabled, or without a thread id", async () => {
     const queue = new MemoryUpdateQueue(store);
     const disabled = new MemoryMiddleware({ queue, memoryConfig: { enabled: false } });
-    await ask(createDeerflowAgent(new QueueModel(["x"]), null, { features: { sandbox: false, memory: disabled } }), "hi");
+    await ask(createDeerflowAgent(new FakeChatModel(["x"]), null, { features: { sandbox: false, memory: disabled } }), "hi");
     const enabled = new MemoryMiddleware({ queue });
-    await createDeerflowAgent(new QueueModel(["x"]), null, { features: { sandbox: false, memory: enabled } }).invoke({ messages: [new HumanMessage("no thread")] } as never);
+    await createDeerflowAgent(new FakeChatModel(["x"]), null, { features: { sandbox: false, memory: enabled } }).invoke({ messages: [new HumanMessage("no thread")] } as never);
     expect(queue.pending).toBe(0);
   });
 
@@ -89,7 +89,7 @@ describe("memory tool mode (agent-factory.md §1.6)", () => {
 
   it("registers the memory tools on the agent and runs them from a model call", async () => {
     process.env.DEER_FLOW_HOME = root;
-    const model = new QueueModel([{ tool_calls: [{ name: "memory_add", args: { content: "Lives in Lyon" } }] }, "saved"]);
+    const model = new FakeChatModel([{ tool_calls: [{ name: "memory_add", args: { content: "Lives in Lyon" } }] }, "saved"]);
     const agent = createDeerflowAgent(model, null, { features: { sandbox: false, memory: true, memoryConfig: { mode: "tool" } } });
     const out = await ask(agent, "remember I live in Lyon", { thread_id: "t-tools", user_id: "dave" });
     expect(String(out.messages[2].content)).toContain("Remembered");

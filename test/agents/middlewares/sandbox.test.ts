@@ -6,7 +6,7 @@ import { z } from "zod";
 import { createDeerflowAgent } from "../../../src/agents/factory.js";
 import { SandboxMiddleware } from "../../../src/agents/middlewares/sandbox.js";
 import { ensureSandbox, type SandboxProvider } from "../../../src/sandbox/provider.js";
-import { QueueModel } from "../queue-model.js";
+import { FakeChatModel } from "../../support/fake-chat-model.js";
 
 const call = { name: "bash", args: {}, id: "tc-1", type: "tool_call" as const };
 const ok = () => new ToolMessage({ content: "ok", tool_call_id: "tc-1", name: "bash" });
@@ -89,7 +89,7 @@ describe("SandboxMiddleware inside an agent", () => {
   });
 
   it("records the lazily acquired sandbox in state on the first tool call, then releases it after the run", async () => {
-    const model = new QueueModel([{ tool_calls: [{ name: "bash", args: { command: "ls" } }] }, "done", { tool_calls: [{ name: "bash", args: { command: "pwd" } }] }, "done again"]);
+    const model = new FakeChatModel([{ tool_calls: [{ name: "bash", args: { command: "ls" } }] }, "done", { tool_calls: [{ name: "bash", args: { command: "pwd" } }] }, "done again"]);
     const agent = createDeerflowAgent(model, [bash], {
       features: { sandbox: new SandboxMiddleware({ provider }) },
       checkpointer: new MemorySaver(),
@@ -107,7 +107,7 @@ describe("SandboxMiddleware inside an agent", () => {
 
   it("acquires before the agent when eager", async () => {
     const eager = new CountingProvider();
-    const agent = createDeerflowAgent(new QueueModel(["hi"]), null, { features: { sandbox: new SandboxMiddleware({ provider: eager, lazyInit: false }) } });
+    const agent = createDeerflowAgent(new FakeChatModel(["hi"]), null, { features: { sandbox: new SandboxMiddleware({ provider: eager, lazyInit: false }) } });
     const out = (await agent.invoke({ messages: [new HumanMessage("go")] } as never, { context: { thread_id: "t-eager" } } as never)) as unknown as { sandbox: unknown };
     expect(out.sandbox).toEqual({ sandbox_id: "sb-t-eager" });
     expect(eager.released).toEqual(["sb-t-eager"]);

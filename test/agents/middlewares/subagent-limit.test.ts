@@ -5,7 +5,7 @@ import { createDeerflowAgent } from "../../../src/agents/factory.js";
 import { SubagentLimitMiddleware } from "../../../src/agents/middlewares/subagent-limit.js";
 import { createTaskTool } from "../../../src/tools/builtins/task.js";
 import { captureLogs } from "../../support/capture-logs.js";
-import { QueueModel } from "../queue-model.js";
+import { FakeChatModel } from "../../support/fake-chat-model.js";
 
 const task = (id: string) => ({ name: "task", args: { description: id, prompt: "p" }, id, type: "tool_call" as const });
 const aiWith = (calls: { name: string; args: Record<string, unknown>; id: string; type: "tool_call" }[]) =>
@@ -83,7 +83,7 @@ describe("task tool", () => {
 
 describe("SubagentLimitMiddleware inside an agent", () => {
   it("lets at most max_concurrent task calls run and caps the run total across model calls", async () => {
-    const model = new QueueModel([
+    const model = new FakeChatModel([
       { tool_calls: ["a", "b", "c", "d"].map((d) => ({ name: "task", args: { description: d, prompt: d } })) },
       { tool_calls: ["e", "f"].map((d) => ({ name: "task", args: { description: d, prompt: d } })) },
       "finished",

@@ -3,15 +3,15 @@ import { MemorySaver } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import { createDeerflowAgent } from "../../../src/agents/factory.js";
 import { createSummarizationMiddleware, SummarizationMiddleware } from "../../../src/agents/middlewares/summarization.js";
-import { QueueModel } from "../queue-model.js";
+import { FakeChatModel } from "../../support/fake-chat-model.js";
 
 type Out = { messages: BaseMessage[]; summary_text: string | null };
 const turnConfig = { configurable: { thread_id: "t-sum" } };
 
 describe("SummarizationMiddleware (agent-factory.md §6.6)", () => {
   it("compacts the history into summary_text once the trigger is met, keeping the recent messages and the model's answer", async () => {
-    const summarizer = new QueueModel(["User is planning a trip; prefers trains."]);
-    const model = new QueueModel(["r1", "r2", "r3"]);
+    const summarizer = new FakeChatModel(["User is planning a trip; prefers trains."]);
+    const model = new FakeChatModel(["r1", "r2", "r3"]);
     const mw = new SummarizationMiddleware({ model: summarizer, trigger: { type: "messages", value: 5 }, keep: { type: "messages", value: 2 } });
     const agent = createDeerflowAgent(model, null, { features: { sandbox: false, summarization: mw }, checkpointer: new MemorySaver() });
     await agent.invoke({ messages: [new HumanMessage("I plan a trip")] } as never, turnConfig as never);
@@ -35,8 +35,8 @@ describe("SummarizationMiddleware (agent-factory.md §6.6)", () => {
   });
 
   it("keeps the history untouched when the summary model fails", async () => {
-    const mw = new SummarizationMiddleware({ model: new QueueModel([new Error("down")]), trigger: { type: "messages", value: 1 }, keep: { type: "messages", value: 1 } });
-    const agent = createDeerflowAgent(new QueueModel(["a1", "a2"]), null, { features: { sandbox: false, summarization: mw }, checkpointer: new MemorySaver() });
+    const mw = new SummarizationMiddleware({ model: new FakeChatModel([new Error("down")]), trigger: { type: "messages", value: 1 }, keep: { type: "messages", value: 1 } });
+    const agent = createDeerflowAgent(new FakeChatModel(["a1", "a2"]), null, { features: { sandbox: false, summarization: mw }, checkpointer: new MemorySaver() });
     await agent.invoke({ messages: [new HumanMessage("one")] } as never, turnConfig as never);
     const out = (await agent.invoke({ messages: [new HumanMessage("two")] } as never, turnConfig as never)) as unknown as Out;
     expect(out.messages.map((m) => m.content)).toEqual(["one", "a1", "two", "a2"]);
@@ -44,7 +44,7 @@ describe("SummarizationMiddleware (agent-factory.md §6.6)", () => {
   });
 
   it("never cuts between an AI tool call and its results, and rescues the latest user message", () => {
-    const mw = new SummarizationMiddleware({ model: new QueueModel(), keep: { type: "messages", value: 2 } });
+    const mw = new SummarizationMiddleware({ model: new FakeChatModel(), keep: { type: "messages", value: 2 } });
     const history = [
       new HumanMessage("q"),
       new AIMessage({ content: "", tool_calls: [{ name: "t", args: {}, id: "c1", type: "tool_call" }, { name: "t", args: {}, id: "c2", type: "tool_call" }] }),
@@ -55,7 +55,7 @@ describe("SummarizationMiddleware (agent-factory.md §6.6)", () => {
   });
 
   it("rescues the newest user message when the cut would summarize it away", async () => {
-    const mw = new SummarizationMiddleware({ model: new QueueModel(["S"]), trigger: { type: "messages", value: 1 }, keep: { type: "messages", value: 1 } });
+    const mw = new SummarizationMiddleware({ model: new FakeChatModel(["S"]), trigger: { type: "messages", value: 1 }, keep: { type: "messages", value: 1 } });
     const ai = new AIMessage({ id: "a2", content: "", tool_calls: [{ name: "t", args: {}, id: "c1", type: "tool_call" }] });
     const history = [new HumanMessage({ id: "q1", content: "q1" }), new AIMessage({ id: "a1", content: "a1" }), new HumanMessage({ id: "q2", content: "q2" }), ai, new ToolMessage({ id: "t1", content: "r", tool_call_id: "c1" })];
     let sent: BaseMessage[] = [];
@@ -71,15 +71,15 @@ describe("SummarizationMiddleware (agent-factory.md §6.6)", () => {
   });
 
   it("triggers on tokens (counting the previous summary) and never without a trigger", () => {
-    const mw = new SummarizationMiddleware({ model: new QueueModel(), trigger: { type: "tokens", value: 50 } });
+    const mw = new SummarizationMiddleware({ model: new FakeChatModel(), trigger: { type: "tokens", value: 50 } });
     expect(mw.shouldSummarize([new HumanMessage("short")], null)).toBe(false);
     expect(mw.shouldSummarize([new HumanMessage("short")], "s".repeat(400))).toBe(true);
-    expect(new SummarizationMiddleware({ model: new QueueModel() }).shouldSummarize(Array(100).fill(new HumanMessage("x")), null)).toBe(false);
+    expect(new SummarizationMiddleware({ model: new FakeChatModel() }).shouldSummarize(Array(100).fill(new HumanMessage("x")), null)).toBe(false);
   });
 
   it("is built by the app-layer factory only when enabled and a model exists", () => {
-    expect(createSummarizationMiddleware({ enabled: false }, new QueueModel())).toBeNull();
+    expect(createSummarizationMiddleware({ enabled: false }, new FakeChatModel())).toBeNull();
     expect(createSummarizationMiddleware({ enabled: true }, null)).toBeNull();
-    expect(createSummarizationMiddleware({ enabled: true, trigger: { type: "messages", value: 10 } }, new QueueModel())).toBeInstanceOf(SummarizationMiddleware);
+    expect(createSummarizationMiddleware({ enabled: true, trigger: { type: "messages", value: 10 } }, new FakeChatModel())).toBeInstanceOf(SummarizationMiddleware);
   });
 });

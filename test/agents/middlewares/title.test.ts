@@ -3,7 +3,7 @@ import { MemorySaver } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import { createDeerflowAgent } from "../../../src/agents/factory.js";
 import { fallbackTitle, shouldGenerateTitle, TitleMiddleware } from "../../../src/agents/middlewares/title.js";
-import { QueueModel } from "../queue-model.js";
+import { FakeChatModel } from "../../support/fake-chat-model.js";
 
 type Out = { messages: BaseMessage[]; title: string | null };
 const reminder = () => new HumanMessage({ content: "<system-reminder>date</system-reminder>", additional_kwargs: { dynamic_context_reminder: true, hide_from_ui: true } });
@@ -39,7 +39,7 @@ describe("TitleMiddleware gating and fallback (agent-factory.md §6.8, AF-057)",
 
 describe("TitleMiddleware inside an agent", () => {
   it("writes the title after the first exchange and keeps it afterwards, adding no graph node", async () => {
-    const agent = createDeerflowAgent(new QueueModel(["first reply", "second reply"]), null, { features: { sandbox: false, autoTitle: true }, checkpointer: new MemorySaver() });
+    const agent = createDeerflowAgent(new FakeChatModel(["first reply", "second reply"]), null, { features: { sandbox: false, autoTitle: true }, checkpointer: new MemorySaver() });
     const nodes = Object.keys((agent as unknown as { graph: { nodes: Record<string, unknown> } }).graph.nodes);
     expect(nodes.filter((n) => n.startsWith("TitleMiddleware"))).toEqual([]);
     const cfg = { configurable: { thread_id: "t-title" } };
@@ -51,8 +51,8 @@ describe("TitleMiddleware inside an agent", () => {
   });
 
   it("uses the title model, cleaned up, and streams the title as a state update", async () => {
-    const titleModel = new QueueModel(['<think>hmm</think>"Kyoto Trip Plan"']);
-    const agent = createDeerflowAgent(new QueueModel(["reply"]), null, {
+    const titleModel = new FakeChatModel(['<think>hmm</think>"Kyoto Trip Plan"']);
+    const agent = createDeerflowAgent(new FakeChatModel(["reply"]), null, {
       features: { sandbox: false, autoTitle: new TitleMiddleware({ model: titleModel }) },
     });
     const updates: Record<string, unknown>[] = [];
@@ -69,8 +69,8 @@ describe("TitleMiddleware inside an agent", () => {
   });
 
   it("falls back to the user's message when the title model fails", async () => {
-    const agent = createDeerflowAgent(new QueueModel(["reply"]), null, {
-      features: { sandbox: false, autoTitle: new TitleMiddleware({ model: new QueueModel([new Error("title model down")]) }) },
+    const agent = createDeerflowAgent(new FakeChatModel(["reply"]), null, {
+      features: { sandbox: false, autoTitle: new TitleMiddleware({ model: new FakeChatModel([new Error("title model down")]) }) },
     });
     const out = (await agent.invoke({ messages: [new HumanMessage("Summarize the quarterly report for the board meeting next week please")] } as never)) as unknown as Out;
     expect(out.title).toBe("Summarize the quarterly report for the board meeti...");

@@ -3,7 +3,7 @@ import { MemorySaver } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import { createDeerflowAgent } from "../../../src/agents/factory.js";
 import { TodoMiddleware } from "../../../src/agents/middlewares/todo.js";
-import { QueueModel } from "../queue-model.js";
+import { FakeChatModel } from "../../support/fake-chat-model.js";
 
 const TODOS = [
   { content: "Step 1", status: "completed" },
@@ -13,11 +13,11 @@ const TODOS = [
 type Out = { messages: BaseMessage[]; todos: typeof TODOS | null };
 const run = (agent: ReturnType<typeof createDeerflowAgent>, text: string, thread = "t-todo", runId?: string) =>
   agent.invoke({ messages: [new HumanMessage(text)] } as never, { configurable: { thread_id: thread }, context: { thread_id: thread, ...(runId ? { run_id: runId } : {}) } } as never) as unknown as Promise<Out>;
-const systemText = (model: QueueModel, i: number) => model.calls[i][0].text;
+const systemText = (model: FakeChatModel, i: number) => model.calls[i][0].text;
 
 describe("TodoMiddleware (agent-factory.md §6.7, AF-061)", () => {
   it("brings write_todos, appends the todo prompt to the system message, and writes the todos channel", async () => {
-    const model = new QueueModel([{ tool_calls: [{ name: "write_todos", args: { todos: TODOS.map((t) => ({ ...t, status: "completed" })) } }] }, "all done"]);
+    const model = new FakeChatModel([{ tool_calls: [{ name: "write_todos", args: { todos: TODOS.map((t) => ({ ...t, status: "completed" })) } }] }, "all done"]);
     const agent = createDeerflowAgent(model, null, { features: { sandbox: false }, planMode: true, systemPrompt: "You are helpful.", checkpointer: new MemorySaver() });
     const out = await run(agent, "plan it");
     expect(out.todos).toHaveLength(3);
@@ -28,7 +28,7 @@ describe("TodoMiddleware (agent-factory.md §6.7, AF-061)", () => {
   });
 
   it("asks again at most twice per run with a hidden todo_completion_reminder listing only open items, keeping each answer", async () => {
-    const model = new QueueModel([{ tool_calls: [{ name: "write_todos", args: { todos: TODOS } }] }, "premature 1", "premature 2", "premature 3"]);
+    const model = new FakeChatModel([{ tool_calls: [{ name: "write_todos", args: { todos: TODOS } }] }, "premature 1", "premature 2", "premature 3"]);
     const agent = createDeerflowAgent(model, null, { features: { sandbox: false }, planMode: true, checkpointer: new MemorySaver() });
     const out = await run(agent, "do the plan", "t-todo", "run-1");
     expect(model.calls).toHaveLength(4);
@@ -83,7 +83,7 @@ describe("TodoMiddleware (agent-factory.md §6.7, AF-061)", () => {
   });
 
   it("rejects parallel write_todos calls in one response with an error result each", async () => {
-    const model = new QueueModel([{ tool_calls: [{ name: "write_todos", args: { todos: [] } }, { name: "write_todos", args: { todos: [] } }] }, "ok"]);
+    const model = new FakeChatModel([{ tool_calls: [{ name: "write_todos", args: { todos: [] } }, { name: "write_todos", args: { todos: [] } }] }, "ok"]);
     const agent = createDeerflowAgent(model, null, { features: { sandbox: false }, planMode: true });
     const out = await run(agent, "plan");
     const results = out.messages.filter((m) => m.getType() === "tool");

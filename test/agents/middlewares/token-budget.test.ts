@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createDeerflowAgent } from "../../../src/agents/factory.js";
 import { TokenBudgetMiddleware } from "../../../src/agents/middlewares/token-budget.js";
-import { QueueModel } from "../queue-model.js";
+import { FakeChatModel } from "../../support/fake-chat-model.js";
 
 const SCOPE = { threadId: "t", runId: "r" };
 const RUNTIME = { context: { thread_id: "t", run_id: "r" } };
@@ -69,7 +69,7 @@ describe("TokenBudgetMiddleware inside an agent", () => {
   it("warns, then stops a run whose usage keeps growing", async () => {
     const bash = tool(async () => "out", { name: "bash", description: "run", schema: z.object({}) });
     const call = (n: number) => ({ tool_calls: [{ name: "bash", args: { n } }], usage: { input_tokens: 45_000, output_tokens: 0 } });
-    const model = new QueueModel([call(1), call(2), call(3), "never reached"]);
+    const model = new FakeChatModel([call(1), call(2), call(3), "never reached"]);
     const agent = createDeerflowAgent(model, [bash], {
       features: { sandbox: false, tokenBudget: new TokenBudgetMiddleware({ enabled: true, max_tokens: 100_000 }) },
       checkpointer: new MemorySaver(),

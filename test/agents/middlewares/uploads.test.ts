@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createDeerflowAgent } from "../../../src/agents/factory.js";
 import { ThreadDataMiddleware } from "../../../src/agents/middlewares/thread-data.js";
 import { formatSize, UploadsMiddleware } from "../../../src/agents/middlewares/uploads.js";
-import { QueueModel } from "../queue-model.js";
+import { FakeChatModel } from "../../support/fake-chat-model.js";
 
 let base: string;
 let uploads: string;
@@ -87,7 +87,7 @@ describe("UploadsMiddleware.beforeAgent (agent-factory.md §6.2, AF-053)", () =>
 
 describe("UploadsMiddleware inside an agent", () => {
   it("shows the model the uploads block, persists the rewritten message and clears uploaded_files on the next run", async () => {
-    const model = new QueueModel(["I see the report", "plain answer"]);
+    const model = new FakeChatModel(["I see the report", "plain answer"]);
     const agent = createDeerflowAgent(model, null, {
       features: { sandbox: new ThreadDataMiddleware({ baseDir: base }) },
       extraMiddleware: [new UploadsMiddleware({ baseDir: base })],

@@ -9,7 +9,7 @@ import { ThreadDataMiddleware } from "../../../src/agents/middlewares/thread-dat
 import { threadDataPaths } from "../../../src/config/paths.js";
 import { imageContextBlocks, ViewImageMiddleware } from "../../../src/agents/middlewares/view-image.js";
 import { inspectImage } from "../../../src/tools/builtins/view-image.js";
-import { QueueModel } from "../queue-model.js";
+import { FakeChatModel } from "../../support/fake-chat-model.js";
 
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from("rest-of-png")]);
 let base: string;
@@ -67,7 +67,7 @@ describe("ViewImageMiddleware (agent-factory.md §6.10)", () => {
   });
 
   it("lets the model see the image after view_image, and keeps base64 out of the state", async () => {
-    const model = new QueueModel([{ tool_calls: [{ name: "view_image", args: { image_path: "/mnt/user-data/uploads/chart.png" } }] }, "It is a chart", "bye"]);
+    const model = new FakeChatModel([{ tool_calls: [{ name: "view_image", args: { image_path: "/mnt/user-data/uploads/chart.png" } }] }, "It is a chart", "bye"]);
     const agent = createDeerflowAgent(model, null, {
       features: { sandbox: new ThreadDataMiddleware({ baseDir: base }), vision: true },
       checkpointer: new MemorySaver(),

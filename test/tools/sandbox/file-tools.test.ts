@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createDeerflowAgent } from "../../../src/agents/factory.js";
 import { bashTool, lsTool, readFileTool, strReplaceTool, writeFileTool } from "../../../src/tools/sandbox/index.js";
 import { createPresentFilesTool } from "../../../src/tools/builtins/present-files.js";
-import { QueueModel } from "../../agents/queue-model.js";
+import { FakeChatModel } from "../../support/fake-chat-model.js";
 import { createSandboxFixture, TRAVERSAL_ATTEMPTS, type SandboxFixture } from "./helpers.js";
 
 let fx: SandboxFixture;
@@ -110,7 +110,7 @@ describe("write_file and str_replace", () => {
 
 describe("sandbox tools inside an agent", () => {
   it("acquire the sandbox lazily on the first tool call and record it in state", async () => {
-    const model = new QueueModel([{ tool_calls: [{ name: "write_file", args: { path: "/mnt/user-data/outputs/x.txt", content: "hi" } }] }, "done"]);
+    const model = new FakeChatModel([{ tool_calls: [{ name: "write_file", args: { path: "/mnt/user-data/outputs/x.txt", content: "hi" } }] }, "done"]);
     const agent = createDeerflowAgent(model, [writeFileTool as never], { features: { sandbox: true } });
     const config = fx.config();
     const out = (await agent.invoke({ messages: [new HumanMessage("go")] } as never, { context: config.context, configurable: { thread_id: "thread-1" } } as never)) as unknown as { sandbox: unknown };

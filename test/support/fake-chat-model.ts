@@ -1,4 +1,5 @@
-// A scripted chat model for agent tests: answers from a queue of replies and records every call.
+// The one fake chat model of the test suite: answers from a queue of replies (then a fallback), records every call.
+// Tests that go through HTTP use the fake OpenAI server (fake-openai.ts) or the shipped ScriptedChatModel instead.
 import { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
@@ -13,7 +14,7 @@ export type Reply =
 let callSeq = 0;
 
 /** Answers with `replies` in order (then `fallback`), records the messages of every call. */
-export class QueueModel extends BaseChatModel {
+export class FakeChatModel extends BaseChatModel {
   calls: BaseMessage[][] = [];
   callOptions: Record<string, unknown>[] = [];
   private readonly replies: Reply[];
@@ -22,7 +23,7 @@ export class QueueModel extends BaseChatModel {
     this.replies = [...replies];
   }
   _llmType() {
-    return "queue";
+    return "fake";
   }
   override bindTools(): this {
     return this;
