@@ -7,16 +7,17 @@ import { isTerminal, type ActiveRun, type RunStatus } from "../src/runtime/run-m
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { RunCreateSchema } from "../src/runtime/run-request.js";
 import { principalOf } from "../src/auth/principal.js";
+import { CancelActionSchema, RunStatusSchema } from "../src/runtime/wire-enums.js";
 import { requireThread } from "./guards.js";
 import { doc } from "./openapi.js";
 import { streamRunEvents } from "./sse.js";
 
 const boolish = z.union([z.boolean(), z.enum(["0", "1", "true", "false"])]).transform((v) => v === true || v === "1" || v === "true");
-const CancelQuerySchema = z.looseObject({ wait: boolish.default(false), action: z.enum(["interrupt", "rollback"]).default("interrupt") });
+const CancelQuerySchema = z.looseObject({ wait: boolish.default(false), action: CancelActionSchema.default("interrupt") });
 const ListQuerySchema = z.looseObject({
   limit: z.coerce.number().int().min(1).max(1000).default(10),
   offset: z.coerce.number().int().min(0).default(0),
-  status: z.enum(["pending", "running", "success", "error", "timeout", "interrupted"]).optional(),
+  status: RunStatusSchema.optional(),
 });
 const JoinQuerySchema = z.looseObject({ cancel_on_disconnect: boolish.default(false) });
 

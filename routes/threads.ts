@@ -9,6 +9,7 @@ import { assertThreadId } from "../src/runtime/run-service.js";
 import { readThreadState, readThreadStateAt } from "../src/runtime/thread-state-reader.js";
 import type { ThreadRecord } from "../src/runtime/thread-store.js";
 import { principalOf } from "../src/auth/principal.js";
+import { ThreadStatusSchema } from "../src/runtime/wire-enums.js";
 import { requireThread, threadOf } from "./guards.js";
 import { doc } from "./openapi.js";
 
@@ -18,7 +19,7 @@ const ThreadCreateSchema = z.looseObject({ thread_id: z.string().nullish(), meta
 /** `POST /threads/search`; the SDK may add `select`, `values`, `extract` (accepted, ignored). */
 const ThreadSearchSchema = z.looseObject({
   metadata: metadataSchema.nullish(),
-  status: z.enum(["idle", "busy", "interrupted", "error"]).nullish(),
+  status: ThreadStatusSchema.nullish(),
   ids: z.array(z.string()).nullish(),
   limit: z.number().int().min(1).max(1000).default(10),
   offset: z.number().int().min(0).default(0),

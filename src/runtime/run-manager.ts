@@ -3,12 +3,9 @@ import { randomUUID } from "node:crypto";
 import { ConflictError, NotFoundError } from "../errors.js";
 import type { RunStore } from "./run-store.js";
 
-/** LangGraph run status. */
-export type RunStatus = "pending" | "running" | "success" | "error" | "timeout" | "interrupted";
-/** What to do with a new run on a thread that already has one in flight (LangGraph `multitask_strategy`). */
-export type MultitaskStrategy = "reject" | "interrupt" | "rollback" | "enqueue";
-/** How a cancel stops a run: keep its checkpoints (`interrupt`) or restore the pre-run state (`rollback`). */
-export type CancelAction = "interrupt" | "rollback";
+import type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
+
+export type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
 
 /** The Run resource as the API returns it (LangGraph API `Run`). Timestamps are ISO strings. */
 export interface RunRecord {

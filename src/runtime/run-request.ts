@@ -2,10 +2,11 @@
 import { z } from "zod";
 import { ValidationError, type ValidationIssue } from "../errors.js";
 
-/** Stream modes a client may request; `messages-tuple` is streamed as the graph's `messages` mode. */
-export const SUPPORTED_STREAM_MODES = ["values", "messages-tuple", "updates", "debug", "tasks", "checkpoints", "custom"] as const;
-/** A public stream mode. */
-export type StreamModeName = (typeof SUPPORTED_STREAM_MODES)[number];
+import { MultitaskStrategySchema, OnDisconnectSchema, STREAM_MODES, type StreamModeName } from "./wire-enums.js";
+
+/** Stream modes a client may request (see {@link STREAM_MODES}). */
+export const SUPPORTED_STREAM_MODES = STREAM_MODES;
+export type { StreamModeName } from "./wire-enums.js";
 
 /** Options the SDK may send that this gateway does not support: any non-null value is a 422. */
 const UNSUPPORTED_WHEN_SET = ["webhook", "on_completion", "after_seconds", "feedback_keys"] as const;
@@ -34,8 +35,8 @@ export const RunCreateSchema = z.strictObject({
   stream_mode: z.union([z.string(), z.array(z.string())]).nullish(),
   stream_subgraphs: z.boolean().nullish(),
   stream_resumable: z.boolean().nullish(),
-  on_disconnect: z.enum(["cancel", "continue"]).nullish(),
-  multitask_strategy: z.enum(["reject", "interrupt", "rollback", "enqueue"]).nullish(),
+  on_disconnect: OnDisconnectSchema.nullish(),
+  multitask_strategy: MultitaskStrategySchema.nullish(),
   if_not_exists: z.enum(["create", "reject"]).nullish(),
   webhook: z.unknown().optional(),
   on_completion: z.unknown().optional(),

@@ -2,8 +2,9 @@
 import type Database from "better-sqlite3";
 import { DEFAULT_USER_ID } from "../agents/run-context.js";
 
-/** LangGraph thread status. */
-export type ThreadStatus = "idle" | "busy" | "interrupted" | "error";
+import type { ThreadStatus } from "./wire-enums.js";
+
+export type { ThreadStatus } from "./wire-enums.js";
 
 /** A stored thread row. Timestamps are ISO strings. */
 export interface ThreadRecord {
