@@ -31,7 +31,10 @@ export function createAuthRuntime(options: CreateAuthOptions): { trustedProxies:
   const env = readAuthEnv(options.env);
   const disabled = options.authDisabled ?? env.disabled;
   assertAuthEnvAllowed({ disabled, production: env.production });
-  const { secret, source } = loadJwtSecret(env.jwtSecret, options.home);
+  // Auth on: the secret is settled (and its file created) before the server starts. Auth off: only if a session
+  // is ever signed or verified, so a trial server leaves no secret behind.
+  let loaded: { secret: string; source: "env" | "file" } | null = disabled ? null : loadJwtSecret(env.jwtSecret, options.home);
+  const secret = () => (loaded ??= loadJwtSecret(env.jwtSecret, options.home)).secret;
   const lifetimeSeconds = env.tokenExpiryDays * 24 * 3600;
   const trustedProxies = options.trustedProxies ?? env.trustedProxies;
   // `*` lets any site call the API with CORS, but never lets a foreign page sign a browser in (upstream's rule).
@@ -41,7 +44,7 @@ export function createAuthRuntime(options: CreateAuthOptions): { trustedProxies:
     runtime(persistence, logger) {
       if (disabled) {
         logger.warn("DEER_FLOW_AUTH_DISABLED=1: AUTHENTICATION IS OFF. Every request without credentials runs as the default user with the admin role. Never use this on a shared or public server.");
-      } else if (source === "file") {
+      } else if (loaded?.source === "file") {
         logger.info("AUTH_JWT_SECRET is not set: sessions are signed with the secret in DEER_FLOW_HOME/.jwt_secret");
       }
       return {

@@ -56,11 +56,17 @@ export type TokenProblem = "token_expired" | "token_invalid";
 
 /** Signs and verifies session tokens with one HMAC key. */
 export class SessionTokens {
-  private readonly key: KeyObject;
+  private cachedKey: KeyObject | null = null;
 
-  /** @param secret The signing secret. @param lifetimeSeconds Token lifetime in seconds. */
-  constructor(secret: string, readonly lifetimeSeconds: number) {
-    this.key = createSecretKey(Buffer.from(secret, "utf8"));
+  /**
+   * @param secret The signing secret, or a function returning it, called on first use (so a server that never
+   *   signs or verifies a session never creates a secret file). @param lifetimeSeconds Token lifetime in seconds.
+   */
+  constructor(private readonly secret: string | (() => string), readonly lifetimeSeconds: number) {}
+
+  private get key(): KeyObject {
+    this.cachedKey ??= createSecretKey(Buffer.from(typeof this.secret === "string" ? this.secret : this.secret(), "utf8"));
+    return this.cachedKey;
   }
 
   /** A token for `userId` at `tokenVersion`, valid for the lifetime. */
