@@ -50,7 +50,7 @@ describe("API keys", () => {
   });
 
   it("refuses unknown and malformed keys with 401, even when a valid cookie is also sent", async () => {
-    for (const headers of [{ "x-api-key": "dfk_not-a-real-key" }, { authorization: "Bearer nonsense" }]) {
+    for (const headers of [{ "x-api-key": "dfk_not-a-real-key" }, { authorization: "Bearer nonsense" }] as Record<string, string>[]) {
       const res = await fetch(`${h.url}/api/models`, { headers });
       expect(res.status).toBe(401);
       expect((await res.json()).detail).toEqual({ code: "token_invalid", message: "Invalid API key" });
