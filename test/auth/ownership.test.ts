@@ -106,8 +106,10 @@ describe("A's data, as B", () => {
     expect((await (await a.fetch(`/api/threads/${thread}/uploads`)).json()).files.map((f: { filename: string }) => f.filename)).toEqual(["notes.txt"]);
   });
 
-  it("history of A's thread is empty, as for a missing thread", async () => {
-    expect(await (await b.fetch(`/threads/${thread}/history`, { json: {} })).json()).toEqual([]);
+  it("history of A's thread answers as for a missing thread", async () => {
+    const { theirs, missing } = await asB("POST", (t) => `/threads/${t}/history`, {});
+    expect(theirs.status).toBe(404);
+    expect(theirs.status).toBe(missing.status);
     expect((await (await a.fetch(`/threads/${thread}/history`, { json: {} })).json()).length).toBeGreaterThan(0);
   });
 
