@@ -101,6 +101,16 @@ describe("A's data, as B", () => {
     });
   }
 
+  it("A's run id under B's own thread is 404 for every run route", async () => {
+    const mine = (await (await b.fetch("/threads", { json: {} })).json()).thread_id;
+    for (const [method, p] of [["GET", ""], ["GET", "/join"], ["GET", "/stream"], ["POST", "/cancel"], ["POST", "/stream"], ["DELETE", ""]] as const) {
+      const res = await b.fetch(`/threads/${mine}/runs/${run}${p}`, method === "POST" ? { method, json: {} } : { method });
+      expect(res.status, `${method} ${p}`).toBe(404);
+      await res.text();
+    }
+    expect((await (await a.fetch(`/threads/${thread}/runs/${run}`)).json()).status).toBe("success");
+  });
+
   it("the same under /api", async () => {
     expect((await b.fetch(`/api/threads/${thread}`)).status).toBe(404);
     expect((await b.fetch(`/api/threads/${thread}/runs/${run}`)).status).toBe(404);
@@ -123,7 +133,10 @@ describe("A's data, as B", () => {
   it("search lists only the caller's threads, whatever the filter", async () => {
     const mine = (await (await b.fetch("/threads", { json: {} })).json()).thread_id;
     const listed = await (await b.fetch("/threads/search", { json: { limit: 100 } })).json();
-    expect(listed.map((t: { thread_id: string }) => t.thread_id)).toEqual([mine]);
+    const ids = listed.map((t: { thread_id: string }) => t.thread_id);
+    expect(ids).toContain(mine);
+    expect(ids).not.toContain(thread);
+    for (const id of ids) expect((await a.fetch(`/threads/${id}`)).status).toBe(404);
     expect(await (await b.fetch("/threads/search", { json: { ids: [thread] } })).json()).toEqual([]);
     expect(await (await b.fetch("/threads/search", { json: { metadata: { topic: "secret" } } })).json()).toEqual([]);
     expect((await (await a.fetch("/threads/search", { json: { limit: 100 } })).json()).map((t: { thread_id: string }) => t.thread_id)).toEqual([thread]);
