@@ -3,8 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { getAuthConfig } from "../src/config/auth-config.js";
-import { DEFAULT_USER_ID } from "../src/agents/run-context.js";
-import { principalOf } from "../src/auth/principal.js";
+import { DEFAULT_PRINCIPAL, principalOf } from "../src/auth/principal.js";
 import { getDummyHash, hashPassword, MAX_PASSWORD_LENGTH, passwordProblem, verifyPassword } from "../src/auth/password.js";
 import { EmailTakenError, type UserRecord } from "../src/auth/repositories.js";
 import { clearAuthCookies, isSecureRequest, sessionCookiePolicy, setCsrfCookie, setSessionCookies } from "../src/auth/cookies.js";
@@ -51,7 +50,7 @@ const userResponse = (user: Pick<UserRecord, "id" | "email" | "system_role" | "n
 });
 
 /** The account shown for the default principal when auth is disabled (upstream `get_auth_disabled_user`). */
-const AUTH_DISABLED_USER = { id: DEFAULT_USER_ID, email: "default@test.local", system_role: "admin" as const, needs_setup: false, oauth_provider: null };
+const AUTH_DISABLED_USER = { id: DEFAULT_PRINCIPAL.id, email: "default@test.local", system_role: "admin" as const, needs_setup: false, oauth_provider: null };
 
 /**
  * Registers, under `/api/v1/auth`: `GET setup-status`, `POST initialize`, `POST register`, `POST login/local`
