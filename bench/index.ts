@@ -1,8 +1,10 @@
 // `npm run bench`: runs every benchmark in turn and prints one markdown table per suite. No assertions.
+// `npm run bench -- auth` runs only the suites whose title contains the word (case-insensitive).
 import os from "node:os";
 import { pino } from "pino";
 import { setLogger } from "../src/logger.js";
 import { runAppConfigBench } from "./app-config.bench.js";
+import { runAuthBench } from "./auth.bench.js";
 import { runBuildAgentBench } from "./build-agent.bench.js";
 import { runSdkChainBench } from "./sdk-chain.bench.js";
 import { runRunsBench } from "./runs.bench.js";
@@ -14,7 +16,9 @@ const SUITES: { title: string; run: () => Promise<BenchSuite> }[] = [
   { title: "SDK chain (all features): build, first superstep, first run", run: runSdkChainBench },
   { title: "Config: getAppConfig cost and hot reload", run: runAppConfigBench },
   { title: "Gateway: stateless /runs/stream throughput and latency", run: runRunsBench },
+  { title: "Auth: added cost per authenticated request", run: runAuthBench },
 ];
+const only = process.argv[2]?.toLowerCase();
 
 // Per-build warnings (e.g. "Thinking mode is enabled but model ... does not support it") would flood the tables;
 // LOG_LEVEL=warn npm run bench shows them.
@@ -22,7 +26,7 @@ setLogger(pino({ level: process.env.LOG_LEVEL ?? "silent" }));
 
 const started = performance.now();
 console.log(`deerflow-gateway benchmarks: node ${process.version}, ${os.platform()}/${os.arch()}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? "unknown"})`);
-for (const suite of SUITES) {
+for (const suite of SUITES.filter((s) => !only || s.title.toLowerCase().includes(only))) {
   const { results, notes } = await suite.run();
   console.log(`\n## ${suite.title}\n\n${formatTable(results)}\n`);
   for (const note of notes) console.log(`- ${note}`);

@@ -5,6 +5,7 @@ import { validateAgentName } from "../src/config/agent-config.js";
 import { AgentCreateSchema, AgentUpdateSchema } from "../src/config/agent-store.js";
 import { DeerflowError, ValidationError } from "../src/errors.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
+import { principalOf } from "../src/auth/principal.js";
 import { doc } from "./openapi.js";
 
 /** The agents API is switched off by `agents_api.enabled: false`. HTTP 403. */
@@ -26,7 +27,8 @@ type NameParams = { Params: { name: string } };
 /** Registers `/agents`, `/agents/check`, `/agents/:name` and `/user-profile` (mounted under `/api`). */
 export async function agentRoutes(app: FastifyInstance): Promise<void> {
   const store = app.deerflow.agents;
-  const userId = (_request: FastifyRequest) => "default";
+  // Agents live under the caller's own directory (<agents dir>/<user_id>/<name>).
+  const userId = (request: FastifyRequest) => principalOf(request).id;
 
   /** Gate every route on the live config (DeerFlow `_require_agents_api_enabled`). */
   app.addHook("preHandler", async () => {
@@ -71,10 +73,10 @@ export async function agentRoutes(app: FastifyInstance): Promise<void> {
     return reply.code(204).send();
   });
 
-  app.get("/user-profile", { schema: doc("agents", "Read the user profile") }, async () => ({ content: store.readUserProfile() }));
+  app.get("/user-profile", { schema: doc("agents", "Read the user profile") }, async (request) => ({ content: store.readUserProfile(userId(request)) }));
 
   app.put("/user-profile", { schema: doc("agents", "Replace the user profile", { body: ProfileSchema }) }, async (request) => {
     const body = parseBody(ProfileSchema, request.body);
-    return { content: store.writeUserProfile(body.content ?? "") };
+    return { content: store.writeUserProfile(body.content ?? "", userId(request)) };
   });
 }

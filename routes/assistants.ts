@@ -1,11 +1,12 @@
 // Assistant routes (LangGraph API). Every assistant is the lead-agent graph: `lead_agent` (the default agent)
 // and one assistant per custom agent (DeerFlow gateway routers/assistants_compat.py).
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { AgentRecord } from "../src/config/agent-store.js";
 import { NotFoundError, ValidationError } from "../src/errors.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { assistantIdToAgentName } from "../src/runtime/run-config.js";
+import { principalOf } from "../src/auth/principal.js";
 import { doc } from "./openapi.js";
 
 const SearchSchema = z.looseObject({
@@ -40,15 +41,16 @@ type IdParams = { Params: { assistant_id: string } };
 export async function assistantRoutes(app: FastifyInstance): Promise<void> {
   const store = app.deerflow.agents;
 
-  const all = () => [assistant(null), ...store.list("default").map(assistant)];
-  const find = (id: string) => {
+  /** The lead agent and the caller's custom agents (another user's agents are not assistants of this caller). */
+  const all = (request: FastifyRequest) => [assistant(null), ...store.list(principalOf(request).id).map(assistant)];
+  const find = (request: FastifyRequest, id: string) => {
     let name: string | null;
     try {
       name = assistantIdToAgentName(id);
     } catch {
       throw new NotFoundError(`Assistant ${id} not found`);
     }
-    const match = all().find((a) => a.assistant_id === (name ?? "lead_agent"));
+    const match = all(request).find((a) => a.assistant_id === (name ?? "lead_agent"));
     if (!match) throw new NotFoundError(`Assistant ${id} not found`);
     return match;
   };
@@ -57,22 +59,22 @@ export async function assistantRoutes(app: FastifyInstance): Promise<void> {
     const parsed = SearchSchema.safeParse(request.body ?? {});
     if (!parsed.success) throw new ValidationError("Invalid request body", zodIssuesToDetail(parsed.error.issues));
     const { graph_id: graphId, name, metadata, limit, offset } = parsed.data;
-    return all()
+    return all(request)
       .filter((a) => !graphId || a.graph_id === graphId)
       .filter((a) => !name || a.name.toLowerCase().includes(name.toLowerCase()))
       .filter((a) => !metadata || Object.entries(metadata).every(([k, v]) => JSON.stringify((a.metadata as Record<string, unknown>)[k]) === JSON.stringify(v)))
       .slice(offset, offset + limit);
   });
 
-  app.get<IdParams>("/assistants/:assistant_id", { schema: doc("assistants", "Get an assistant") }, async (request) => find(request.params.assistant_id));
+  app.get<IdParams>("/assistants/:assistant_id", { schema: doc("assistants", "Get an assistant") }, async (request) => find(request, request.params.assistant_id));
 
   app.get<IdParams>("/assistants/:assistant_id/graph", { schema: doc("assistants", "Graph of an assistant") }, async (request) => {
-    find(request.params.assistant_id);
+    find(request, request.params.assistant_id);
     return { graph_id: "lead_agent", nodes: [], edges: [] };
   });
 
   app.get<IdParams>("/assistants/:assistant_id/schemas", { schema: doc("assistants", "Schemas of an assistant") }, async (request) => {
-    find(request.params.assistant_id);
+    find(request, request.params.assistant_id);
     return { graph_id: "lead_agent", input_schema: {}, output_schema: {}, state_schema: {}, config_schema: {}, context_schema: {} };
   });
 }

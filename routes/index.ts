@@ -20,10 +20,13 @@
 //   POST|GET /api/threads/:thread_id/uploads      uploads.ts   (multipart; limits from config `uploads`)
 //   DELETE /api/threads/:thread_id/uploads/:filename  uploads.ts
 //   GET  /api/threads/:thread_id/artifacts/*      artifacts.ts (files of the thread's /mnt/user-data only)
+//   /api/v1/auth/{setup-status,initialize,register,login/local,logout,me,change-password,providers}  auth.ts
+//   POST|GET /api/v1/auth/api-keys, DELETE /api/v1/auth/api-keys/:key_id                             auth.ts
 import type { FastifyInstance } from "fastify";
 import { agentRoutes } from "./agents.js";
 import { artifactRoutes } from "./artifacts.js";
 import { assistantRoutes } from "./assistants.js";
+import { authRoutes } from "./auth.js";
 import { healthRoutes } from "./health.js";
 import { modelRoutes } from "./models.js";
 import { runRoutes } from "./runs.js";
@@ -33,6 +36,7 @@ import { uploadRoutes } from "./uploads.js";
 /** Registers every route of the gateway. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(healthRoutes);
+  await app.register(authRoutes, { prefix: "/api/v1/auth" });
   await app.register(modelRoutes, { prefix: "/api" });
   await app.register(agentRoutes, { prefix: "/api" });
   await app.register(uploadRoutes, { prefix: "/api" });

@@ -30,6 +30,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: "uploads", description: "Files uploaded to a thread (/mnt/user-data/uploads)" },
         { name: "artifacts", description: "Files of a thread's /mnt/user-data, for download" },
         { name: "health", description: "Liveness and config health" },
+        { name: "auth", description: "Accounts, sessions and API keys" },
       ],
     },
   });

@@ -14,7 +14,8 @@ import { getAgentsDir, getRuntimeHome } from "./config/paths.js";
 import { DEFAULT_CORS_ORIGINS } from "./config/server-env.js";
 import type { AppConfig } from "./config/schema.js";
 import { getLogger } from "./logger.js";
-import { DEFAULT_PRINCIPAL } from "./auth/principal.js";
+import { createAuthRuntime } from "./auth/create-auth.js";
+import { installAuth } from "./auth/auth-plugin.js";
 import { resolveAgentFactory, type AgentFactory } from "./runtime/agent-factory.js";
 import { openPersistence, type Persistence } from "./runtime/persistence.js";
 import { RunManager } from "./runtime/run-manager.js";
@@ -42,6 +43,13 @@ export interface BuildAppOptions {
   queueMaxSize?: number;
   /** Browser origins allowed by CORS (`*` = any); an origin matches with or without a port. Default localhost only. */
   corsOrigins?: string[];
+  /**
+   * Auth switch (default `DEER_FLOW_AUTH_DISABLED=1` from the environment): true runs every request without
+   * credentials as the default user. Refused when the environment is production.
+   */
+  authDisabled?: boolean;
+  /** Proxies whose `X-Forwarded-For` names the client (default `AUTH_TRUSTED_PROXIES`); IPs or CIDRs. */
+  trustedProxies?: string[];
 }
 
 /**
@@ -85,6 +93,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const readConfig = options.getAppConfig ?? getAppConfig;
   const appConfig = readConfig();
   const home = options.home ?? getRuntimeHome();
+  const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
+  // Checked before anything is opened: auth disabled in production stops the start here.
+  const auth = createAuthRuntime({ home, authDisabled: options.authDisabled, trustedProxies: options.trustedProxies, corsOrigins, originAllowed: corsOriginAllowed });
   const persistence = await openPersistence(appConfig, home);
   const agentFactory = options.agentFactory ?? resolveAgentFactory();
   const bridge = new MemoryStreamBridge(options.queueMaxSize ?? 256);
@@ -109,6 +120,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     bodyLimit: 10 * 1024 * 1024,
     // Long ids are validated by the routes (422), not cut off by the router (414).
     routerOptions: { maxParamLength: 1000 },
+    // request.ip / request.protocol honour X-Forwarded-* only from these proxies (login lockout per client).
+    trustProxy: auth.trustedProxies.length ? auth.trustedProxies : false,
     // Malformed URLs and the like, caught before routing: still answered as {detail}.
     frameworkErrors: (error, _request, reply) => {
       const raw = reply as unknown as { code(status: number): { send(body: unknown): unknown } };
@@ -120,12 +133,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     const level = request.url === "/health" ? "debug" : "info";
     request.log[level]({ req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: Math.round(reply.elapsedTime) }, "request completed");
   });
-  // Until the auth plugin resolves sessions and API keys, every request runs as the default user.
-  app.decorateRequest("principal", null);
+  installAuth(app, auth.runtime(persistence, logger));
   app.decorateRequest("thread", null);
-  app.addHook("onRequest", async (request) => {
-    request.principal = DEFAULT_PRINCIPAL;
-  });
   app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox });
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     const text = String(body);
@@ -136,7 +145,6 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
       done(err as Error, undefined);
     }
   });
-  const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
   await app.register(fastifyCors, {
     origin: (origin, cb) => cb(null, corsOriginAllowed(origin, corsOrigins)),
     exposedHeaders: ["Content-Location", "Location"],

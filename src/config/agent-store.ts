@@ -260,19 +260,28 @@ export class AgentStore {
     });
   }
 
-  /** Global user profile (`<agents dir>/USER.md`): trimmed content, or null when missing or blank. */
-  readUserProfile(): string | null {
+  /**
+   * Where the profile of `userId` lives: `<agents dir>/USER.md` for the default user (the file upstream calls the
+   * global profile, kept where it always was), `<agents dir>/<user_id>/USER.md` for an account.
+   */
+  private profileFile(userId: string): string {
+    return userId === "default" ? path.join(this.agentsDir, "USER.md") : path.join(path.dirname(this.dir("x", userId)), "USER.md");
+  }
+
+  /** The user profile of `userId`: trimmed content, or null when missing or blank. */
+  readUserProfile(userId = "default"): string | null {
     try {
-      return readFileSync(path.join(this.agentsDir, "USER.md"), "utf8").trim() || null;
+      return readFileSync(this.profileFile(userId), "utf8").trim() || null;
     } catch {
       return null;
     }
   }
 
-  /** Replaces the user profile (atomically); returns the content as sent, or null when empty. */
-  writeUserProfile(content: string): string | null {
-    mkdirSync(this.agentsDir, { recursive: true });
-    atomicWriteFile(path.join(this.agentsDir, "USER.md"), content);
+  /** Replaces the user profile of `userId` (atomically); returns the content as sent, or null when empty. */
+  writeUserProfile(content: string, userId = "default"): string | null {
+    const file = this.profileFile(userId);
+    mkdirSync(path.dirname(file), { recursive: true });
+    atomicWriteFile(file, content);
     return content || null;
   }
 }

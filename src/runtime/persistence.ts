@@ -5,6 +5,8 @@ import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
 import type { AppConfig } from "../config/schema.js";
+import type { ApiKeyRepository, UserRepository } from "../auth/repositories.js";
+import { SqliteApiKeyRepository, SqliteUserRepository } from "../auth/sqlite-repositories.js";
 import { RunStore } from "./run-store.js";
 import { ThreadStore } from "./thread-store.js";
 
@@ -13,6 +15,10 @@ export interface Persistence {
   checkpointer: BaseCheckpointSaver;
   threads: ThreadStore;
   runs: RunStore;
+  /** Accounts (same database as the thread table). */
+  users: UserRepository;
+  /** API keys, stored hashed (same database). */
+  apiKeys: ApiKeyRepository;
   /** Human-readable location (file path or `memory`), for logs. */
   location: string;
   close(): Promise<void>;
@@ -30,7 +36,7 @@ export async function openPersistence(appConfig: AppConfig, home: string): Promi
   const section = appConfig.checkpointer ?? { type: "sqlite" as const, connection_string: null };
   if (section.type === "memory") {
     const db = new Database(":memory:");
-    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), runs: new RunStore(db), location: "memory", close: async () => void db.close() };
+    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), runs: new RunStore(db), ...accountStores(db), location: "memory", close: async () => void db.close() };
   }
   const file = section.type === "sqlite" && section.connection_string ? path.resolve(home, section.connection_string) : path.join(home, "data", "deerflow.sqlite");
   mkdirSync(path.dirname(file), { recursive: true });
@@ -49,8 +55,13 @@ export async function openPersistence(appConfig: AppConfig, home: string): Promi
     const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
     const saver = PostgresSaver.fromConnString(section.connection_string);
     await saver.setup();
-    return { checkpointer: saver, threads, runs, location: "postgres", close: async () => { await saver.end(); db.close(); } };
+    return { checkpointer: saver, threads, runs, ...accountStores(db), location: "postgres", close: async () => { await saver.end(); db.close(); } };
   }
   const saver = new SqliteSaver(db);
-  return { checkpointer: saver, threads, runs, location: file, close: async () => void db.close() };
+  return { checkpointer: saver, threads, runs, ...accountStores(db), location: file, close: async () => void db.close() };
+}
+
+/** The account and API-key repositories over `db`. */
+function accountStores(db: Database.Database): { users: UserRepository; apiKeys: ApiKeyRepository } {
+  return { users: new SqliteUserRepository(db), apiKeys: new SqliteApiKeyRepository(db) };
 }

@@ -23,6 +23,11 @@ export class LruCache<K, V> {
     while (this.map.size > Math.max(1, this.max)) this.map.delete(this.map.keys().next().value as K);
   }
 
+  /** Removes `key`; returns whether it was there. */
+  delete(key: K): boolean {
+    return this.map.delete(key);
+  }
+
   /** Number of entries. */
   get size(): number {
     return this.map.size;

@@ -38,7 +38,7 @@ describe("the lead agent's chain over HTTP", () => {
     expect(existsSync(file)).toBe(true);
     const doc = JSON.parse(readFileSync(file, "utf8"));
     expect(doc.threads["mem-t"].last_user_message).toContain("remember lisbon");
-    const { buildApp } = await import("../../src/app.js");
-    h.app = await buildApp({ heartbeatMs: 0 });
+    const { buildTestApp } = await import("../support/harness.js");
+    h.app = await buildTestApp();
   });
 });

@@ -13,7 +13,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function startServer(env: Record<string, string>) {
   const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
     cwd: root,
-    env: { ...process.env, HOST: "127.0.0.1", DEER_FLOW_HOME: path.join(dir, "home"), LOG_LEVEL: "info", ...env },
+    env: { ...process.env, HOST: "127.0.0.1", DEER_FLOW_HOME: path.join(dir, "home"), LOG_LEVEL: "info", DEER_FLOW_AUTH_DISABLED: "", DEER_FLOW_ENV: "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -48,7 +48,7 @@ describe("the server process", () => {
     const config = path.join(dir, "ok.yaml");
     writeFileSync(config, "models:\n  - name: scripted\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n");
     const port = String(18000 + Math.floor(Math.random() * 2000));
-    const { child, exited, output } = startServer({ DEER_FLOW_CONFIG_PATH: config, PORT: port });
+    const { child, exited, output } = startServer({ DEER_FLOW_CONFIG_PATH: config, PORT: port, DEER_FLOW_AUTH_DISABLED: "1" });
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok);
     const res = await fetch(`http://127.0.0.1:${port}/runs/stream`, {
       method: "POST",
@@ -63,13 +63,36 @@ describe("the server process", () => {
     for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
     expect(lines.some((l) => JSON.parse(l).msg === "deerflow-gateway ready")).toBe(true);
     expect(lines.filter((l) => JSON.parse(l).req?.url === "/runs/stream")).toHaveLength(1);
+    expect(lines.some((l) => JSON.parse(l).level === 40 && /AUTHENTICATION IS OFF/.test(JSON.parse(l).msg))).toBe(true);
+  });
+
+  it("requires sign-in by default: protected routes are 401, /health and the login routes answer", async () => {
+    const config = path.join(dir, "auth.yaml");
+    writeFileSync(config, "models:\n  - name: scripted\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n");
+    const port = String(18000 + Math.floor(Math.random() * 2000));
+    const { child, exited, output } = startServer({ DEER_FLOW_CONFIG_PATH: config, PORT: port });
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok);
+    const res = await fetch(`http://127.0.0.1:${port}/runs/wait`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: { messages: [{ role: "user", content: "ping" }] } }) });
+    expect(res.status).toBe(401);
+    expect(await (await fetch(`http://127.0.0.1:${port}/api/v1/auth/setup-status`)).json()).toEqual({ needs_setup: true, registration_enabled: true });
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(output()).not.toContain("AUTHENTICATION IS OFF");
+  });
+
+  it("refuses to start with DEER_FLOW_AUTH_DISABLED=1 when DEER_FLOW_ENV=production", async () => {
+    const config = path.join(dir, "prod.yaml");
+    writeFileSync(config, "models:\n  - name: scripted\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n");
+    const { exited, output } = startServer({ DEER_FLOW_CONFIG_PATH: config, PORT: "0", DEER_FLOW_AUTH_DISABLED: "1", DEER_FLOW_ENV: "production" });
+    expect(await exited).toBe(1);
+    expect(output()).toContain("DEER_FLOW_AUTH_DISABLED=1 is refused when DEER_FLOW_ENV=production");
   });
 
   it("interrupts a streaming run on SIGTERM: the client gets `end` and the process exits 0", async () => {
     const config = path.join(dir, "slow.yaml");
     writeFileSync(config, "models:\n  - name: slow\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n    token_delay_ms: 50\n");
     const port = String(18000 + Math.floor(Math.random() * 2000));
-    const { child, exited } = startServer({ DEER_FLOW_CONFIG_PATH: config, PORT: port });
+    const { child, exited } = startServer({ DEER_FLOW_CONFIG_PATH: config, PORT: port, DEER_FLOW_AUTH_DISABLED: "1" });
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok);
     const res = await fetch(`http://127.0.0.1:${port}/runs/stream`, {
       method: "POST",

@@ -71,8 +71,8 @@ describe("run lifecycle over a real socket", () => {
     await (await postJson(`${h.url}/threads/durable/runs/stream`, { input: human("remember me") })).text();
     const before = await (await fetch(`${h.url}/threads/durable/state`)).json();
     await h.app.close();
-    const { buildApp } = await import("../../src/app.js");
-    const app = await buildApp({ heartbeatMs: 0 });
+    const { buildTestApp } = await import("../support/harness.js");
+    const app = await buildTestApp();
     try {
       const state = (await app.inject({ method: "GET", url: "/threads/durable/state" })).json();
       expect(state.values.messages.map((m: any) => m.content)).toEqual(["remember me", "You said: remember me"]);

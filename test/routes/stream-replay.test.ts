@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.js";
-import { postJson, startHarness, type Harness } from "../support/harness.js";
+import { buildTestApp, postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 import { until } from "../support/wait.js";
 
@@ -67,7 +66,7 @@ describe("graceful shutdown and restart", () => {
     const slow = await (await postJson(`${h.url}/threads/t-drain/runs`, { input: human(Array(100).fill("w").join(" ")) })).json();
     await until(async () => (await (await fetch(`${h!.url}/threads/t-drain/runs/${slow.run_id}`)).json()).status === "running");
     await h.app.close();
-    const app = await buildApp({ heartbeatMs: 0 });
+    const app = await buildTestApp();
     try {
       const slowAfter = (await app.inject({ url: `/threads/t-drain/runs/${slow.run_id}` })).json();
       expect(slowAfter.status).toBe("interrupted");

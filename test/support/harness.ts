@@ -18,6 +18,14 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/**
+ * buildApp for tests: auth disabled unless `options.authDisabled` says otherwise (the suite predates auth and
+ * tests ownership and sign-in explicitly with `authDisabled: false`).
+ */
+export function buildTestApp(options: BuildAppOptions = {}): Promise<FastifyInstance> {
+  return buildApp({ heartbeatMs: 0, authDisabled: true, ...options });
+}
+
 const ENV_KEYS = ["DEER_FLOW_CONFIG_PATH", "DEER_FLOW_HOME", "DEER_FLOW_AGENTS_DIR", "DEER_FLOW_PROJECT_ROOT"] as const;
 
 /**
@@ -33,7 +41,7 @@ export async function startHarness(configYaml: string, options: BuildAppOptions 
   process.env.DEER_FLOW_HOME = path.join(dir, ".deer-flow");
   process.env.DEER_FLOW_AGENTS_DIR = path.join(dir, "agents");
   resetAppConfig();
-  const app = await buildApp({ heartbeatMs: 0, ...options });
+  const app = await buildTestApp(options);
   await app.listen({ host: "127.0.0.1", port: 0 });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : 0;
