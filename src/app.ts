@@ -23,6 +23,8 @@ import { ThreadService } from "./runtime/thread-service.js";
 import { MemoryStreamBridge, type StreamBridge } from "./runtime/stream-bridge.js";
 import type { LocalSandboxProvider } from "./sandbox/local-provider.js";
 import { createSandboxProvider } from "./sandbox/security.js";
+import { DEFAULT_SERVER_TIMEOUTS, installBodyLimits, type ServerTimeouts } from "./http/body-limits.js";
+import { parseClientJson } from "./http/json-limits.js";
 
 /** Options of {@link buildApp}; every field has a production default. */
 export interface BuildAppOptions {
@@ -42,6 +44,8 @@ export interface BuildAppOptions {
   queueMaxSize?: number;
   /** Browser origins allowed by CORS (`*` = any); an origin matches with or without a port. Default localhost only. */
   corsOrigins?: string[];
+  /** Header / whole-request receive timeouts (default {@link DEFAULT_SERVER_TIMEOUTS}). */
+  timeouts?: Partial<ServerTimeouts>;
 }
 
 /**
@@ -105,8 +109,13 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   });
   const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home, sandboxProvider: sandbox });
 
+  const timeouts = { ...DEFAULT_SERVER_TIMEOUTS, ...options.timeouts };
   const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: 10 * 1024 * 1024,
+    // Per-route limits are set by installBodyLimits; this is the ceiling for anything registered without one.
+    bodyLimit: 8 * 1024 * 1024,
+    // A client sending headers or a body a byte at a time is cut off (408) instead of holding a socket forever.
+    requestTimeout: timeouts.requestTimeoutMs,
+    http: { headersTimeout: timeouts.headersTimeoutMs, connectionsCheckingInterval: timeouts.checkIntervalMs },
     // Long ids are validated by the routes (422), not cut off by the router (414).
     routerOptions: { maxParamLength: 1000 },
     // Malformed URLs and the like, caught before routing: still answered as {detail}.
@@ -127,15 +136,15 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     request.principal = DEFAULT_PRINCIPAL;
   });
   app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox });
+  // Every JSON body is bounded in depth and size here, before any route, store or graph sees it.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
-    const text = String(body);
-    if (!text.trim()) return done(null, {});
     try {
-      done(null, JSON.parse(text));
+      done(null, parseClientJson(String(body)));
     } catch (err) {
       done(err as Error, undefined);
     }
   });
+  installBodyLimits(app);
   const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
   await app.register(fastifyCors, {
     origin: (origin, cb) => cb(null, corsOriginAllowed(origin, corsOrigins)),
