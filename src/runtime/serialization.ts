@@ -1,5 +1,6 @@
 // Serialization to the LangGraph wire format (what `@langchain/langgraph-api` and DeerFlow's `serialize_lc_object` send): messages become flat dicts.
 import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
+import { redactStateValues } from "../agents/server-owned-state.js";
 
 /** A message as the wire carries it: `{type, id, content, ...}` (never LangChain's `{lc, kwargs}` form). */
 export type WireMessage = Record<string, unknown> & { type: string };
@@ -61,11 +62,11 @@ const INTERNAL_CHANNELS = new Set(["jumpTo", "structuredResponse"]);
 
 /**
  * A `values` payload: internal `__pregel_*` keys and langchain's bookkeeping channels removed (`__interrupt__` kept),
- * everything else `toWire`d.
+ * host paths redacted ({@link redactStateValues}), everything else `toWire`d.
  */
 export function serializeValues(values: unknown): unknown {
   if (!values || typeof values !== "object" || Array.isArray(values)) return toWire(values);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(values)) if (!k.startsWith("__pregel") && !INTERNAL_CHANNELS.has(k)) out[k] = toWire(v);
-  return out;
+  return redactStateValues(out);
 }
