@@ -25,6 +25,7 @@ import type { LocalSandboxProvider } from "./sandbox/local-provider.js";
 import { createSandboxProvider } from "./sandbox/security.js";
 import { DEFAULT_SERVER_TIMEOUTS, installBodyLimits, type ServerTimeouts } from "./http/body-limits.js";
 import { parseClientJson } from "./http/json-limits.js";
+import { sweepLeftovers } from "./config/leftovers.js";
 
 /** Options of {@link buildApp}; every field has a production default. */
 export interface BuildAppOptions {
@@ -90,6 +91,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const appConfig = readConfig();
   const home = options.home ?? getRuntimeHome();
   const persistence = await openPersistence(appConfig, home);
+  // What writers killed mid-write left (agent staging dirs, upload parts, temp files) goes before serving.
+  const swept = sweepLeftovers(getAgentsDir(), home);
+  if (Object.values(swept).some((n) => n > 0)) logger.info({ swept }, "removed files left by interrupted writes");
   const agentFactory = options.agentFactory ?? resolveAgentFactory();
   const bridge = new MemoryStreamBridge(options.queueMaxSize ?? 256);
   const runs = new RunManager(persistence.runs);

@@ -1,6 +1,7 @@
 // Port of DeerFlow's file agent store (persistence/agents/file.py) and the write side of agents_config.py:
 // custom agents under <agents dir>/<user_id>/<name>/{config.yaml,SOUL.md}.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { z } from "zod";
@@ -8,6 +9,7 @@ import { ConfigError, ConflictError, NotFoundError, ValidationError } from "../e
 import { getLogger } from "../logger.js";
 import { AgentReasoningEffortSchema, agentDir, loadAgentConfig, ModelSettingsSchema, validateAgentName } from "./agent-config.js";
 import { atomicWriteFile } from "./atomic-write.js";
+import { isLeftoverAgentDir } from "./leftovers.js";
 import { getAgentsDir } from "./paths.js";
 
 
@@ -48,6 +50,23 @@ export interface AgentRecord {
 export const MANAGED_FIELDS = ["name", "description", "model", "tool_groups", "skills", "model_settings", "thinking_enabled", "reasoning_effort"] as const;
 
 type Doc = Record<string, unknown>;
+
+/** Prefix of the staging directories of {@link AgentStore.create} (never a valid agent name: it starts with a dot). */
+export const STAGING_PREFIX = ".staging-";
+
+/** Makes a rename inside `dir` durable; a no-op where directories cannot be fsynced. */
+function fsyncDir(dir: string): void {
+  try {
+    const fd = openSync(dir, "r");
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // Not supported everywhere (some network filesystems); the rename itself is atomic.
+  }
+}
 
 /** Names a custom agent cannot take: `default` is the default agent's memory bucket and user directory name. */
 export const RESERVED_AGENT_NAMES: ReadonlySet<string> = new Set(["default"]);
@@ -164,21 +183,21 @@ export class AgentStore {
   /**
    * Creates an agent: config.yaml with only meaningful keys (`name`, `description` if non-empty, `tool_groups`,
    * `skills`, `model`, `model_settings`, `thinking_enabled`, `reasoning_effort`, each if set) and SOUL.md (the raw
-   * soul, even empty). The directory is claimed with a non-recursive mkdir, so of two simultaneous creates exactly
-   * one wins. @throws ConflictError "Agent '<name>' already exists"; ValidationError for a reserved name (`default`).
+   * soul, even empty). Atomic: both files are written into a staging directory `.staging-<name>-<random>` next to
+   * the agents, which is then renamed to the agent's name, so a crash leaves either no agent or a whole one (at
+   * worst a staging directory, removed at the next start by {@link sweepAgentLeftovers}).
+   * @throws ConflictError "Agent '<name>' already exists"; ValidationError for a reserved name (`default`).
    */
   async create(input: AgentCreate, userId = "default"): Promise<AgentRecord> {
     const name = validateAgentName(input.name);
     if (RESERVED_AGENT_NAMES.has(name)) throw new ValidationError(`Agent name '${name}' is reserved (it names the default agent's memory and soul)`);
     const dir = this.dir(name, userId);
     return this.serialize(dir, () => {
-      mkdirSync(path.dirname(dir), { recursive: true });
-      try {
-        mkdirSync(dir);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new ConflictError(`Agent '${name}' already exists`);
-        throw err;
-      }
+      const root = path.dirname(dir);
+      mkdirSync(root, { recursive: true });
+      if (existsSync(dir)) throw new ConflictError(`Agent '${name}' already exists`);
+      const stage = path.join(root, `${STAGING_PREFIX}${name}-${randomBytes(6).toString("hex")}`);
+      mkdirSync(stage);
       try {
         const doc: Doc = { name };
         if (input.description) doc.description = input.description;
@@ -189,10 +208,20 @@ export class AgentStore {
         if (settings) doc.model_settings = settings;
         if (input.thinking_enabled != null) doc.thinking_enabled = input.thinking_enabled;
         if (input.reasoning_effort != null) doc.reasoning_effort = input.reasoning_effort;
-        atomicWriteFile(path.join(dir, "config.yaml"), dumpAgentYaml(doc));
-        atomicWriteFile(path.join(dir, "SOUL.md"), input.soul ?? "");
+        atomicWriteFile(path.join(stage, "config.yaml"), dumpAgentYaml(doc));
+        atomicWriteFile(path.join(stage, "SOUL.md"), input.soul ?? "");
+        // Checked again right before the rename: rename(2) would replace an empty directory of that name.
+        if (existsSync(dir)) throw new ConflictError(`Agent '${name}' already exists`);
+        try {
+          renameSync(stage, dir);
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code === "ENOTEMPTY" || code === "EEXIST") throw new ConflictError(`Agent '${name}' already exists`);
+          throw err;
+        }
+        fsyncDir(root);
       } catch (err) {
-        rmSync(dir, { recursive: true, force: true });
+        rmSync(stage, { recursive: true, force: true });
         throw err;
       }
       return this.get(name, userId);
@@ -253,6 +282,11 @@ export class AgentStore {
     await this.serialize(dir, () => {
       if (!existsSync(dir)) throw new NotFoundError(`Agent '${lower}' not found`);
       const config = path.join(dir, "config.yaml");
+      // A directory left by a crash before this version's atomic create (nothing in it but temp files) just goes.
+      if (!existsSync(config) && isLeftoverAgentDir(dir)) {
+        rmSync(dir, { recursive: true, force: true });
+        return;
+      }
       if (!existsSync(config) || !statSync(config).isFile()) {
         throw new ConflictError(`Directory for '${lower}' contains memory data but is not a custom agent; it was preserved`);
       }
