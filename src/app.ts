@@ -25,6 +25,7 @@ import type { LocalSandboxProvider } from "./sandbox/local-provider.js";
 import { createSandboxProvider } from "./sandbox/security.js";
 import { DEFAULT_SERVER_TIMEOUTS, installBodyLimits, type ServerTimeouts } from "./http/body-limits.js";
 import { parseClientJson } from "./http/json-limits.js";
+import { corsOriginAllowed, DEFAULT_ALLOWED_HOSTS, installRequestGuards } from "./http/origins.js";
 import { sweepLeftovers } from "./config/leftovers.js";
 
 /** Options of {@link buildApp}; every field has a production default. */
@@ -45,20 +46,13 @@ export interface BuildAppOptions {
   queueMaxSize?: number;
   /** Browser origins allowed by CORS (`*` = any); an origin matches with or without a port. Default localhost only. */
   corsOrigins?: string[];
+  /** Host names the gateway answers to besides IP literals (default loopback names; `*` = any). */
+  allowedHosts?: string[];
   /** Header / whole-request receive timeouts (default {@link DEFAULT_SERVER_TIMEOUTS}). */
   timeouts?: Partial<ServerTimeouts>;
 }
 
-/**
- * Whether a browser `origin` may call the API: `*` allows all; `http://localhost` allows that host on any port;
- * requests without an Origin header (curl, servers, the SDK in Node) are not CORS requests and always pass.
- */
-export function corsOriginAllowed(origin: string | undefined, allowed: readonly string[]): boolean {
-  if (!origin) return true;
-  if (allowed.includes("*")) return true;
-  const bare = origin.replace(/:\d+$/, "");
-  return allowed.includes(origin) || allowed.includes(bare);
-}
+export { corsOriginAllowed } from "./http/origins.js";
 
 /** Services shared by the routes (a Fastify decorator, not module state). */
 export interface GatewayServices {
@@ -150,8 +144,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   });
   installBodyLimits(app);
   const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
+  installRequestGuards(app, { origins: corsOrigins, hosts: options.allowedHosts ?? DEFAULT_ALLOWED_HOSTS });
   await app.register(fastifyCors, {
     origin: (origin, cb) => cb(null, corsOriginAllowed(origin, corsOrigins)),
+    // Every method a route has: the web app deletes threads and edits agents.
+    methods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
     exposedHeaders: ["Content-Location", "Location"],
     strictPreflight: false,
   });

@@ -19,7 +19,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const configPath = getAppConfigStatus().path;
-  const app = await buildApp({ logger, heartbeatMs: env.heartbeatMs, corsOrigins: env.corsOrigins });
+  const app = await buildApp({ logger, heartbeatMs: env.heartbeatMs, corsOrigins: env.corsOrigins, allowedHosts: env.allowedHosts });
   const watcher: FSWatcher | null = configPath ? watchAppConfig(configPath) : null;
 
   let closing = false;

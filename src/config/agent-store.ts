@@ -13,17 +13,22 @@ import { isLeftoverAgentDir } from "./leftovers.js";
 import { getAgentsDir } from "./paths.js";
 
 
-/** `POST /api/agents` body. Unknown top-level keys are ignored. */
+/** Longest SOUL.md an agent (or the user profile) may have, in characters: a soul is a prompt, sent on every run. */
+export const MAX_SOUL_CHARS = 64 * 1024;
+/** Longest agent description, in characters (it is listed with every agent). */
+export const MAX_DESCRIPTION_CHARS = 1024;
+
+/** `POST /api/agents` body. Unknown top-level keys are ignored. Oversized `soul` / `description` are 422. */
 export const AgentCreateSchema = z.object({
   name: z.string(),
-  description: z.string().nullish(),
+  description: z.string().max(MAX_DESCRIPTION_CHARS).nullish(),
   model: z.string().nullish(),
   tool_groups: z.array(z.string()).nullish(),
   skills: z.array(z.string()).nullish(),
   model_settings: ModelSettingsSchema.nullish(),
   thinking_enabled: z.boolean().nullish(),
   reasoning_effort: AgentReasoningEffortSchema.nullish(),
-  soul: z.string().nullish(),
+  soul: z.string().max(MAX_SOUL_CHARS).nullish(),
 });
 /** A create request. */
 export type AgentCreate = z.infer<typeof AgentCreateSchema>;
@@ -65,6 +70,22 @@ function fsyncDir(dir: string): void {
     }
   } catch {
     // Not supported everywhere (some network filesystems); the rename itself is atomic.
+  }
+}
+
+/**
+ * Refuses a soul over {@link MAX_SOUL_CHARS} or a description over {@link MAX_DESCRIPTION_CHARS} characters, for
+ * writers that do not go through {@link AgentCreateSchema} (the agent tools).
+ * @throws ValidationError 422 with a `string_too_long` issue naming the field.
+ */
+function assertTextLimits(input: { soul?: string | null; description?: string | null }): void {
+  for (const [field, max] of [["soul", MAX_SOUL_CHARS], ["description", MAX_DESCRIPTION_CHARS]] as const) {
+    const value = input[field];
+    if (typeof value === "string" && value.length > max) {
+      throw new ValidationError(`${field} is too long (${value.length} characters; the limit is ${max})`, [
+        { type: "string_too_long", loc: ["body", field], msg: `String should have at most ${max} characters`, ctx: { max_length: max } },
+      ]);
+    }
   }
 }
 
@@ -153,7 +174,10 @@ export class AgentStore {
     };
   }
 
-  /** Every loadable agent of `userId`, sorted by name. Directories without config.yaml are skipped; a corrupt agent is skipped with a warning. */
+  /**
+   * Every loadable agent of `userId`, sorted by name. Directories without config.yaml are skipped; a corrupt agent
+   * is skipped with a warning.
+   */
   list(userId = "default"): AgentRecord[] {
     const root = path.dirname(this.dir("x", userId));
     let entries: string[];
@@ -190,6 +214,7 @@ export class AgentStore {
    */
   async create(input: AgentCreate, userId = "default"): Promise<AgentRecord> {
     const name = validateAgentName(input.name);
+    assertTextLimits(input);
     if (RESERVED_AGENT_NAMES.has(name)) throw new ValidationError(`Agent name '${name}' is reserved (it names the default agent's memory and soul)`);
     const dir = this.dir(name, userId);
     return this.serialize(dir, () => {
@@ -237,6 +262,7 @@ export class AgentStore {
    */
   async update(name: string, patch: AgentUpdate, userId = "default"): Promise<AgentRecord> {
     const lower = validateAgentName(name);
+    assertTextLimits(patch);
     const dir = this.dir(lower, userId);
     if (patch.soul !== undefined && patch.soul !== null && !patch.soul.trim()) {
       throw new ValidationError("soul must not be empty; send the full SOUL.md text, or omit soul to keep the current one");
@@ -303,8 +329,12 @@ export class AgentStore {
     }
   }
 
-  /** Replaces the user profile (atomically); returns the content as sent, or null when empty. */
+  /**
+   * Replaces the user profile (atomically); returns the content as sent, or null when empty.
+   * @throws ValidationError when it is longer than {@link MAX_SOUL_CHARS}.
+   */
   writeUserProfile(content: string): string | null {
+    if (content.length > MAX_SOUL_CHARS) throw new ValidationError(`content is too long (${content.length} characters; the limit is ${MAX_SOUL_CHARS})`, [{ type: "string_too_long", loc: ["body", "content"], msg: `String should have at most ${MAX_SOUL_CHARS} characters`, ctx: { max_length: MAX_SOUL_CHARS } }]);
     mkdirSync(this.agentsDir, { recursive: true });
     atomicWriteFile(path.join(this.agentsDir, "USER.md"), content);
     return content || null;
