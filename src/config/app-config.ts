@@ -120,7 +120,8 @@ export function loadAppConfig(path?: string): AppConfig {
 /**
  * The current AppConfig. Order (mirrors DeerFlow `get_app_config`): an AsyncLocalStorage override
  * (`withAppConfig` / `pushCurrentAppConfig`) wins, then a config injected with `setAppConfig`, then the file:
- * its path is resolved and its `(mtime, size, sha256)` signature computed on every call; an unchanged file
+ * its path is resolved and its `(mtime, size, sha256)` signature computed on every call from a read during which
+ * the file did not change (a file being written keeps the last good config served); an unchanged file
  * returns the **same object** (callers may use identity as a cache key), a different path or signature reloads.
  * A read that raced an in-place edit is retried, never served. A failed reload keeps serving the last good config
  * and records the error (see `getAppConfigStatus`); so does a reload that would drop every model of a config

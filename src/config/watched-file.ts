@@ -16,6 +16,23 @@ export function sameSignature(a: FileSignature | null | undefined, b: FileSignat
   return !!a && a.mtimeMs === b.mtimeMs && a.size === b.size && a.sha256 === b.sha256;
 }
 
+/**
+ * A file modified less than this long ago (ms) counts as still being written: an in-place edit (truncate, then
+ * write in pieces) passes through states that are valid YAML but lack sections, and a stat taken in a pause between
+ * two writes is stable. While a last good value exists, such a file is not read; the next call looks again.
+ */
+export const CONFIG_QUIET_MS = 100;
+
+/**
+ * Whether a file's last modification is too recent to trust ({@link CONFIG_QUIET_MS}). An mtime more than a second
+ * in the future (clock skew, a tool that sets it) is not treated as recent; within a second it is, since mtimes carry
+ * sub-millisecond parts that `Date.now()` does not.
+ */
+export function recentlyModified(mtimeMs: number, now = Date.now()): boolean {
+  const age = now - mtimeMs;
+  return age > -1000 && age < CONFIG_QUIET_MS;
+}
+
 /** How many times a read is retried when the file changes while it is read (an in-place edit in progress). */
 const STABLE_READ_ATTEMPTS = 5;
 
@@ -30,7 +47,7 @@ export function readStable(path: string): { text: string; signature: FileSignatu
     const before = statSync(path);
     const buf = readFileSync(path);
     const after = statSync(path);
-    if (before.mtimeMs === after.mtimeMs && before.size === after.size && buf.length === after.size && before.ino === after.ino) {
+    if (before.mtimeMs === after.mtimeMs && before.ctimeMs === after.ctimeMs && before.size === after.size && buf.length === after.size && before.ino === after.ino) {
       return { text: buf.toString("utf8"), signature: { mtimeMs: after.mtimeMs, size: after.size, sha256: createHash("sha256").update(buf).digest("hex") } };
     }
   }
@@ -62,7 +79,8 @@ export interface WatchedFileStatus {
 }
 
 /**
- * A config file re-read on demand. `read(path)` computes the signature on every call and returns the same value
+ * A config file re-read on demand. A file modified within {@link CONFIG_QUIET_MS} keeps the last good value served.
+ * `read(path)` computes the signature on every call and returns the same value
  * object while the content is unchanged (callers may use identity as a cache key); a changed file is parsed
  * again; a failed read or parse keeps the last good value and records the error. An unchanged broken file is not
  * re-parsed.
@@ -107,6 +125,8 @@ export class WatchedFile<T> {
     let text: string;
     let signature: FileSignature;
     try {
+      // While the file is being written the last good value is served, without reading (or reporting) it.
+      if (this.value !== null && this.path === path && recentlyModified(statSync(path).mtimeMs)) return this.value;
       ({ text, signature } = readStable(path));
     } catch (err) {
       return this.fail(err);
