@@ -5,11 +5,16 @@ import { redactStateValues } from "../agents/server-owned-state.js";
 /** A message as the wire carries it: `{type, id, content, ...}` (never LangChain's `{lc, kwargs}` form). */
 export type WireMessage = Record<string, unknown> & { type: string };
 
-/** Flattens a LangChain message: `{...toDict().data, type}` with `type` in `human|ai|tool|system|...`. */
+/**
+ * Flattens a LangChain message: `{...toDict().data, type}` with `type` in `human|ai|tool|system|...`, without any
+ * `lc_*` key (`lc_kwargs`, and `lc_serializable`, `lc_namespace`, `lc_direct_tool_output` that a message built from
+ * a spread of another one carries in its fields): those are LangChain's serialization internals, not wire fields.
+ */
 export function serializeMessage(message: BaseMessage): WireMessage {
   const { type, data } = message.toDict();
-  const out: WireMessage = { ...(data as unknown as Record<string, unknown>), type };
-  delete out.lc_kwargs;
+  const out: WireMessage = { type };
+  for (const [k, v] of Object.entries(data as unknown as Record<string, unknown>)) if (!k.startsWith("lc_")) out[k] = v;
+  out.type = type;
   return out;
 }
 
