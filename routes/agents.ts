@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { validateAgentName } from "../src/config/agent-config.js";
-import { AgentCreateSchema, AgentUpdateSchema } from "../src/config/agent-store.js";
+import { AgentCreateSchema, AgentUpdateSchema, MAX_SOUL_CHARS } from "../src/config/agent-store.js";
 import { DeerflowError, ValidationError } from "../src/errors.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { principalOf } from "../src/auth/principal.js";
@@ -21,7 +21,7 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   return parsed.data;
 }
 
-const ProfileSchema = z.object({ content: z.string().nullish() });
+const ProfileSchema = z.object({ content: z.string().max(MAX_SOUL_CHARS).nullish() });
 type NameParams = { Params: { name: string } };
 
 /** Registers `/agents`, `/agents/check`, `/agents/:name` and `/user-profile` (mounted under `/api`). */
@@ -43,7 +43,15 @@ export async function agentRoutes(app: FastifyInstance): Promise<void> {
     }
   };
 
-  app.get("/agents", { schema: doc("agents", "List custom agents with their souls") }, async (request) => ({ agents: store.list(userId(request)) }));
+  // Souls are left out of the list unless asked for (the web app never reads them there): a list of many agents
+  // stays small. `GET /api/agents/{name}` always has the soul.
+  const ListQuerySchema = z.looseObject({ include_soul: z.union([z.boolean(), z.enum(["true", "false", "1", "0"])]).optional() });
+  app.get("/agents", { schema: doc("agents", "List custom agents (souls only with ?include_soul=true)", { querystring: ListQuerySchema }) }, async (request) => {
+    const query = parseBody(ListQuerySchema, request.query);
+    const withSoul = query.include_soul === true || query.include_soul === "true" || query.include_soul === "1";
+    const agents = store.list(userId(request));
+    return { agents: withSoul ? agents : agents.map(({ soul: _soul, ...rest }) => rest) };
+  });
 
   app.get<{ Querystring: { name?: string } }>("/agents/check", { schema: doc("agents", "Is an agent name available?") }, async (request) => {
     if (typeof request.query.name !== "string") throw new ValidationError("Query parameter 'name' is required");

@@ -1,14 +1,19 @@
 // GET /api/models and /api/models/:name (DeerFlow gateway routers/models.py). Never shows keys or base URLs.
 import type { FastifyInstance } from "fastify";
+import { envSourcedFields } from "../src/config/app-config.js";
 import type { ModelConfig } from "../src/config/schema.js";
 import { NotFoundError } from "../src/errors.js";
 import { doc } from "./openapi.js";
 
-/** The public view of a model entry: descriptive fields only. */
+/**
+ * The public view of a model entry: descriptive fields only; `model` is null when the config filled it from an
+ * environment variable (no response carries a value taken from the environment).
+ */
 export function publicModel(m: ModelConfig) {
+  const fromEnv = envSourcedFields(m);
   return {
     name: m.name,
-    model: m.model,
+    model: fromEnv.has("model") ? null : m.model,
     display_name: m.display_name ?? null,
     description: m.description ?? null,
     supports_thinking: m.supports_thinking,

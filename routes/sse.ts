@@ -16,9 +16,10 @@ export type StreamableRun = Pick<ActiveRun, "record"> & Partial<Pick<ActiveRun, 
 
 /**
  * Writes a run's events to an SSE reply: `id:` / `event:` / `data:` frames (string ids, JSON data), then `end`
- * (`data: null`, no id) or `gap`. Heartbeat comments come from @fastify/sse once the headers are sent, which
- * happens here before the first event. Each send is raced against the connection closing, so a client that stops
- * reading and disconnects never leaves the handler stuck (@fastify/sse 0.6 does not end a send when the socket closes).
+ * (`data: null`, no id) or `gap`. The headers (with `Content-Location`) are flushed at once, before the run has an
+ * event. Heartbeat comments come from @fastify/sse once the headers are sent. Each send is raced against the
+ * connection closing, so a client that stops reading and disconnects never leaves the handler stuck (@fastify/sse
+ * 0.6 does not end a send when the socket closes).
  */
 export async function streamRunEvents(reply: FastifyReply, bridge: StreamBridge, run: StreamableRun, options: StreamRunOptions): Promise<void> {
   const sse = reply.sse;
@@ -26,6 +27,9 @@ export async function streamRunEvents(reply: FastifyReply, bridge: StreamBridge,
   const closed = new Promise<"closed">((resolve) => sse.onClose(() => resolve("closed")));
   void closed.then(() => stop.abort());
   sse.sendHeaders();
+  // Node holds written headers until the first body byte: a pending or enqueued run would keep its client (and the
+  // Content-Location naming the run) waiting for the first event or heartbeat. Send them now.
+  reply.raw.flushHeaders();
   let clientGone = false;
   for await (const item of bridge.subscribe(run.record.run_id, { lastEventId: options.lastEventId, signal: stop.signal })) {
     const message =

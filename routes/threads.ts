@@ -93,7 +93,11 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
     // Search results carry only the title of the state (as DeerFlow's thread list reads it), not whole conversations.
     return Promise.all(
       found.map(async (t) => {
-        const { values } = await readThreadState(persistence.checkpointer, t.thread_id);
+        // One thread whose checkpoint cannot be read back must not fail the listing for everyone.
+        const values = await readThreadState(persistence.checkpointer, t.thread_id).then(
+          (state) => state.values,
+          (err: Error) => (request.log.warn({ thread_id: t.thread_id, err: err.message }, "unreadable checkpoint in search"), {} as Record<string, unknown>),
+        );
         return { ...wireThread(t), values: values.title ? { title: values.title } : {}, interrupts: {} };
       }),
     );

@@ -24,6 +24,10 @@ import { ThreadService } from "./runtime/thread-service.js";
 import { MemoryStreamBridge, type StreamBridge } from "./runtime/stream-bridge.js";
 import type { LocalSandboxProvider } from "./sandbox/local-provider.js";
 import { createSandboxProvider } from "./sandbox/security.js";
+import { DEFAULT_SERVER_TIMEOUTS, installBodyLimits, type ServerTimeouts } from "./http/body-limits.js";
+import { parseClientJson } from "./http/json-limits.js";
+import { corsOriginAllowed, DEFAULT_ALLOWED_HOSTS, installRequestGuards } from "./http/origins.js";
+import { sweepLeftovers } from "./config/leftovers.js";
 
 /** Options of {@link buildApp}; every field has a production default. */
 export interface BuildAppOptions {
@@ -50,18 +54,13 @@ export interface BuildAppOptions {
   authDisabled?: boolean;
   /** Proxies whose `X-Forwarded-For` names the client (default `AUTH_TRUSTED_PROXIES`); IPs or CIDRs. */
   trustedProxies?: string[];
+  /** Host names the gateway answers to besides IP literals (default loopback names; `*` = any). */
+  allowedHosts?: string[];
+  /** Header / whole-request receive timeouts (default {@link DEFAULT_SERVER_TIMEOUTS}). */
+  timeouts?: Partial<ServerTimeouts>;
 }
 
-/**
- * Whether a browser `origin` may call the API: `*` allows all; `http://localhost` allows that host on any port;
- * requests without an Origin header (curl, servers, the SDK in Node) are not CORS requests and always pass.
- */
-export function corsOriginAllowed(origin: string | undefined, allowed: readonly string[]): boolean {
-  if (!origin) return true;
-  if (allowed.includes("*")) return true;
-  const bare = origin.replace(/:\d+$/, "");
-  return allowed.includes(origin) || allowed.includes(bare);
-}
+export { corsOriginAllowed } from "./http/origins.js";
 
 /** Services shared by the routes (a Fastify decorator, not module state). */
 export interface GatewayServices {
@@ -97,6 +96,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   // Checked before anything is opened: auth disabled in production stops the start here.
   const auth = createAuthRuntime({ home, authDisabled: options.authDisabled, trustedProxies: options.trustedProxies, corsOrigins, originAllowed: corsOriginAllowed });
   const persistence = await openPersistence(appConfig, home);
+  // What writers killed mid-write left (agent staging dirs, upload parts, temp files) goes before serving.
+  const swept = sweepLeftovers(getAgentsDir(), home);
+  if (Object.values(swept).some((n) => n > 0)) logger.info({ swept }, "removed files left by interrupted writes");
   const agentFactory = options.agentFactory ?? resolveAgentFactory();
   const bridge = new MemoryStreamBridge(options.queueMaxSize ?? 256);
   const runs = new RunManager(persistence.runs);
@@ -116,8 +118,13 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   });
   const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home, sandboxProvider: sandbox });
 
+  const timeouts = { ...DEFAULT_SERVER_TIMEOUTS, ...options.timeouts };
   const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: 10 * 1024 * 1024,
+    // Per-route limits are set by installBodyLimits; this is the ceiling for anything registered without one.
+    bodyLimit: 8 * 1024 * 1024,
+    // A client sending headers or a body a byte at a time is cut off (408) instead of holding a socket forever.
+    requestTimeout: timeouts.requestTimeoutMs,
+    http: { headersTimeout: timeouts.headersTimeoutMs, connectionsCheckingInterval: timeouts.checkIntervalMs },
     // Long ids are validated by the routes (422), not cut off by the router (414).
     routerOptions: { maxParamLength: 1000 },
     // request.ip / request.protocol honour X-Forwarded-* only from these proxies (login lockout per client).
@@ -136,17 +143,20 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   installAuth(app, auth.runtime(persistence, logger));
   app.decorateRequest("thread", null);
   app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox });
+  // Every JSON body is bounded in depth and size here, before any route, store or graph sees it.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
-    const text = String(body);
-    if (!text.trim()) return done(null, {});
     try {
-      done(null, JSON.parse(text));
+      done(null, parseClientJson(String(body)));
     } catch (err) {
       done(err as Error, undefined);
     }
   });
+  installBodyLimits(app);
+  installRequestGuards(app, { origins: corsOrigins, hosts: options.allowedHosts ?? DEFAULT_ALLOWED_HOSTS });
   await app.register(fastifyCors, {
     origin: (origin, cb) => cb(null, corsOriginAllowed(origin, corsOrigins)),
+    // Every method a route has: the web app deletes threads and edits agents.
+    methods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
     exposedHeaders: ["Content-Location", "Location"],
     strictPreflight: false,
   });

@@ -2,11 +2,14 @@
 import type { FSWatcher } from "chokidar";
 import { buildApp } from "./app.js";
 import { getAppConfig, getAppConfigStatus } from "./config/app-config.js";
+import { applyProviderEnvDefaults } from "./config/process-env-defaults.js";
 import { readServerEnv } from "./config/server-env.js";
 import { watchAppConfig } from "./config/watcher.js";
 import { createLogger, setLogger } from "./logger.js";
 
 async function main(): Promise<void> {
+  // Before the config is read: the shipped config references these, whatever started the process.
+  applyProviderEnvDefaults();
   const env = readServerEnv();
   const logger = createLogger(env.logLevel);
   setLogger(logger);
@@ -19,7 +22,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const configPath = getAppConfigStatus().path;
-  const app = await buildApp({ logger, heartbeatMs: env.heartbeatMs, corsOrigins: env.corsOrigins });
+  const app = await buildApp({ logger, heartbeatMs: env.heartbeatMs, corsOrigins: env.corsOrigins, allowedHosts: env.allowedHosts });
   const watcher: FSWatcher | null = configPath ? watchAppConfig(configPath) : null;
 
   let closing = false;

@@ -13,13 +13,13 @@ export const SandboxStateSchema = z.object({ sandbox_id: z.string() });
 /** Sandbox state: `{sandbox_id}`. */
 export type SandboxState = z.infer<typeof SandboxStateSchema>;
 
-/** Per-thread directories (host paths) computed by ThreadDataMiddleware. */
+/** Per-thread directories recorded by ThreadDataMiddleware: the virtual `/mnt/user-data/...` paths. */
 export const ThreadDataSchema = z.object({
   workspace_path: z.string(),
   uploads_path: z.string(),
   outputs_path: z.string(),
 });
-/** Thread data: `{workspace_path, uploads_path, outputs_path}` (host paths). */
+/** Thread data: `{workspace_path, uploads_path, outputs_path}` (virtual paths in state; host paths when recomputed). */
 export type ThreadData = z.infer<typeof ThreadDataSchema>;
 
 /** A file announced to the model by UploadsMiddleware. `size` is in bytes. */
@@ -27,8 +27,12 @@ export const UploadedFileSchema = z.looseObject({ filename: z.string(), size: z.
 /** An uploaded file entry. */
 export type UploadedFile = z.infer<typeof UploadedFileSchema>;
 
-/** An image loaded by `view_image`: metadata only, never base64. `size` is in bytes. */
-export const ViewedImageSchema = z.looseObject({ mime_type: z.string(), size: z.number(), actual_path: z.string() });
+/**
+ * An image loaded by `view_image`, keyed by its virtual path: metadata only, never base64 or a host path (an
+ * `actual_path` from an older checkpoint is ignored: the file is always re-resolved in the thread's directories).
+ * `size` is in bytes.
+ */
+export const ViewedImageSchema = z.looseObject({ mime_type: z.string(), size: z.number(), actual_path: z.string().optional() });
 /** A viewed image entry. */
 export type ViewedImage = z.infer<typeof ViewedImageSchema>;
 

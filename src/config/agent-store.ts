@@ -1,6 +1,7 @@
 // Port of DeerFlow's file agent store (persistence/agents/file.py) and the write side of agents_config.py:
 // custom agents under <agents dir>/<user_id>/<name>/{config.yaml,SOUL.md}.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { z } from "zod";
@@ -8,20 +9,26 @@ import { ConfigError, ConflictError, NotFoundError, ValidationError } from "../e
 import { getLogger } from "../logger.js";
 import { AgentReasoningEffortSchema, agentDir, loadAgentConfig, ModelSettingsSchema, validateAgentName } from "./agent-config.js";
 import { atomicWriteFile } from "./atomic-write.js";
+import { isLeftoverAgentDir } from "./leftovers.js";
 import { getAgentsDir } from "./paths.js";
 
 
-/** `POST /api/agents` body. Unknown top-level keys are ignored. */
+/** Longest SOUL.md an agent (or the user profile) may have, in characters: a soul is a prompt, sent on every run. */
+export const MAX_SOUL_CHARS = 64 * 1024;
+/** Longest agent description, in characters (it is listed with every agent). */
+export const MAX_DESCRIPTION_CHARS = 1024;
+
+/** `POST /api/agents` body. Unknown top-level keys are ignored. Oversized `soul` / `description` are 422. */
 export const AgentCreateSchema = z.object({
   name: z.string(),
-  description: z.string().nullish(),
+  description: z.string().max(MAX_DESCRIPTION_CHARS).nullish(),
   model: z.string().nullish(),
   tool_groups: z.array(z.string()).nullish(),
   skills: z.array(z.string()).nullish(),
   model_settings: ModelSettingsSchema.nullish(),
   thinking_enabled: z.boolean().nullish(),
   reasoning_effort: AgentReasoningEffortSchema.nullish(),
-  soul: z.string().nullish(),
+  soul: z.string().max(MAX_SOUL_CHARS).nullish(),
 });
 /** A create request. */
 export type AgentCreate = z.infer<typeof AgentCreateSchema>;
@@ -48,6 +55,39 @@ export interface AgentRecord {
 export const MANAGED_FIELDS = ["name", "description", "model", "tool_groups", "skills", "model_settings", "thinking_enabled", "reasoning_effort"] as const;
 
 type Doc = Record<string, unknown>;
+
+/** Prefix of the staging directories of {@link AgentStore.create} (never a valid agent name: it starts with a dot). */
+export const STAGING_PREFIX = ".staging-";
+
+/** Makes a rename inside `dir` durable; a no-op where directories cannot be fsynced. */
+function fsyncDir(dir: string): void {
+  try {
+    const fd = openSync(dir, "r");
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // Not supported everywhere (some network filesystems); the rename itself is atomic.
+  }
+}
+
+/**
+ * Refuses a soul over {@link MAX_SOUL_CHARS} or a description over {@link MAX_DESCRIPTION_CHARS} characters, for
+ * writers that do not go through {@link AgentCreateSchema} (the agent tools).
+ * @throws ValidationError 422 with a `string_too_long` issue naming the field.
+ */
+function assertTextLimits(input: { soul?: string | null; description?: string | null }): void {
+  for (const [field, max] of [["soul", MAX_SOUL_CHARS], ["description", MAX_DESCRIPTION_CHARS]] as const) {
+    const value = input[field];
+    if (typeof value === "string" && value.length > max) {
+      throw new ValidationError(`${field} is too long (${value.length} characters; the limit is ${max})`, [
+        { type: "string_too_long", loc: ["body", field], msg: `String should have at most ${max} characters`, ctx: { max_length: max } },
+      ]);
+    }
+  }
+}
 
 /** Names a custom agent cannot take: `default` is the default agent's memory bucket and user directory name. */
 export const RESERVED_AGENT_NAMES: ReadonlySet<string> = new Set(["default"]);
@@ -134,7 +174,10 @@ export class AgentStore {
     };
   }
 
-  /** Every loadable agent of `userId`, sorted by name. Directories without config.yaml are skipped; a corrupt agent is skipped with a warning. */
+  /**
+   * Every loadable agent of `userId`, sorted by name. Directories without config.yaml are skipped; a corrupt agent
+   * is skipped with a warning.
+   */
   list(userId = "default"): AgentRecord[] {
     const root = path.dirname(this.dir("x", userId));
     let entries: string[];
@@ -164,21 +207,22 @@ export class AgentStore {
   /**
    * Creates an agent: config.yaml with only meaningful keys (`name`, `description` if non-empty, `tool_groups`,
    * `skills`, `model`, `model_settings`, `thinking_enabled`, `reasoning_effort`, each if set) and SOUL.md (the raw
-   * soul, even empty). The directory is claimed with a non-recursive mkdir, so of two simultaneous creates exactly
-   * one wins. @throws ConflictError "Agent '<name>' already exists"; ValidationError for a reserved name (`default`).
+   * soul, even empty). Atomic: both files are written into a staging directory `.staging-<name>-<random>` next to
+   * the agents, which is then renamed to the agent's name, so a crash leaves either no agent or a whole one (at
+   * worst a staging directory, removed at the next start by {@link sweepAgentLeftovers}).
+   * @throws ConflictError "Agent '<name>' already exists"; ValidationError for a reserved name (`default`).
    */
   async create(input: AgentCreate, userId = "default"): Promise<AgentRecord> {
     const name = validateAgentName(input.name);
+    assertTextLimits(input);
     if (RESERVED_AGENT_NAMES.has(name)) throw new ValidationError(`Agent name '${name}' is reserved (it names the default agent's memory and soul)`);
     const dir = this.dir(name, userId);
     return this.serialize(dir, () => {
-      mkdirSync(path.dirname(dir), { recursive: true });
-      try {
-        mkdirSync(dir);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new ConflictError(`Agent '${name}' already exists`);
-        throw err;
-      }
+      const root = path.dirname(dir);
+      mkdirSync(root, { recursive: true });
+      if (existsSync(dir)) throw new ConflictError(`Agent '${name}' already exists`);
+      const stage = path.join(root, `${STAGING_PREFIX}${name}-${randomBytes(6).toString("hex")}`);
+      mkdirSync(stage);
       try {
         const doc: Doc = { name };
         if (input.description) doc.description = input.description;
@@ -189,10 +233,20 @@ export class AgentStore {
         if (settings) doc.model_settings = settings;
         if (input.thinking_enabled != null) doc.thinking_enabled = input.thinking_enabled;
         if (input.reasoning_effort != null) doc.reasoning_effort = input.reasoning_effort;
-        atomicWriteFile(path.join(dir, "config.yaml"), dumpAgentYaml(doc));
-        atomicWriteFile(path.join(dir, "SOUL.md"), input.soul ?? "");
+        atomicWriteFile(path.join(stage, "config.yaml"), dumpAgentYaml(doc));
+        atomicWriteFile(path.join(stage, "SOUL.md"), input.soul ?? "");
+        // Checked again right before the rename: rename(2) would replace an empty directory of that name.
+        if (existsSync(dir)) throw new ConflictError(`Agent '${name}' already exists`);
+        try {
+          renameSync(stage, dir);
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code === "ENOTEMPTY" || code === "EEXIST") throw new ConflictError(`Agent '${name}' already exists`);
+          throw err;
+        }
+        fsyncDir(root);
       } catch (err) {
-        rmSync(dir, { recursive: true, force: true });
+        rmSync(stage, { recursive: true, force: true });
         throw err;
       }
       return this.get(name, userId);
@@ -208,6 +262,7 @@ export class AgentStore {
    */
   async update(name: string, patch: AgentUpdate, userId = "default"): Promise<AgentRecord> {
     const lower = validateAgentName(name);
+    assertTextLimits(patch);
     const dir = this.dir(lower, userId);
     if (patch.soul !== undefined && patch.soul !== null && !patch.soul.trim()) {
       throw new ValidationError("soul must not be empty; send the full SOUL.md text, or omit soul to keep the current one");
@@ -253,6 +308,11 @@ export class AgentStore {
     await this.serialize(dir, () => {
       if (!existsSync(dir)) throw new NotFoundError(`Agent '${lower}' not found`);
       const config = path.join(dir, "config.yaml");
+      // A directory left by a crash before this version's atomic create (nothing in it but temp files) just goes.
+      if (!existsSync(config) && isLeftoverAgentDir(dir)) {
+        rmSync(dir, { recursive: true, force: true });
+        return;
+      }
       if (!existsSync(config) || !statSync(config).isFile()) {
         throw new ConflictError(`Directory for '${lower}' contains memory data but is not a custom agent; it was preserved`);
       }
@@ -277,8 +337,12 @@ export class AgentStore {
     }
   }
 
-  /** Replaces the user profile of `userId` (atomically); returns the content as sent, or null when empty. */
+  /**
+   * Replaces the user profile of `userId` (atomically); returns the content as sent, or null when empty.
+   * @throws ValidationError when it is longer than {@link MAX_SOUL_CHARS}.
+   */
   writeUserProfile(content: string, userId = "default"): string | null {
+    if (content.length > MAX_SOUL_CHARS) throw new ValidationError(`content is too long (${content.length} characters; the limit is ${MAX_SOUL_CHARS})`, [{ type: "string_too_long", loc: ["body", "content"], msg: `String should have at most ${MAX_SOUL_CHARS} characters`, ctx: { max_length: MAX_SOUL_CHARS } }]);
     const file = this.profileFile(userId);
     mkdirSync(path.dirname(file), { recursive: true });
     atomicWriteFile(file, content);

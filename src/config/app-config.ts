@@ -9,7 +9,7 @@ import { ConfigError } from "../errors.js";
 import { getLogger } from "../logger.js";
 import { formatKeyPath, substituteEnv } from "./env-substitution.js";
 import { resolveConfigPath } from "./paths.js";
-import { WatchedFile } from "./watched-file.js";
+import { CONFIG_QUIET_MS, WatchedFile } from "./watched-file.js";
 import { AppConfigSchema, brandAppConfig, KNOWN_TOP_LEVEL_KEYS, STARTUP_ONLY_FIELDS, type AppConfig, type StartupOnlyField } from "./schema.js";
 
 export type { FileSignature } from "./watched-file.js";
@@ -35,11 +35,22 @@ const file = new WatchedFile<AppConfig>({
   },
   onFailure: (message) => getLogger().error({ err: message }, "config reload failed; keeping the last good config"),
   onReload: (path) => getLogger().info({ path }, "config reloaded"),
+  quietMs: CONFIG_QUIET_MS,
 });
 /** A config installed with `setAppConfig` (served instead of the file until reset). */
 let injected: AppConfig | null = null;
 const warnedKeys = new Set<string>();
 const overrideStorage = new AsyncLocalStorage<{ stack: (AppConfig | null)[]; current: AppConfig | null }>();
+
+const ENV_SOURCED = new WeakMap<object, ReadonlySet<string>>();
+
+/**
+ * The keys of a parsed config entry (a `models[]` item) whose values were `$VAR`s filled from the environment;
+ * empty for anything else. Responses leave these values out (issue 13: no response carries an environment value).
+ */
+export function envSourcedFields(entry: object): ReadonlySet<string> {
+  return ENV_SOURCED.get(entry) ?? new Set();
+}
 
 /**
  * Parses and validates config text. Top-level `null` values are dropped first (a section whose entries are all
@@ -53,7 +64,9 @@ export function parseAppConfigText(text: string, path: string, env: NodeJS.Proce
     raw = parseYaml(text) ?? {};
   } catch (err) {
     const where = err instanceof YAMLParseError && err.linePos ? ` (line ${err.linePos[0].line})` : "";
-    throw new ConfigError(`Invalid YAML in ${path}${where}: ${(err as Error).message.split("\n")[0]}`, { path, cause: err });
+    // The yaml library's message is a sentence ending in ":" followed by a source excerpt: keep the whole sentence.
+    const sentence = (err as Error).message.split("\n\n")[0].replace(/\s+/g, " ").trim().replace(/:$/, "");
+    throw new ConfigError(`Invalid YAML in ${path}${where}: ${sentence}`, { path, cause: err });
   }
   if (typeof raw !== "object" || Array.isArray(raw)) throw new ConfigError(`${path}: the top level must be a mapping`, { path });
   const data: Record<string, unknown> = {};
@@ -67,6 +80,13 @@ export function parseAppConfigText(text: string, path: string, env: NodeJS.Proce
   const parsed = AppConfigSchema.safeParse(substituted);
   if (!parsed.success) throw new ConfigError(`Invalid config ${path}: ${formatIssues(parsed.error.issues)}`, { path, cause: parsed.error });
   const config = brandAppConfig(parsed.data);
+  // Remember which model fields came from the environment, so responses can leave them out.
+  const rawModels = Array.isArray(data.models) ? (data.models as unknown[]) : [];
+  config.models.forEach((model, i) => {
+    const raw = rawModels[i] as Record<string, unknown> | undefined;
+    const fields = new Set(Object.keys(raw ?? {}).filter((k) => typeof raw![k] === "string" && (raw![k] as string).startsWith("$")));
+    if (fields.size) ENV_SOURCED.set(model, fields);
+  });
   for (const key of Object.keys(config)) {
     if (!(KNOWN_TOP_LEVEL_KEYS as readonly string[]).includes(key) && !warnedKeys.has(key)) {
       warnedKeys.add(key);
@@ -101,7 +121,8 @@ export function loadAppConfig(path?: string): AppConfig {
 /**
  * The current AppConfig. Order (mirrors DeerFlow `get_app_config`): an AsyncLocalStorage override
  * (`withAppConfig` / `pushCurrentAppConfig`) wins, then a config injected with `setAppConfig`, then the file:
- * its path is resolved and its `(mtime, size, sha256)` signature computed on every call; an unchanged file
+ * its path is resolved and its `(mtime, size, sha256)` signature computed on every call from a read during which
+ * the file did not change (a file being written keeps the last good config served); an unchanged file
  * returns the **same object** (callers may use identity as a cache key), a different path or signature reloads.
  * A read that raced an in-place edit is retried, never served. A failed reload keeps serving the last good config
  * and records the error (see `getAppConfigStatus`); so does a reload that would drop every model of a config

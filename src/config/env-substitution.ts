@@ -2,9 +2,16 @@
 import { ConfigError } from "../errors.js";
 
 /**
+ * Keys whose values are text shown to clients (`GET /api/models` answers them): never filled from the
+ * environment, so a `$HOME` in a description cannot publish a host value (a deliberate departure from DeerFlow,
+ * which substitutes every string).
+ */
+export const LITERAL_TEXT_KEYS: ReadonlySet<string> = new Set(["description", "display_name"]);
+
+/**
  * Replaces every string value that starts with `$` by the environment variable named by the rest of the string
- * (`$OPENAI_API_KEY` -> `process.env.OPENAI_API_KEY`), recursing into mapping values and list items. Keys are
- * never substituted; there is no `${...}`, default or in-string interpolation (`"Bearer $X"` stays literal);
+ * (`$OPENAI_API_KEY` -> `process.env.OPENAI_API_KEY`), recursing into mapping values and list items, except the
+ * values of {@link LITERAL_TEXT_KEYS}, which stay as written. Keys are never substituted; there is no `${...}`, default or in-string interpolation (`"Bearer $X"` stays literal);
  * non-strings pass through. An empty-but-set variable gives `""`.
  * @param value Parsed YAML tree.
  * @param keyPath Path of `value` in the document, for error messages (e.g. `["models", 0, "api_key"]`).
@@ -23,7 +30,7 @@ export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv = process.e
   if (Array.isArray(value)) return value.map((item, i) => substituteEnv(item, env, [...keyPath, i]));
   if (value && typeof value === "object") {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = substituteEnv(v, env, [...keyPath, k]);
+    for (const [k, v] of Object.entries(value)) out[k] = LITERAL_TEXT_KEYS.has(k) && typeof v === "string" ? v : substituteEnv(v, env, [...keyPath, k]);
     return out;
   }
   return value;

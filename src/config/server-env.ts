@@ -8,6 +8,8 @@ export interface ServerEnv {
   heartbeatMs: number;
   /** Browser origins allowed to call the API (`*` = any); default: pages served from localhost / 127.0.0.1. */
   corsOrigins: string[];
+  /** Host names served besides IP literals (`DEER_FLOW_ALLOWED_HOSTS`); undefined = loopback names only. */
+  allowedHosts?: string[];
 }
 
 /** Origins allowed when `DEER_FLOW_CORS_ORIGINS` is unset: local development front ends on any port. */
@@ -16,7 +18,9 @@ export const DEFAULT_CORS_ORIGINS = ["http://localhost", "http://127.0.0.1", "ht
 /**
  * Reads `HOST` (default `0.0.0.0`), `PORT` (default 8001), `LOG_LEVEL` (default `info`),
  * `DEER_FLOW_HEARTBEAT_MS` (SSE heartbeat interval in ms, default 15000) and `DEER_FLOW_CORS_ORIGINS`
- * (comma-separated origins, `*` for any; default localhost / 127.0.0.1 on any port).
+ * (comma-separated origins, `*` for any; default localhost / 127.0.0.1 on any port) and `DEER_FLOW_ALLOWED_HOSTS`
+ * (comma-separated host names the gateway answers to besides IP literals, `*.example.com` for sub-domains, `*`
+ * for any; default `localhost` and `*.localhost`, against DNS rebinding).
  * @throws Error when `PORT` or `DEER_FLOW_HEARTBEAT_MS` is not a non-negative integer.
  */
 export function readServerEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
@@ -35,5 +39,6 @@ export function readServerEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     corsOrigins: env.DEER_FLOW_CORS_ORIGINS?.trim()
       ? env.DEER_FLOW_CORS_ORIGINS.split(",").map((o) => o.trim().replace(/\/+$/, "")).filter(Boolean)
       : DEFAULT_CORS_ORIGINS,
+    ...(env.DEER_FLOW_ALLOWED_HOSTS?.trim() ? { allowedHosts: env.DEER_FLOW_ALLOWED_HOSTS.split(",").map((h) => h.trim()).filter(Boolean) } : {}),
   };
 }

@@ -16,6 +16,23 @@ export function sameSignature(a: FileSignature | null | undefined, b: FileSignat
   return !!a && a.mtimeMs === b.mtimeMs && a.size === b.size && a.sha256 === b.sha256;
 }
 
+/**
+ * A file modified less than this long ago (ms) counts as still being written: an in-place edit (truncate, then
+ * write in pieces) passes through states that are valid YAML but lack sections, and a stat taken in a pause between
+ * two writes is stable. While a last good value exists, such a file is not read; the next call looks again.
+ */
+export const CONFIG_QUIET_MS = 100;
+
+/**
+ * Whether a file's last modification is too recent to trust ({@link CONFIG_QUIET_MS}). An mtime more than a second
+ * in the future (clock skew, a tool that sets it) is not treated as recent; within a second it is, since mtimes carry
+ * sub-millisecond parts that `Date.now()` does not.
+ */
+export function recentlyModified(mtimeMs: number, now = Date.now(), quietMs = CONFIG_QUIET_MS): boolean {
+  const age = now - mtimeMs;
+  return age > -1000 && age < quietMs;
+}
+
 /** How many times a read is retried when the file changes while it is read (an in-place edit in progress). */
 const STABLE_READ_ATTEMPTS = 5;
 
@@ -30,7 +47,7 @@ export function readStable(path: string): { text: string; signature: FileSignatu
     const before = statSync(path);
     const buf = readFileSync(path);
     const after = statSync(path);
-    if (before.mtimeMs === after.mtimeMs && before.size === after.size && buf.length === after.size && before.ino === after.ino) {
+    if (before.mtimeMs === after.mtimeMs && before.ctimeMs === after.ctimeMs && before.size === after.size && buf.length === after.size && before.ino === after.ino) {
       return { text: buf.toString("utf8"), signature: { mtimeMs: after.mtimeMs, size: after.size, sha256: createHash("sha256").update(buf).digest("hex") } };
     }
   }
@@ -51,6 +68,11 @@ export interface WatchedFileOptions<T> {
   onReload?(path: string): void;
   /** Served before the first successful load (and then the reads never throw); without it the first failure throws. */
   fallback?: T;
+  /**
+   * A file modified less than this long ago (ms) keeps the last good value served (0, the default, reads at once;
+   * config.yaml uses {@link CONFIG_QUIET_MS} because editors write it in place).
+   */
+  quietMs?: number;
 }
 
 /** What a {@link WatchedFile} serves. */
@@ -62,7 +84,8 @@ export interface WatchedFileStatus {
 }
 
 /**
- * A config file re-read on demand. `read(path)` computes the signature on every call and returns the same value
+ * A config file re-read on demand. With `quietMs`, a file modified that recently keeps the last good value served.
+ * `read(path)` computes the signature on every call and returns the same value
  * object while the content is unchanged (callers may use identity as a cache key); a changed file is parsed
  * again; a failed read or parse keeps the last good value and records the error. An unchanged broken file is not
  * re-parsed.
@@ -107,6 +130,9 @@ export class WatchedFile<T> {
     let text: string;
     let signature: FileSignature;
     try {
+      // While the file is being written the last good value is served, without reading (or reporting) it.
+      const quietMs = this.options.quietMs ?? 0;
+      if (quietMs > 0 && this.value !== null && this.path === path && recentlyModified(statSync(path).mtimeMs, Date.now(), quietMs)) return this.value;
       ({ text, signature } = readStable(path));
     } catch (err) {
       return this.fail(err);

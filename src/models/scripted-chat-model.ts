@@ -4,6 +4,7 @@ import { BaseChatModel, type BaseChatModelParams } from "@langchain/core/languag
 import { AIMessage, AIMessageChunk, type BaseMessage } from "@langchain/core/messages";
 import { ChatGenerationChunk, type ChatResult } from "@langchain/core/outputs";
 import type { StructuredToolInterface } from "@langchain/core/tools";
+import { userTypedText } from "../agents/middlewares/message-utils.js";
 
 /**
  * Constructor options of {@link ScriptedChatModel}. The model reads them from a `config.yaml` model entry
@@ -92,7 +93,8 @@ export class ScriptedChatModel extends BaseChatModel {
       return { kind: "text", text: `Tool ${last.name ?? "tool"} returned: ${textOf(last)}` };
     }
     const lastHuman = [...messages].reverse().find((m) => m.getType() === "human");
-    const text = lastHuman ? textOf(lastHuman).trim() : "";
+    // What the user typed: `!call` / `!fail` still work when UploadsMiddleware put an uploads block before them.
+    const text = lastHuman ? userTypedText(lastHuman).trim() : "";
     if (last.getType() === "human") {
       const fail = FAIL_RE.exec(text);
       if (fail) return { kind: "fail", message: fail[1].trim() || "scripted failure" };

@@ -73,15 +73,14 @@ export class RunManager {
   }
 
   /**
-   * Admits a run (status `pending`) according to `strategy`.
+   * Admits a run (status `pending`) according to `strategy`. Atomic: the record is stored before anything is
+   * registered in memory or any in-flight run is cancelled, so a store error leaves the thread as it was.
+   * @throws whatever the store throws (nothing registered then).
    * @throws ConflictError "Thread <id> already has an active run" for `reject` when a run is in flight.
    */
   admit(input: AdmitInput): ActiveRun {
     const inFlight = this.inFlightOn(input.threadId);
     if (inFlight.length && input.strategy === "reject") throw new ConflictError(`Thread ${input.threadId} already has an active run`);
-    if (input.strategy === "interrupt" || input.strategy === "rollback") {
-      for (const run of inFlight) this.cancelRun(run, input.strategy);
-    }
     const now = new Date().toISOString();
     const record: RunRecord = {
       run_id: randomUUID(),
@@ -94,6 +93,12 @@ export class RunManager {
       created_at: now,
       updated_at: now,
     };
+    // Stored first: when the store refuses the record (a disk error, a value it cannot encode) the error reaches the
+    // caller and nothing is registered, cancelled or left blocking the thread.
+    this.store.save(record);
+    if (input.strategy === "interrupt" || input.strategy === "rollback") {
+      for (const run of inFlight) this.cancelRun(run, input.strategy);
+    }
     let resolveDone!: () => void;
     const done = new Promise<void>((r) => (resolveDone = r));
     const run = {
@@ -107,7 +112,6 @@ export class RunManager {
     };
     this.live.set(record.run_id, run);
     this.byThread.set(input.threadId, [...(this.byThread.get(input.threadId) ?? []).filter((id) => !this.live.get(id)?.finished), record.run_id]);
-    this.store.save(record);
     return run;
   }
 

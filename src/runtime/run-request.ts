@@ -1,5 +1,6 @@
 // The run-creation body (LangGraph RunCreate) and its validation (LangGraph API `RunCreateStateful`; unknown keys rejected as upstream's pydantic model does).
 import { z } from "zod";
+import { refuseServerOwnedState } from "../agents/server-owned-state.js";
 import { ValidationError, type ValidationIssue } from "../errors.js";
 
 import { MultitaskStrategySchema, OnDisconnectSchema, STREAM_MODES, type StreamModeName } from "./wire-enums.js";
@@ -83,7 +84,7 @@ export function normalizeStreamModes(raw: string | string[] | null | undefined):
 /**
  * Validates a RunCreate body. Unsupported options (`webhook`, `on_completion`, `after_seconds`,
  * `feedback_keys` with a value; `if_not_exists: reject`) are 422
- * `unsupported_run_option`, each naming its field.
+ * `unsupported_run_option`, each naming its field; server-owned state keys in `input` are 422 `server_owned_field`.
  * @throws ValidationError with a FastAPI-style `detail` list.
  */
 export function parseRunRequest(body: unknown): RunRequest {
@@ -97,5 +98,6 @@ export function parseRunRequest(body: unknown): RunRequest {
   for (const field of UNSUPPORTED_WHEN_SET) if (data[field] !== undefined && data[field] !== null) reject(field, data[field]);
   if (data.if_not_exists === "reject") reject("if_not_exists", data.if_not_exists);
   if (unsupported.length) throw new ValidationError("Unsupported run options", unsupported);
+  refuseServerOwnedState(data.input, ["body", "input"]);
   return { ...data, streamModes: normalizeStreamModes(data.stream_mode) };
 }

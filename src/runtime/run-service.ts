@@ -2,7 +2,7 @@
 // checks and admission; the run itself executes in the worker (worker.ts).
 import { randomUUID } from "node:crypto";
 import { DEFAULT_USER_ID } from "../agents/run-context.js";
-import { BadRequestError, NotFoundError } from "../errors.js";
+import { BadRequestError, NotFoundError, ValidationError } from "../errors.js";
 import { assertThreadId } from "./ids.js";
 import { toGraphInput } from "./messages.js";
 import { buildRunConfig } from "./run-config.js";
@@ -32,7 +32,8 @@ export class RunService {
   /**
    * Starts a run. `threadId` null means stateless: the thread comes from `config.configurable.thread_id` or is a
    * new UUID, and is created when missing. Everything that can fail is checked before the run is admitted.
-   * @throws ValidationError (422) for a bad body, thread id or agent name. @throws NotFoundError (404) for an
+   * @throws ValidationError (422) for a bad body, thread id or agent name, or a run with nothing to do (no
+   *   input, no command, no interrupted checkpoint). @throws NotFoundError (404) for an
    *   unknown thread or checkpoint. @throws BadRequestError (400) for a malformed message.
    *   @throws ConflictError (409) when the thread already has an active run.
    */
@@ -63,6 +64,16 @@ export class RunService {
       const found = await checkpointer.getTuple({ configurable: { thread_id: tid, checkpoint_ns: "", checkpoint_id: checkpointId } });
       if (!found) throw new NotFoundError(`Checkpoint ${checkpointId} not found`);
       runConfig.configurable.checkpoint_id = checkpointId;
+    }
+    // Nothing to run: no input, no resume command, and no checkpoint waiting at an interrupt (LangGraph's
+    // EmptyInputError, answered up front instead of as a failed run).
+    if ((request.input === undefined || request.input === null) && !request.command && !checkpointId) {
+      const resumable = threadId !== null || threads.get(tid) ? ((await readThreadState(checkpointer, tid).catch(() => null))?.next.length ?? 0) > 0 : false;
+      if (!resumable) {
+        throw new ValidationError("Run input is required: the thread has no interrupted run to resume", [
+          { type: "missing", loc: ["body", "input"], msg: "Field required: send input (or command.resume), or resume a thread stopped at an interrupt" },
+        ]);
+      }
     }
     if (threadId === null) threads.create(tid, {}, userId);
     const run = this.deps.runs.admit({

@@ -1,14 +1,20 @@
 // Serialization to the LangGraph wire format (what `@langchain/langgraph-api` and DeerFlow's `serialize_lc_object` send): messages become flat dicts.
 import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
+import { redactStateValues } from "../agents/server-owned-state.js";
 
 /** A message as the wire carries it: `{type, id, content, ...}` (never LangChain's `{lc, kwargs}` form). */
 export type WireMessage = Record<string, unknown> & { type: string };
 
-/** Flattens a LangChain message: `{...toDict().data, type}` with `type` in `human|ai|tool|system|...`. */
+/**
+ * Flattens a LangChain message: `{...toDict().data, type}` with `type` in `human|ai|tool|system|...`, without any
+ * `lc_*` key (`lc_kwargs`, and `lc_serializable`, `lc_namespace`, `lc_direct_tool_output` that a message built from
+ * a spread of another one carries in its fields): those are LangChain's serialization internals, not wire fields.
+ */
 export function serializeMessage(message: BaseMessage): WireMessage {
   const { type, data } = message.toDict();
-  const out: WireMessage = { ...(data as unknown as Record<string, unknown>), type };
-  delete out.lc_kwargs;
+  const out: WireMessage = { type };
+  for (const [k, v] of Object.entries(data as unknown as Record<string, unknown>)) if (!k.startsWith("lc_")) out[k] = v;
+  out.type = type;
   return out;
 }
 
@@ -61,11 +67,11 @@ const INTERNAL_CHANNELS = new Set(["jumpTo", "structuredResponse"]);
 
 /**
  * A `values` payload: internal `__pregel_*` keys and langchain's bookkeeping channels removed (`__interrupt__` kept),
- * everything else `toWire`d.
+ * host paths redacted ({@link redactStateValues}), everything else `toWire`d.
  */
 export function serializeValues(values: unknown): unknown {
   if (!values || typeof values !== "object" || Array.isArray(values)) return toWire(values);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(values)) if (!k.startsWith("__pregel") && !INTERNAL_CHANNELS.has(k)) out[k] = toWire(v);
-  return out;
+  return redactStateValues(out);
 }

@@ -5,6 +5,7 @@ import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import { THREAD_STATE_FIELDS } from "../agents/thread-state.js";
 import { buildRunContext, type RunSandboxProvider } from "../agents/run-context.js";
 import { threadDir } from "../config/paths.js";
+import { refuseServerOwnedState } from "../agents/server-owned-state.js";
 import type { AppConfig } from "../config/schema.js";
 import { ConflictError, DeerflowError, NotFoundError, ValidationError } from "../errors.js";
 import type { AgentFactory } from "./agent-factory.js";
@@ -56,7 +57,7 @@ export class ThreadService {
    * lead-agent graph; otherwise LangGraph picks the writer (so a rename after a finished run leaves `next` empty).
    * @throws NotFoundError for an unknown thread or checkpoint; ConflictError while a run is in flight;
    *   ValidationError "Unknown thread-state field(s): ..." for keys that are not ThreadState channels, or
- *   "Invalid state values: ..." for values a channel refuses.
+ *   "Invalid state values: ..." for values a channel refuses; 422 `server_owned_field` for server-owned channels.
    */
   async updateState(threadId: string, update: StateUpdate): Promise<ThreadStateResponse> {
     const thread = this.requireThread(threadId);
@@ -64,6 +65,7 @@ export class ThreadService {
     const values = { ...(update.values ?? {}) };
     const unknown = Object.keys(values).filter((k) => !(THREAD_STATE_FIELDS as readonly string[]).includes(k));
     if (unknown.length) throw new ValidationError(`Unknown thread-state field(s): ${unknown.join(", ")}`);
+    refuseServerOwnedState(values, ["body", "values"]);
     if (Array.isArray(values.messages)) values.messages = toMessages(values.messages as Record<string, unknown>[], "values.messages");
     const { checkpointer } = this.deps.persistence;
     const checkpointId = update.checkpoint_id ?? update.checkpoint?.checkpoint_id;

@@ -3,6 +3,7 @@
 import { isBaseMessage } from "@langchain/core/messages";
 import type { StreamModeName } from "./run-request.js";
 import { serializeMessage, serializeValues, toWire } from "./serialization.js";
+import { UpdatesFrameWriter } from "./updates-frames.js";
 
 /** One SSE event before framing: `event` is the SSE event name, `data` its JSON payload. */
 export interface WireEvent {
@@ -32,13 +33,24 @@ export function serializeChunk(mode: string, payload: unknown): unknown {
 
 /**
  * Converts a graph stream (`agent.stream(..., {streamMode: [...]})`, chunks `[mode, payload]`, or
- * `[namespace, mode, payload]` with `subgraphs`) to wire events. Stops when the source ends; never buffers.
+ * `[namespace, mode, payload]` with `subgraphs`) to wire events. Stops when the source ends; never buffers. An
+ * `updates` chunk with nothing new (only messages sent before) yields no event.
  * @param options.subgraphs Whether the source was started with `subgraphs: true` (chunks carry a namespace).
  */
 export async function* toWireEvents(chunks: AsyncIterable<unknown>, options: { subgraphs?: boolean } = {}): AsyncGenerator<WireEvent> {
+  // `updates` frames: one object per node, each message once per stream (per namespace), see UpdatesFrameWriter.
+  const updates = new Map<string, UpdatesFrameWriter>();
   for await (const chunk of chunks) {
     const parts = chunk as unknown[];
     const [namespace, mode, payload] = options.subgraphs ? (parts as [string[], string, unknown]) : ([[], ...parts] as unknown as [string[], string, unknown]);
-    yield { event: eventName(mode, namespace), data: serializeChunk(mode, payload) };
+    const event = eventName(mode, namespace);
+    if (mode === "updates") {
+      let writer = updates.get(event);
+      if (!writer) updates.set(event, (writer = new UpdatesFrameWriter()));
+      const data = writer.frame(payload);
+      if (data !== null) yield { event, data };
+      continue;
+    }
+    yield { event, data: serializeChunk(mode, payload) };
   }
 }

@@ -146,27 +146,34 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       bridge.publish(runId, "error", { message: e.message, name, error: name });
     }
   } finally {
-    if (status === "interrupted" && run.cancelAction === "rollback") {
-      if (started) {
-        try {
-          await rollbackThread(persistence.checkpointer, threadId, before);
-        } catch (err) {
-          log.error({ err: (err as Error).message }, "rollback failed");
+    // Whatever fails while recording the outcome (a store error), the run must end: `finish` releases the thread,
+    // or it would answer 409 to every later run until a restart.
+    try {
+      if (status === "interrupted" && run.cancelAction === "rollback") {
+        if (started) {
+          try {
+            await rollbackThread(persistence.checkpointer, threadId, before);
+          } catch (err) {
+            log.error({ err: (err as Error).message }, "rollback failed");
+          }
         }
+        status = "error";
+        error = "Rolled back by user";
       }
-      status = "error";
-      error = "Rolled back by user";
+      runs.setStatus(runId, status, error);
+      if (started || status === "interrupted") {
+        let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";
+        // A run that stopped at interrupt_before/after (or a graph interrupt) leaves nodes pending: the thread waits.
+        if (status === "success" && (await readThreadState(persistence.checkpointer, threadId).catch(() => null))?.next.length) threadStatus = "interrupted";
+        persistence.threads.setStatus(threadId, threadStatus);
+      }
+    } catch (err) {
+      log.error({ err: (err as Error).message }, "recording the run's outcome failed");
+    } finally {
+      bridge.publishEnd(runId);
+      bridge.cleanup(runId, deps.cleanupDelayMs ?? 60_000);
+      runs.finish(runId);
     }
-    runs.setStatus(runId, status, error);
-    if (started || status === "interrupted") {
-      let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";
-      // A run that stopped at interrupt_before/after (or a graph interrupt) leaves nodes pending: the thread waits.
-      if (status === "success" && (await readThreadState(persistence.checkpointer, threadId).catch(() => null))?.next.length) threadStatus = "interrupted";
-      persistence.threads.setStatus(threadId, threadStatus);
-    }
-    bridge.publishEnd(runId);
-    bridge.cleanup(runId, deps.cleanupDelayMs ?? 60_000);
-    runs.finish(runId);
     log.info({ status }, "run finished");
   }
 }

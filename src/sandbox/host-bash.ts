@@ -1,7 +1,9 @@
 // Port of DeerFlow sandbox/local/local_sandbox.py (execute_command) and the command checks of sandbox/tools.py
-// (validate_local_bash_command_paths, _truncate_bash_output) for host bash. Host bash is NOT a security boundary:
-// the checks below stop accidents and casual escapes, which is why it is off unless `sandbox.allow_host_bash`.
+// (validate_local_bash_command_paths, _truncate_bash_output) for host bash. The checks below stop accidents and
+// casual escapes only; the boundary is bubblewrap (src/sandbox/bubblewrap.ts) where it works. Without it host bash
+// is not isolated at all, which is why it is off unless `sandbox.allow_host_bash`.
 import { spawn } from "node:child_process";
+import { bubblewrapArgs } from "./bubblewrap.js";
 import { SandboxPathError, VIRTUAL_ROOT } from "./paths.js";
 
 /** Longest command accepted, in characters. */
@@ -74,6 +76,11 @@ export interface RunOptions {
   env: Record<string, string>;
   /** Aborts the command (the run was cancelled): the process group is killed. */
   signal?: AbortSignal;
+  /**
+   * Run inside bubblewrap: `bwrap` is the binary, `root` the thread's real `user-data` directory mounted at
+   * `/mnt/user-data` (the command keeps its virtual paths; `cwd` and `env` are then unused).
+   */
+  bubblewrap?: { bwrap: string; root: string };
 }
 
 /** What a command produced: interleaved stdout+stderr (head and tail kept when huge), exit status. */
@@ -126,14 +133,17 @@ function killGroup(pid: number | undefined): void {
 }
 
 /**
- * Runs `command` with `/bin/bash -c` in its own process group, capturing stdout and stderr together. On timeout
+ * Runs `command` with `/bin/bash -c` (inside bubblewrap when `options.bubblewrap` is set) in its own process group, capturing stdout and stderr together. On timeout
  * or abort the whole group is killed with SIGKILL. When the shell exits, output still buffered is collected for a
  * short grace period; background jobs that keep the pipes open are left running but no longer read.
  */
 export function runHostCommand(command: string, options: RunOptions): Promise<RunResult> {
   return new Promise((resolve) => {
     const capture = new HeadTail();
-    const child = spawn("/bin/bash", ["-c", command], { cwd: options.cwd, env: options.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = options.bubblewrap
+      ? // bwrap starts with an empty environment: a shell reading /proc/$PPID/environ finds nothing of the gateway's.
+        spawn(options.bubblewrap.bwrap, bubblewrapArgs(options.bubblewrap.root, command), { cwd: "/", env: {}, detached: true, stdio: ["ignore", "pipe", "pipe"] })
+      : spawn("/bin/bash", ["-c", command], { cwd: options.cwd, env: options.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     let timedOut = false;
     let aborted = false;
     let settled = false;

@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import { constants, realpathSync } from "node:fs";
 import { lstat, open, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
+import { bubblewrapStatus } from "./bubblewrap.js";
 import { runHostCommand, toHostCommand, type RunResult } from "./host-bash.js";
 import { parseVirtualPath, resolveExisting, resolveForWrite, toHostPath, toVirtualPath, VIRTUAL_ROOT, type SandboxDirs } from "./paths.js";
 
@@ -153,11 +154,18 @@ export class LocalSandbox {
   }
 
   /**
-   * Runs a host bash command in the workspace with `/mnt/user-data` rewritten to the host directory and a
-   * minimal environment (`HOME` = workspace). Output is masked back to virtual paths by the caller.
+   * Runs a host bash command in the workspace. Where bubblewrap works ({@link bubblewrapStatus}) the command runs
+   * inside it with the thread's `user-data` mounted at `/mnt/user-data` and nothing else writable, no network and an
+   * empty environment. Otherwise it runs on the host with `/mnt/user-data` rewritten to the host directory and a
+   * minimal environment (`HOME` = workspace): no isolation beyond the path checks. Output is masked back to
+   * virtual paths by the caller.
    */
   async execute(command: string, options: ExecuteOptions): Promise<RunResult> {
     const cwd = await this.resolve(`${VIRTUAL_ROOT}/workspace`, "read");
+    const isolation = bubblewrapStatus();
+    if (isolation.available) {
+      return runHostCommand(command, { cwd, timeoutSeconds: options.timeoutSeconds, signal: options.signal, env: {}, bubblewrap: { bwrap: isolation.path!, root: this.realRoot } });
+    }
     return runHostCommand(toHostCommand(command, this.realRoot), {
       cwd,
       timeoutSeconds: options.timeoutSeconds,

@@ -1,6 +1,7 @@
 // Port of DeerFlow sandbox/security.py (host bash gating) and tools/tools.py `_is_host_bash_tool`.
 import type { AppConfig } from "../config/schema.js";
 import { getLogger } from "../logger.js";
+import { bubblewrapStatus } from "./bubblewrap.js";
 import { LocalSandboxProvider } from "./local-provider.js";
 
 /** The tool result of a refused host bash call (DeerFlow `LOCAL_HOST_BASH_DISABLED_MESSAGE`). */
@@ -45,5 +46,25 @@ export function createSandboxProvider(appConfig: Pick<AppConfig, "sandbox">, hom
   if (use && !LOCAL_PROVIDER_USES.has(use)) {
     getLogger().warn({ use }, `sandbox provider '${use}' is not available in this release; using the local provider (host bash stays off unless sandbox.allow_host_bash is true)`);
   }
+  if (isHostBashAllowed(appConfig)) warnAboutHostBash();
   return new LocalSandboxProvider({ baseDir: home });
+}
+
+/** What host bash protects, said once at start-up (and returned, for tests). */
+export function warnAboutHostBash(): string {
+  const status = bubblewrapStatus();
+  if (status.available) {
+    const message =
+      "sandbox.allow_host_bash is on: bash runs inside bubblewrap (new namespaces, only the thread's /mnt/user-data writable, " +
+      "system directories read-only, no network, empty environment). Not protected: CPU, memory and disk use, and kernel exploits.";
+    getLogger().warn({ bwrap: status.path }, message);
+    return message;
+  }
+  const message =
+    `sandbox.allow_host_bash is on WITHOUT isolation (${status.reason}): bash runs on the host as the gateway's user. ` +
+    "It can read every file that user can (config, API keys in /proc/<gateway pid>/environ, other threads' files), write " +
+    "wherever that user can, reach the network and see other processes; the path checks on commands are easy to get " +
+    "around (printf, base64, $'\\x2f'). Install bubblewrap (apt-get install bubblewrap) or use it only on a trusted machine.";
+  getLogger().warn({ reason: status.reason }, message);
+  return message;
 }

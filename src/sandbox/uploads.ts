@@ -27,6 +27,8 @@ export interface UploadedFileInfo {
   artifact_url: string;
   extension: string | null;
   modified: number;
+  /** The name the client sent, when a same-named file of the same request made this one `<stem>_<n><ext>`. */
+  original_filename?: string;
 }
 
 /**
@@ -99,18 +101,39 @@ export async function deleteUpload(sandbox: LocalSandbox, filename: string): Pro
 
 interface Staged {
   filename: string;
+  /** The sanitized name the client sent, when {@link claimUniqueFilename} had to change it. */
+  originalFilename?: string;
   temp: string;
   size: number;
 }
 
 /**
- * One upload request: each file is streamed to a temporary `.upload-<uuid>.part` file in the uploads directory
+ * A name not yet in `seen` (then added to it): `name` itself, else `<stem>_<n><ext>` with the smallest n >= 1
+ * (`report.txt`, `report_1.txt`, `report_2.txt`). Port of DeerFlow `claim_unique_filename` (uploads/manager.py).
+ */
+export function claimUniqueFilename(name: string, seen: Set<string>): string {
+  let candidate = name;
+  if (seen.has(candidate)) {
+    const ext = path.extname(name);
+    const stem = name.slice(0, name.length - ext.length);
+    let n = 1;
+    do candidate = `${stem}_${n++}${ext}`;
+    while (seen.has(candidate));
+  }
+  seen.add(candidate);
+  return candidate;
+}
+
+/**
+ * One upload request: files of the same name get distinct names ({@link claimUniqueFilename}); each is streamed to a temporary `.upload-<uuid>.part` file in the uploads directory
  * while sizes are counted, and only {@link commit} renames them all into place (so a request that breaks a limit
  * leaves nothing behind, and readers never see half a file). Call {@link abort} on any failure.
  */
 export class UploadBatch {
   private staged: Staged[] = [];
   private total = 0;
+  /** Names claimed by this request: two parts with the same name are both kept (DeerFlow keeps both too). */
+  private readonly seen = new Set<string>();
 
   constructor(
     private readonly sandbox: LocalSandbox,
@@ -128,11 +151,12 @@ export class UploadBatch {
    *   size exceeds its limit.
    */
   async add(rawName: string, stream: Readable): Promise<void> {
-    const filename = sanitizeUploadFilename(rawName);
+    const original = sanitizeUploadFilename(rawName);
     if (this.staged.length >= this.limits.max_files) throw new PayloadTooLargeError(`Too many files: maximum is ${this.limits.max_files}`);
+    const filename = claimUniqueFilename(original, this.seen);
     const temp = path.join(await uploadsDir(this.sandbox), `.upload-${randomUUID()}.part`);
     const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
-    const entry: Staged = { filename, temp, size: 0 };
+    const entry: Staged = { filename, temp, size: 0, ...(filename !== original ? { originalFilename: original } : {}) };
     this.staged.push(entry);
     try {
       for await (const chunk of stream) {
@@ -149,7 +173,10 @@ export class UploadBatch {
     }
   }
 
-  /** Renames every staged file to its final name (replacing an older upload of the same name). */
+  /**
+   * Renames every staged file to its final name (replacing an older upload of the same name, as DeerFlow does).
+   * A file renamed because another part of the request had its name carries `original_filename`.
+   */
   async commit(): Promise<UploadedFileInfo[]> {
     const dir = await uploadsDir(this.sandbox);
     const out: UploadedFileInfo[] = [];
@@ -158,7 +185,8 @@ export class UploadBatch {
       if ((await lstat(target).catch(() => null))?.isDirectory()) throw new SandboxPathError(`Cannot replace directory ${entry.filename} in uploads`);
       await rename(entry.temp, target);
       entry.temp = "";
-      out.push(describe(this.sandbox.threadId, entry.filename, entry.size, Date.now()));
+      const info = describe(this.sandbox.threadId, entry.filename, entry.size, Date.now());
+      out.push(entry.originalFilename ? { ...info, original_filename: entry.originalFilename } : info);
     }
     this.staged = [];
     return out;

@@ -163,7 +163,7 @@ describe("createDeerflowAgent: running the built agent", () => {
     expect(out.messages.map((m) => m.getType())).toEqual(["human", "ai"]);
     expect(out.messages[0].name).toBe("user-input");
     expect(out.messages[1].content).toBe("You said: hello");
-    expect(out.thread_data?.workspace_path).toMatch(/users\/default\/threads\/thread-42\/user-data\/workspace$/);
+    expect(out.thread_data?.workspace_path).toBe("/mnt/user-data/workspace");
   });
 
   it("turns a failing tool into an error ToolMessage and continues to a final answer", async () => {
@@ -241,7 +241,7 @@ describe("createDeerflowAgent: every feature on, one real run", () => {
       }
       expect(tokens.join("")).toBe("You said: hello full chain");
       expect(final.title).toBe("hello full chain");
-      expect((final.thread_data as Record<string, string>).uploads_path).toBe(path.join(home, "users", "u1", "threads", "t-full", "user-data", "uploads"));
+      expect((final.thread_data as Record<string, string>).uploads_path).toBe("/mnt/user-data/uploads");
       expect(final.uploaded_files).toEqual([]);
       expect((final.messages as BaseMessage[]).map((m) => m.getType())).toEqual(["human", "ai"]);
       const memory = (opts(agent).middleware ?? []).find((m) => m.name === "MemoryMiddleware") as unknown as MemoryMiddleware;

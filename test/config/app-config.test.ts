@@ -16,6 +16,7 @@ import {
   withAppConfig,
 } from "../../src/config/app-config.js";
 import { getModelConfig, getToolConfig, parseAppConfig } from "../../src/config/schema.js";
+import { CONFIG_QUIET_MS } from "../../src/config/watched-file.js";
 import { ConfigError } from "../../src/errors.js";
 import { getLogger, setLogger } from "../../src/logger.js";
 
@@ -44,6 +45,12 @@ afterEach(() => {
 });
 
 /** Rewrites the config file and moves its mtime 5 s past the previous one ("bump mtime"). */
+/** Sets a file's mtime a minute back: it was written before, not being written now (see CONFIG_QUIET_MS). */
+function settle(p: string) {
+  const t = new Date(Date.now() - 60_000);
+  utimesSync(p, t, t);
+}
+
 function rewrite(text: string) {
   const before = statSync(file).mtimeMs;
   writeFileSync(file, text);
@@ -222,6 +229,7 @@ describe("getAppConfig: cache and hot reload (CF-018, CF-021)", () => {
 
   it("reloads a same-size content swap even when the mtime is restored (hash in the signature)", () => {
     writeFileSync(file, MODEL("model-aa"));
+    settle(file);
     const st = statSync(file);
     const a = getAppConfig();
     writeFileSync(file, MODEL("model-bb"));
@@ -235,6 +243,7 @@ describe("getAppConfig: cache and hot reload (CF-018, CF-021)", () => {
     writeFileSync(file, MODEL("one"));
     const other = path.join(dir, "other.yaml");
     writeFileSync(other, MODEL("two"));
+    settle(other);
     expect(getAppConfig().models[0].name).toBe("one");
     process.env.DEER_FLOW_CONFIG_PATH = other;
     expect(getAppConfig().models[0].name).toBe("two");
@@ -384,6 +393,7 @@ describe("getAppConfig: recovery when the same good file comes back", () => {
   it("clears the error when a moved-away file is moved back unchanged (same mtime, size and hash)", async () => {
     const { renameSync } = await import("node:fs");
     writeFileSync(file, MODEL("m"));
+    settle(file);
     const x = getAppConfig();
     const aside = path.join(dir, "aside.yaml");
     renameSync(file, aside);
@@ -403,5 +413,25 @@ describe("getAppConfig: recovery when the same good file comes back", () => {
     expect(getAppConfig()).toBe(x);
     expect(getAppConfigStatus().error).toBe(first);
     expect(first).not.toBeNull();
+  });
+});
+
+describe("getAppConfig: reads during a write (issue 13 item 5)", () => {
+  it("serves the last good config while the file is being rewritten in place, then the whole new one", async () => {
+    writeFileSync(file, MODEL("first") + "title:\n  enabled: false\n");
+    settle(file);
+    const good = getAppConfig();
+    expect(good.models[0].name).toBe("first");
+    // An in-place edit caught after its first piece: valid YAML, but the rest (title) is not written yet.
+    writeFileSync(file, MODEL("second"));
+    expect(getAppConfig()).toBe(good);
+    expect(getAppConfigStatus().error).toBeNull();
+    writeFileSync(file, MODEL("second") + "title:\n  enabled: false\n");
+    expect(getAppConfig()).toBe(good);
+    // Once the file has been quiet for CONFIG_QUIET_MS it is read.
+    await new Promise((r) => setTimeout(r, CONFIG_QUIET_MS + 20));
+    const next = getAppConfig();
+    expect(next.models[0].name).toBe("second");
+    expect(next.title.enabled).toBe(false);
   });
 });

@@ -66,14 +66,15 @@ describe("agents API", () => {
     expect((await req("GET", "/api/agents/Research-Bot")).json().description).toBe("d");
   });
 
-  it("lists agents sorted with their souls, skipping directories without config.yaml and corrupt agents", async () => {
+  it("lists agents sorted (souls on request), skipping directories without config.yaml and corrupt agents", async () => {
     for (const name of ["z-agent", "a-agent", "m-agent"]) await req("POST", "/api/agents", { name, soul: `soul of ${name}` });
     mkdirSync(path.join(agents, "memory-only"), { recursive: true });
     mkdirSync(path.join(agents, "corrupt"), { recursive: true });
     writeFileSync(path.join(agents, "corrupt/config.yaml"), "name: [unclosed");
     const list = (await req("GET", "/api/agents")).json().agents;
     expect(list.map((a: any) => a.name)).toEqual(["a-agent", "m-agent", "z-agent"]);
-    expect(list[0].soul).toBe("soul of a-agent");
+    expect(list[0]).not.toHaveProperty("soul");
+    expect((await req("GET", "/api/agents?include_soul=true")).json().agents[0].soul).toBe("soul of a-agent");
   });
 
   it("returns soul as an empty string when the agent has none, and 404 for an unknown agent", async () => {

@@ -16,7 +16,7 @@ const multipart = (name: string, content: string, boundary = "XyZ") =>
 describe("hardening", () => {
   it("answers wrongly typed state values with 422, not 500", async () => {
     await postJson(`${h.url}/threads`, { thread_id: "typed" });
-    for (const values of [{ title: 5 }, { todos: "x" }, { artifacts: "x" }, { viewed_images: 5 }]) {
+    for (const values of [{ title: 5 }, { todos: "x" }, { goal: 5 }]) {
       const res = await postJson(`${h.url}/threads/typed/state`, { values });
       expect(res.status, JSON.stringify(values)).toBe(422);
       expect((await res.json()).detail).toMatch(/^Invalid state values/);

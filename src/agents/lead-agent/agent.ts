@@ -119,7 +119,8 @@ const BootstrapState = new StateSchema({
  * re-read per build) and filtered by the allowlist (null all, [] none, list those). Returns the agent with what
  * the build resolved in `agent.resolved` (the input config is not touched): the run metadata DeerFlow lists
  * (`agent_name`, `model_name`, `thinking_enabled`, `reasoning_effort`, `is_plan_mode`, `subagent_enabled`,
- * `tool_groups`, `available_skills`) and the tracing callbacks (LangSmith when configured) for the graph root.
+ * `tool_groups`, `available_skills`, and `model_substitution: {requested, used, reason}` when an unknown model name
+ * fell back to the default) and the tracing callbacks (LangSmith when configured) for the graph root.
  * Mirrors DeerFlow `_make_lead_agent` (which writes them into `config["metadata"]` / `config["callbacks"]`).
  * @example
  * ```ts
@@ -240,6 +241,8 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     subagent_enabled: subagentEnabled,
     tool_groups: subagent ? subagent.tool_groups : (agentConfig?.tool_groups ?? null),
     available_skills: allowlist ? [...allowlist].sort() : null,
+    // DeerFlow silently runs the default model for an unknown name; the run record says so.
+    ...(requested && requested !== modelName ? { model_substitution: { requested: String(requested).slice(0, 200), used: modelName, reason: "not_configured" } } : {}),
   };
   const callbacks = buildTracingCallbacks();
   log.debug({ agent: agentName ?? "default", branch, model: modelName, thinkingEnabled, reasoningEffort, isPlanMode, subagentEnabled, tools: tools.map((t) => t.name) }, "lead agent built");

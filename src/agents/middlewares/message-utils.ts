@@ -8,6 +8,20 @@ export function textOf(message: BaseMessage): string {
   return c.map((b) => (typeof b === "string" ? b : b.type === "text" ? String((b as { text?: unknown }).text ?? "") : "")).join("");
 }
 
+/** The block UploadsMiddleware puts before the user's text, and the blank line after it. */
+const UPLOADS_BLOCK = /^\s*<current_uploads>[\s\S]*?<\/current_uploads>\s*/;
+
+/**
+ * What the user typed in a human message, without what the server added: `additional_kwargs.original_user_content`
+ * when UploadsMiddleware recorded it (clients cannot set it: the run service strips it), else the text with a
+ * leading `<current_uploads>` block removed. An attachment-only message gives `""`.
+ */
+export function userTypedText(message: BaseMessage): string {
+  const original = message.additional_kwargs?.original_user_content;
+  if (typeof original === "string") return original;
+  return textOf(message).replace(UPLOADS_BLOCK, "");
+}
+
 /** A HumanMessage for the model only: named `name`, flagged `hide_from_ui` so UIs never show it. */
 export function hiddenHumanMessage(content: HumanMessage["content"], name: string, extra: Record<string, unknown> = {}): HumanMessage {
   return new HumanMessage({ content, name, additional_kwargs: { hide_from_ui: true, ...extra } });

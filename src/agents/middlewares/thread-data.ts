@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { z } from "zod";
 import { getRuntimeHome, threadDataPaths } from "../../config/paths.js";
+import type { ThreadData } from "../thread-state.js";
 import { DeerflowMiddleware } from "./base.js";
 import { runContextOf } from "../run-context.js";
 
@@ -15,7 +16,34 @@ export interface ThreadDataOptions {
 }
 
 /**
- * Records the thread's directories in `thread_data` before the agent runs, and stamps the newest human message
+ * What `thread_data` holds in the graph state: the sandbox's virtual directories, never host paths, so no state
+ * response or stream frame reveals where the runtime home is. Code that touches files recomputes the host
+ * directories from the run's own thread and user ids ({@link threadDirsOf}), never from state a client could write.
+ */
+export const VIRTUAL_THREAD_DATA: Readonly<ThreadData> = Object.freeze({
+  workspace_path: "/mnt/user-data/workspace",
+  uploads_path: "/mnt/user-data/uploads",
+  outputs_path: "/mnt/user-data/outputs",
+});
+
+/**
+ * The host directories of the run's thread, recomputed from the run context ({@link runContextOf}: `thread_id`,
+ * `user_id`), or null without a usable thread id. Never taken from graph state.
+ * @param baseDir Root of thread directories; default `DEER_FLOW_HOME`.
+ */
+export function threadDirsOf(runtime: { context?: unknown; configurable?: Record<string, unknown> } | undefined, baseDir?: string): ThreadData | null {
+  const { threadId, userId } = runContextOf(runtime as never);
+  if (!threadId) return null;
+  try {
+    return threadDataPaths(baseDir ?? getRuntimeHome(), userId, threadId);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Records the thread's virtual directories ({@link VIRTUAL_THREAD_DATA}) in `thread_data` before the agent runs
+ * (creating the host directories unless lazy), and stamps the newest human message
  * (same id, same content): `name` "user-input" when unset, `additional_kwargs.run_id` and a UTC ISO `timestamp`.
  * The thread id comes from the runtime context, else `configurable.thread_id`. Hook: beforeAgent.
  * @throws Error "Thread ID is required in runtime context or config.configurable" when neither has one.
@@ -38,7 +66,7 @@ export class ThreadDataMiddleware extends DeerflowMiddleware {
     if (!threadId) throw new Error("Thread ID is required in runtime context or config.configurable");
     const paths = threadDataPaths(this.baseDir ?? getRuntimeHome(), userId, threadId);
     if (!this.lazyInit) for (const p of Object.values(paths)) mkdirSync(p, { recursive: true });
-    const update: Record<string, unknown> = { thread_data: paths };
+    const update: Record<string, unknown> = { thread_data: { ...VIRTUAL_THREAD_DATA } };
     const last = state.messages.at(-1);
     if (last && HumanMessage.isInstance(last)) {
       update.messages = [

@@ -6,7 +6,7 @@ import type { ModelRequest } from "langchain";
 import { getLogger } from "../../logger.js";
 import { ThreadStateFields } from "../thread-state.js";
 import { DeerflowMiddleware } from "./base.js";
-import { textOf } from "./message-utils.js";
+import { textOf, userTypedText } from "./message-utils.js";
 import { z } from "zod";
 
 const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
@@ -86,9 +86,11 @@ export class TitleMiddleware extends DeerflowMiddleware {
   /** The title for a conversation (LLM when a model is set, else or on failure the fallback). */
   async generateTitle(messages: readonly BaseMessage[]): Promise<string> {
     const user = messages.find(isRealUserMessage);
-    const userText = user ? textOf(user) : "";
+    // Titles come from what the user typed, never from blocks the server injected (uploads, context).
+    const userText = user ? userTypedText(user) : "";
     const fallback = fallbackTitle(userText, this.config.max_chars);
-    if (!this.model) return fallback;
+    // An attachment-only message has nothing to title: the default title, without a model call.
+    if (!this.model || !userText.trim()) return fallback;
     const assistant = [...messages].reverse().find((m) => AIMessage.isInstance(m));
     const prompt = (this.config.prompt_template ?? DEFAULT_TITLE_PROMPT)
       .replaceAll("{max_words}", String(this.config.max_words))

@@ -71,9 +71,12 @@ export function foldSubagentUsage(messages: readonly BaseMessage[]): BaseMessage
       add.total_tokens += u.total_tokens ?? (u.input_tokens ?? 0) + (u.output_tokens ?? 0);
     }
     const base = ai.usage_metadata ?? { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
+    // Built from named fields, never a spread of the instance: a spread carries LangChain's `lc_*` internals into
+    // the message's fields, and from there into checkpoints and the wire.
     const folded = new AIMessage({
-      ...ai,
       id: ai.id,
+      name: ai.name,
+      invalid_tool_calls: ai.invalid_tool_calls,
       content: ai.content,
       tool_calls: ai.tool_calls,
       additional_kwargs: ai.additional_kwargs,
@@ -81,7 +84,7 @@ export function foldSubagentUsage(messages: readonly BaseMessage[]): BaseMessage
       usage_metadata: { ...base, input_tokens: base.input_tokens + add.input_tokens, output_tokens: base.output_tokens + add.output_tokens, total_tokens: base.total_tokens + add.total_tokens },
     });
     const marked = pending.map(
-      (m) => new ToolMessage({ ...m, id: m.id, content: m.content, tool_call_id: m.tool_call_id, name: m.name, status: m.status, artifact: m.artifact, additional_kwargs: { ...m.additional_kwargs, subagent_usage_attributed: true } }),
+      (m) => new ToolMessage({ id: m.id, response_metadata: m.response_metadata, content: m.content, tool_call_id: m.tool_call_id, name: m.name, status: m.status, artifact: m.artifact, additional_kwargs: { ...m.additional_kwargs, subagent_usage_attributed: true } }),
     );
     return [folded, ...marked];
   }

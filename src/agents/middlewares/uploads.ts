@@ -4,12 +4,10 @@ import path from "node:path";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { StateSchema } from "@langchain/langgraph";
 import { z } from "zod";
-import { getRuntimeHome } from "../../config/paths.js";
 import { ThreadStateFields, type ThreadData, type UploadedFile } from "../thread-state.js";
 import { DeerflowMiddleware } from "./base.js";
 import { textOf } from "./message-utils.js";
-import { threadDataPaths } from "../../config/paths.js";
-import { runContextOf } from "../run-context.js";
+import { threadDirsOf } from "./thread-data.js";
 
 /** Where uploads appear inside the sandbox. */
 export const VIRTUAL_UPLOADS_DIR = "/mnt/user-data/uploads";
@@ -85,17 +83,9 @@ export class UploadsMiddleware extends DeerflowMiddleware {
     this.baseDir = options.baseDir;
   }
 
-  private uploadsDir(state: { thread_data?: ThreadData | null }, runtime: { context?: Record<string, unknown>; configurable?: Record<string, unknown> }): string | null {
-    if (state.thread_data?.uploads_path) return state.thread_data.uploads_path;
-    const run = runContextOf(runtime);
-    const threadId = run.threadId;
-    if (typeof threadId !== "string" || !threadId) return null;
-    const userId = run.userId;
-    try {
-      return threadDataPaths(this.baseDir ?? getRuntimeHome(), userId, threadId).uploads_path;
-    } catch {
-      return null;
-    }
+  /** The thread's host uploads directory, recomputed from the run's ids (never from state a client could write). */
+  private uploadsDir(runtime: { context?: Record<string, unknown>; configurable?: Record<string, unknown> }): string | null {
+    return threadDirsOf(runtime, this.baseDir)?.uploads_path ?? null;
   }
 
   beforeAgent(
@@ -106,7 +96,7 @@ export class UploadsMiddleware extends DeerflowMiddleware {
     if (!last || !HumanMessage.isInstance(last)) return { uploaded_files: [] };
     const raw = last.additional_kwargs?.files;
     if (!Array.isArray(raw) || raw.length === 0) return { uploaded_files: [] };
-    const dir = this.uploadsDir(state, runtime);
+    const dir = this.uploadsDir(runtime);
     const files: UploadedFile[] = [];
     for (const entry of raw as Record<string, unknown>[]) {
       const filename = typeof entry?.filename === "string" ? entry.filename : "";

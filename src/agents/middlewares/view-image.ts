@@ -1,10 +1,12 @@
 // Port of DeerFlow agents/middlewares/view_image_middleware.py (ViewImageMiddleware).
-import { readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { StateSchema } from "@langchain/langgraph";
 import type { ModelRequest } from "langchain";
-import { MAX_IMAGE_BYTES } from "../../tools/builtins/view-image.js";
-import { ThreadStateFields, type ViewedImage } from "../thread-state.js";
+import { z } from "zod";
+import { inspectImage } from "../../tools/builtins/view-image.js";
+import { ThreadStateFields, type ThreadData, type ViewedImage } from "../thread-state.js";
+import { threadDirsOf } from "./thread-data.js";
 import { DeerflowMiddleware } from "./base.js";
 
 /** Id prefix of the injected image message. */
@@ -13,22 +15,24 @@ type Block = { type: "text"; text: string } | { type: "image_url"; image_url: { 
 
 /**
  * The content blocks showing `images` to the model: "Here are the images you've viewed:", then per image a line
- * with its path and MIME type and an `image_url` block with a base64 data URL read from `actual_path`. An image
- * that is missing, changed size, exceeds 20 MiB or cannot be read gets an "unavailable or changed" note instead.
+ * with its path and MIME type and an `image_url` block with a base64 data URL. Each image is re-resolved from its
+ * virtual path in the thread's directories `dirs` (recomputed by the caller from the run's ids) with every check of
+ * `view_image` (confinement after symlinks, type, size, magic bytes); a recorded `actual_path` is never read. An
+ * image that is missing, changed size, fails a check or cannot be read gets an "unavailable or changed" note.
  * No images: one "No images have been viewed." block.
  */
-export function imageContextBlocks(images: Record<string, ViewedImage>): Block[] {
+export function imageContextBlocks(images: Record<string, ViewedImage>, dirs: ThreadData | null): Block[] {
   const entries = Object.entries(images);
   if (!entries.length) return [{ type: "text", text: "No images have been viewed." }];
   const blocks: Block[] = [{ type: "text", text: "Here are the images you've viewed:" }];
-  for (const [path, img] of entries) {
+  for (const [virtualPath, img] of entries) {
     try {
-      const size = statSync(img.actual_path).size;
-      if (size !== img.size || size > MAX_IMAGE_BYTES) throw new Error("changed");
-      const data = readFileSync(img.actual_path).toString("base64");
-      blocks.push({ type: "text", text: `- ${path} (${img.mime_type})` }, { type: "image_url", image_url: { url: `data:${img.mime_type};base64,${data}` } });
+      const found = inspectImage(virtualPath, dirs);
+      if ("error" in found || found.size !== img.size || found.mime_type !== img.mime_type) throw new Error("changed");
+      const data = readFileSync(found.actual_path).toString("base64");
+      blocks.push({ type: "text", text: `- ${virtualPath} (${found.mime_type})` }, { type: "image_url", image_url: { url: `data:${found.mime_type};base64,${data}` } });
     } catch {
-      blocks.push({ type: "text", text: `- ${path}: image unavailable or changed since it was viewed` });
+      blocks.push({ type: "text", text: `- ${virtualPath}: image unavailable or changed since it was viewed` });
     }
   }
   return blocks;
@@ -45,9 +49,19 @@ export function imageContextBlocks(images: Record<string, ViewedImage>): Block[]
 export class ViewImageMiddleware extends DeerflowMiddleware {
   readonly name = "ViewImageMiddleware";
   readonly stateSchema = new StateSchema({ viewed_images: ThreadStateFields.viewed_images });
+  /** Context keys this middleware reads: the run's ids, from which the thread's directories are recomputed. */
+  readonly contextSchema = z.looseObject({ thread_id: z.string().optional(), user_id: z.string().optional() });
 
-  /** The image message for `messages`, or null when none is due. */
-  imageContextFor(messages: readonly BaseMessage[], images: Record<string, ViewedImage>): HumanMessage | null {
+  /** @param options.baseDir Root of thread directories; default `DEER_FLOW_HOME`. */
+  constructor(private readonly options: { baseDir?: string } = {}) {
+    super();
+  }
+
+  /**
+   * The image message for `messages`, or null when none is due.
+   * @param dirs The thread's host directories (recomputed from the run's ids), or null when unknown.
+   */
+  imageContextFor(messages: readonly BaseMessage[], images: Record<string, ViewedImage>, dirs: ThreadData | null): HumanMessage | null {
     let idx = -1;
     for (let i = messages.length - 1; i >= 0 && idx < 0; i--) if (AIMessage.isInstance(messages[i])) idx = i;
     if (idx < 0) return null;
@@ -60,14 +74,15 @@ export class ViewImageMiddleware extends DeerflowMiddleware {
     if (after.some((m) => m.additional_kwargs?.deerflow_view_image_context)) return null;
     return new HumanMessage({
       id: `${IMAGE_CONTEXT_ID_PREFIX}${ai.id ?? idx}`,
-      content: imageContextBlocks(images),
+      content: imageContextBlocks(images, dirs),
       additional_kwargs: { hide_from_ui: true, deerflow_view_image_context: true },
     });
   }
 
   wrapModelCall(request: ModelRequest, handler: (r: ModelRequest) => unknown) {
     const images = ((request.state as { viewed_images?: Record<string, ViewedImage> } | undefined)?.viewed_images ?? {}) as Record<string, ViewedImage>;
-    const extra = this.imageContextFor(request.messages, images);
+    const runtime = request.runtime as { context?: Record<string, unknown>; configurable?: Record<string, unknown> } | undefined;
+    const extra = this.imageContextFor(request.messages, images, threadDirsOf(runtime, this.options.baseDir));
     return (extra ? handler({ ...request, messages: [...request.messages, extra] }) : handler(request)) as never;
   }
 }

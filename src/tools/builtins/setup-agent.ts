@@ -6,7 +6,7 @@ import { Command } from "@langchain/langgraph";
 import { tool } from "langchain";
 import { z } from "zod";
 import { validateAgentName } from "../../config/agent-config.js";
-import type { AgentStore } from "../../config/agent-store.js";
+import { MAX_SOUL_CHARS, type AgentStore } from "../../config/agent-store.js";
 import { atomicWriteFile } from "../../config/atomic-write.js";
 import { DeerflowError } from "../../errors.js";
 import { toolCallIdOf } from "./write-todos.js";
@@ -14,7 +14,7 @@ import { runContextOf } from "../../agents/run-context.js";
 
 /** Arguments of `setup_agent`. */
 export const SetupAgentSchema = z.object({
-  soul: z.string().describe("The complete SOUL.md: who the agent is, how it works, what it values"),
+  soul: z.string().max(MAX_SOUL_CHARS).describe("The complete SOUL.md: who the agent is, how it works, what it values"),
   description: z.string().describe("One line describing what the agent is for"),
   skills: z.array(z.string()).nullable().optional().describe("Skill names the agent may use; omit for all skills, [] for none"),
 });

@@ -3,7 +3,7 @@ import { ToolMessage } from "@langchain/core/messages";
 import { tool } from "langchain";
 import { z } from "zod";
 import { validateAgentName } from "../../config/agent-config.js";
-import type { AgentRecord, AgentStore, AgentUpdate } from "../../config/agent-store.js";
+import { MAX_SOUL_CHARS, type AgentRecord, type AgentStore, type AgentUpdate } from "../../config/agent-store.js";
 import { getModelConfig, type AppConfig } from "../../config/schema.js";
 import { DeerflowError } from "../../errors.js";
 import { AGENT_WRITES_DISABLED, agentWritesDisabled, unknownSkills } from "./setup-agent.js";
@@ -17,7 +17,7 @@ const listOrString = z.union([z.array(z.string()), z.string()]).nullable().optio
 
 /** Arguments of `update_agent`; every field optional. */
 export const UpdateAgentSchema = z.object({
-  soul: z.string().nullable().optional().describe("The complete new SOUL.md (replaces the current one); omit to keep it"),
+  soul: z.string().max(MAX_SOUL_CHARS).nullable().optional().describe("The complete new SOUL.md (replaces the current one); omit to keep it"),
   description: z.string().nullable().optional().describe("New one-line description; omit to keep it"),
   skills: listOrString.describe("Skill names allowed (a JSON array); [] disables all skills; omit to keep"),
   tool_groups: listOrString.describe("Tool groups allowed (a JSON array); omit to keep"),

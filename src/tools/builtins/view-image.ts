@@ -5,11 +5,9 @@ import { ToolMessage } from "@langchain/core/messages";
 import { Command } from "@langchain/langgraph";
 import { tool } from "langchain";
 import { z } from "zod";
-import { getRuntimeHome } from "../../config/paths.js";
-import { threadDataPaths } from "../../config/paths.js";
+import { threadDirsOf } from "../../agents/middlewares/thread-data.js";
 import type { ThreadData } from "../../agents/thread-state.js";
 import { toolCallIdOf } from "./write-todos.js";
-import { runContextOf } from "../../agents/run-context.js";
 
 /** Largest image `view_image` accepts, in bytes (20 MiB). */
 export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
@@ -36,20 +34,11 @@ export function matchesMagic(mime: string, head: Buffer): boolean {
 
 /** Options of {@link createViewImageTool}. */
 export interface ViewImageToolOptions {
-  /** Root of thread directories when `thread_data` is not in state; default `DEER_FLOW_HOME`. */
+  /** Root of thread directories (recomputed from the run's thread and user ids); default `DEER_FLOW_HOME`. */
   baseDir?: string;
 }
 
-type ToolConfig = { state?: { thread_data?: ThreadData | null }; context?: Record<string, unknown>; configurable?: Record<string, unknown> };
-
-function threadDirs(config: ToolConfig, baseDir?: string): ThreadData | null {
-  if (config.state?.thread_data) return config.state.thread_data;
-  const run = runContextOf(config);
-  const threadId = run.threadId;
-  if (typeof threadId !== "string" || !threadId) return null;
-  const userId = run.userId;
-  return threadDataPaths(baseDir ?? getRuntimeHome(), userId, threadId);
-}
+type ToolConfig = { context?: Record<string, unknown>; configurable?: Record<string, unknown> };
 
 /**
  * Resolves a virtual `/mnt/user-data/{workspace,uploads,outputs}/...` path to the host file, or returns the error
@@ -101,7 +90,7 @@ export function inspectImage(virtualPath: string, dirs: ThreadData | null): { er
 
 /**
  * Creates `view_image`: validates an image in the thread's directories and records it in `viewed_images`
- * (`{mime_type, size, actual_path}`, never base64) with the result "Successfully read image"; ViewImageMiddleware
+ * (`{mime_type, size}` keyed by the virtual path; never base64 or a host path) with the result "Successfully read image"; ViewImageMiddleware
  * then shows the pixels to the model on its next call. Each failure is an "Error: ..." result (status `error`)
  * without a state change.
  */
@@ -111,14 +100,15 @@ export function createViewImageTool(options: ViewImageToolOptions = {}) {
       const id = toolCallIdOf(config);
       let result;
       try {
-        result = inspectImage(image_path, threadDirs(config as ToolConfig, options.baseDir));
+        result = inspectImage(image_path, threadDirsOf(config as ToolConfig, options.baseDir));
       } catch (err) {
         result = { error: `Error: ${(err as Error).message}` };
       }
       if ("error" in result) return new ToolMessage({ content: result.error, tool_call_id: id, name: "view_image", status: "error" });
       return new Command({
         update: {
-          viewed_images: { [image_path]: result },
+          // Only what the model needs: the host path is recomputed (and confined again) when the image is shown.
+          viewed_images: { [image_path]: { mime_type: result.mime_type, size: result.size } },
           messages: [new ToolMessage({ content: "Successfully read image", tool_call_id: id, name: "view_image" })],
         },
       });

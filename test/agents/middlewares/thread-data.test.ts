@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ThreadDataMiddleware } from "../../../src/agents/middlewares/thread-data.js";
+import { ThreadDataMiddleware, threadDirsOf } from "../../../src/agents/middlewares/thread-data.js";
 import { threadDataPaths } from "../../../src/config/paths.js";
 
 let base: string;
@@ -15,27 +15,27 @@ afterEach(() => rmSync(base, { recursive: true, force: true }));
 type Update = { thread_data: Record<string, string>; messages?: HumanMessage[] };
 
 describe("ThreadDataMiddleware.beforeAgent (agent-factory.md §6.1, AF-052)", () => {
-  it("records the thread's directories under the runtime user's bucket without creating them when lazy", () => {
+  it("records the thread's virtual directories (never host paths) without creating them when lazy", () => {
     const mw = new ThreadDataMiddleware({ baseDir: base, lazyInit: true });
     const update = mw.beforeAgent({ messages: [] }, { context: { thread_id: "thread-123", user_id: "runtime-user" } }) as Update;
     const root = path.join(base, "users", "runtime-user", "threads", "thread-123", "user-data");
     expect(update.thread_data).toEqual({
-      workspace_path: path.join(root, "workspace"),
-      uploads_path: path.join(root, "uploads"),
-      outputs_path: path.join(root, "outputs"),
+      workspace_path: "/mnt/user-data/workspace",
+      uploads_path: "/mnt/user-data/uploads",
+      outputs_path: "/mnt/user-data/outputs",
     });
     expect(existsSync(root)).toBe(false);
   });
 
-  it("creates the directories when lazyInit is false", () => {
-    const update = new ThreadDataMiddleware({ baseDir: base, lazyInit: false }).beforeAgent({ messages: [] }, { context: { thread_id: "t1" } }) as Update;
-    for (const p of Object.values(update.thread_data)) expect(existsSync(p)).toBe(true);
-    expect(update.thread_data.workspace_path).toContain(path.join("users", "default", "threads", "t1"));
+  it("creates the host directories when lazyInit is false", () => {
+    new ThreadDataMiddleware({ baseDir: base, lazyInit: false }).beforeAgent({ messages: [] }, { context: { thread_id: "t1" } });
+    for (const p of Object.values(threadDataPaths(base, "default", "t1"))) expect(existsSync(p)).toBe(true);
   });
 
-  it("falls back to configurable.thread_id and user_id", () => {
-    const update = new ThreadDataMiddleware({ baseDir: base }).beforeAgent({ messages: [] }, { context: {}, configurable: { thread_id: "cfg-thread", user_id: "u2" } }) as Update;
-    expect(update.thread_data.outputs_path).toBe(path.join(base, "users", "u2", "threads", "cfg-thread", "user-data", "outputs"));
+  it("recomputes host directories from the run's ids, falling back to configurable.thread_id and user_id", () => {
+    expect(threadDirsOf({ context: {}, configurable: { thread_id: "cfg-thread", user_id: "u2" } }, base)?.outputs_path).toBe(path.join(base, "users", "u2", "threads", "cfg-thread", "user-data", "outputs"));
+    expect(threadDirsOf({ context: { thread_id: "../x" } }, base)).toBeNull();
+    expect(threadDirsOf({ context: {} }, base)).toBeNull();
   });
 
   it("fails clearly when no thread id is available anywhere", () => {

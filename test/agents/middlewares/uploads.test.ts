@@ -47,10 +47,11 @@ describe("UploadsMiddleware.beforeAgent (agent-factory.md §6.2, AF-053)", () =>
     expect(mw.beforeAgent({ messages: [] }, runtime())).toEqual({ uploaded_files: [] });
   });
 
-  it("rejects names with directories and staging files, and uses thread_data from state when present", () => {
-    const mw = new UploadsMiddleware({ baseDir: "/nonexistent" });
+  it("rejects names with directories and staging files, and never takes the uploads directory from state", () => {
+    const mw = new UploadsMiddleware({ baseDir: base });
     writeFileSync(path.join(uploads, ".upload-abc"), "x");
-    const thread_data = { workspace_path: "/w", uploads_path: uploads, outputs_path: "/o" };
+    // A client-written thread_data pointing elsewhere is ignored: the directory is recomputed from the run's ids.
+    const thread_data = { workspace_path: "/w", uploads_path: "/etc", outputs_path: "/o" };
     const update = mw.beforeAgent(
       { messages: [withFiles([{ filename: "../etc/passwd" }, { filename: "a/report.pdf" }, { filename: ".upload-abc" }, { filename: "report.pdf", size: 2048 }])], thread_data },
       runtime(),

@@ -45,12 +45,24 @@ describe("view_image tool (agent-factory.md §7)", () => {
 
 describe("ViewImageMiddleware (agent-factory.md §6.10)", () => {
   it("builds image blocks, with a note for images that changed and a placeholder when none were viewed", () => {
-    const good = { mime_type: "image/png", size: PNG.length, actual_path: path.join(dirs.uploads_path, "chart.png") };
-    const blocks = imageContextBlocks({ "/mnt/user-data/uploads/chart.png": good, "/mnt/user-data/uploads/gone.png": { ...good, actual_path: "/nope" } });
+    const good = { mime_type: "image/png", size: PNG.length };
+    const blocks = imageContextBlocks({ "/mnt/user-data/uploads/chart.png": good, "/mnt/user-data/uploads/gone.png": good }, dirs);
     expect(blocks[0]).toEqual({ type: "text", text: "Here are the images you've viewed:" });
     expect(blocks[2]).toEqual({ type: "image_url", image_url: { url: `data:image/png;base64,${PNG.toString("base64")}` } });
     expect(blocks[3]).toEqual({ type: "text", text: "- /mnt/user-data/uploads/gone.png: image unavailable or changed since it was viewed" });
-    expect(imageContextBlocks({})).toEqual([{ type: "text", text: "No images have been viewed." }]);
+    expect(imageContextBlocks({}, dirs)).toEqual([{ type: "text", text: "No images have been viewed." }]);
+  });
+
+  it("re-resolves every image in the thread's directories: a recorded host path or a path outside is never read", () => {
+    const outside = path.join(base, "secret.png");
+    writeFileSync(outside, PNG);
+    const blocks = imageContextBlocks({
+      "/mnt/user-data/uploads/nothing-here.png": { mime_type: "image/png", size: PNG.length, actual_path: outside },
+      [outside]: { mime_type: "image/png", size: PNG.length, actual_path: outside },
+      "/mnt/user-data/uploads/../../../../secret.png": { mime_type: "image/png", size: PNG.length },
+    }, dirs);
+    expect(JSON.stringify(blocks)).not.toContain("base64");
+    expect(blocks.filter((b) => b.type === "text" && b.text.endsWith("image unavailable or changed since it was viewed"))).toHaveLength(3);
   });
 
   it("injects the images only after every call of the view_image message is answered, and only once", () => {
@@ -58,15 +70,18 @@ describe("ViewImageMiddleware (agent-factory.md §6.10)", () => {
     const ai = new AIMessage({ id: "ai-1", content: "", tool_calls: [{ name: "view_image", args: {}, id: "v1", type: "tool_call" }, { name: "bash", args: {}, id: "b1", type: "tool_call" }] });
     const v1 = new ToolMessage({ content: "Successfully read image", tool_call_id: "v1" });
     const b1 = new ToolMessage({ content: "ok", tool_call_id: "b1" });
-    expect(mw.imageContextFor([new HumanMessage("x"), ai, v1], {})).toBeNull();
-    const extra = mw.imageContextFor([new HumanMessage("x"), ai, v1, b1], {})!;
+    expect(mw.imageContextFor([new HumanMessage("x"), ai, v1], {}, null)).toBeNull();
+    const extra = mw.imageContextFor([new HumanMessage("x"), ai, v1, b1], {}, null)!;
     expect(extra.id).toBe("view-image-context:ai-1");
     expect(extra.additional_kwargs).toMatchObject({ hide_from_ui: true, deerflow_view_image_context: true });
-    expect(mw.imageContextFor([new HumanMessage("x"), ai, v1, b1, extra], {})).toBeNull();
-    expect(mw.imageContextFor([new HumanMessage("x"), new AIMessage("no tools")], {})).toBeNull();
+    expect(mw.imageContextFor([new HumanMessage("x"), ai, v1, b1, extra], {}, null)).toBeNull();
+    expect(mw.imageContextFor([new HumanMessage("x"), new AIMessage("no tools")], {}, null)).toBeNull();
   });
 
   it("lets the model see the image after view_image, and keeps base64 out of the state", async () => {
+    const savedHome = process.env.DEER_FLOW_HOME;
+    process.env.DEER_FLOW_HOME = base;
+    try {
     const model = new FakeChatModel([{ tool_calls: [{ name: "view_image", args: { image_path: "/mnt/user-data/uploads/chart.png" } }] }, "It is a chart", "bye"]);
     const agent = createDeerflowAgent(model, null, {
       features: { sandbox: new ThreadDataMiddleware({ baseDir: base }), vision: true },
@@ -85,5 +100,10 @@ describe("ViewImageMiddleware (agent-factory.md §6.10)", () => {
     expect(JSON.stringify(out.messages)).not.toContain(PNG.toString("base64"));
     await agent.invoke({ messages: [new HumanMessage("thanks")] } as never, config as never);
     expect(model.calls[2].some((m) => m.additional_kwargs?.deerflow_view_image_context)).toBe(false);
+    expect(JSON.stringify(out.viewed_images)).not.toContain(base);
+    } finally {
+      if (savedHome === undefined) delete process.env.DEER_FLOW_HOME;
+      else process.env.DEER_FLOW_HOME = savedHome;
+    }
   });
 });

@@ -1,0 +1,74 @@
+// Host bash inside bubblewrap (Debian package `bubblewrap`): new user/pid/net/ipc/uts/cgroup namespaces, a root
+// file system holding only read-only system directories, the thread's `user-data` as /mnt/user-data, an empty
+// environment and no network. Used when `bwrap` is installed and works on this machine; otherwise host bash runs
+// unconfined (see the startup warning and the README).
+import { spawnSync } from "node:child_process";
+import { existsSync, lstatSync, readlinkSync } from "node:fs";
+import { VIRTUAL_ROOT } from "./paths.js";
+
+/** Where `bwrap` is looked for, in order (absolute paths only: the gateway's PATH is not trusted here). */
+const BWRAP_CANDIDATES = ["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"];
+/** Top-level system directories: bound read-only, or re-created as the same symlink on merged-/usr systems. */
+const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+/** Files of /etc that programs need to start (dynamic linker cache, TLS roots, time zone, alternatives). */
+const ETC_FILES = ["/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ssl", "/etc/ca-certificates", "/etc/localtime"];
+/** The environment inside the sandbox: nothing of the gateway's. */
+const SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** Whether host bash can be isolated on this machine, and how. */
+export interface BubblewrapStatus {
+  available: boolean;
+  /** Absolute path of `bwrap` when available. */
+  path?: string;
+  /** Why it is not available (not installed, or the probe failed: e.g. namespaces not permitted). */
+  reason?: string;
+}
+
+let cached: BubblewrapStatus | undefined;
+
+/**
+ * The argv (after `bwrap`) that runs `command` with `/bin/bash -c` in a fresh sandbox whose only writable mount is
+ * `hostRoot` (the thread's real `user-data` directory) at `/mnt/user-data`; the working directory is
+ * `/mnt/user-data/workspace`, `HOME` too. `--die-with-parent` ends the sandbox with the gateway, `--new-session`
+ * keeps it off the gateway's terminal. The gateway's environment never enters: `bwrap` itself is started with an
+ * empty one (its `/proc/<pid>/environ` is what a shell would read through `$PPID`), and `--clearenv` clears the
+ * child's.
+ */
+export function bubblewrapArgs(hostRoot: string, command: string): string[] {
+  const args = ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--hostname", "sandbox"];
+  for (const dir of SYSTEM_DIRS) {
+    let info;
+    try {
+      info = lstatSync(dir);
+    } catch {
+      continue;
+    }
+    if (info.isSymbolicLink()) args.push("--symlink", readlinkSync(dir), dir);
+    else if (info.isDirectory()) args.push("--ro-bind", dir, dir);
+  }
+  for (const file of ETC_FILES) args.push("--ro-bind-try", file, file);
+  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
+  args.push("--bind", hostRoot, VIRTUAL_ROOT, "--chdir", `${VIRTUAL_ROOT}/workspace`);
+  args.push("--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", `${VIRTUAL_ROOT}/workspace`, "--setenv", "LANG", "C.UTF-8", "--setenv", "TERM", "dumb");
+  args.push("--", "/bin/bash", "-c", command);
+  return args;
+}
+
+/**
+ * Finds `bwrap` and checks once per process that it can build a sandbox here (it needs namespaces, which some
+ * containers forbid): runs `true` inside the same kind of sandbox host bash gets. The result is cached.
+ * @param refresh Probe again instead of using the cached result (tests).
+ */
+export function bubblewrapStatus(refresh = false): BubblewrapStatus {
+  if (cached && !refresh) return cached;
+  const path = BWRAP_CANDIDATES.find((p) => existsSync(p));
+  if (!path) return (cached = { available: false, reason: "bwrap is not installed (Debian: apt-get install bubblewrap)" });
+  const probe = spawnSync(path, bubblewrapArgs("/tmp", "true").map((a) => (a === `${VIRTUAL_ROOT}/workspace` ? VIRTUAL_ROOT : a)), {
+    env: {},
+    timeout: 10_000,
+    encoding: "utf8",
+  });
+  if (probe.status === 0) return (cached = { available: true, path });
+  const why = (probe.stderr || probe.error?.message || `exit status ${probe.status}`).trim().split("\n")[0];
+  return (cached = { available: false, path, reason: `bwrap cannot create a sandbox here: ${why}` });
+}

@@ -1,0 +1,96 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { until } from "../support/wait.js";
+
+// Issue 13 item 12: every documented way of starting the gateway works on a fresh clone (no OPENAI_* set, the
+// shipped config), and SIGTERM to `npm start` stops the server itself.
+const root = path.resolve(import.meta.dirname, "../..");
+const dir = mkdtempSync(path.join(tmpdir(), "dfgw-fresh-"));
+const started: number[] = [];
+afterAll(() => {
+  for (const pid of started) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+
+function start(command: string, args: string[], port: number) {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith("OPENAI_") || k.startsWith("DEER_FLOW_") || k.startsWith("npm_")) delete env[k];
+  Object.assign(env, {
+    HOST: "127.0.0.1",
+    PORT: String(port),
+    DEER_FLOW_CONFIG_PATH: path.join(root, "config", "config.yaml"),
+    DEER_FLOW_HOME: path.join(dir, `home-${port}`),
+    DEER_FLOW_AGENTS_DIR: path.join(dir, `agents-${port}`),
+    // The README's quick start: a local trial without sign-in.
+    DEER_FLOW_AUTH_DISABLED: "1",
+  });
+  // Own process group, so a failing test can still remove whatever the command started.
+  const child = spawn(command, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  started.push(child.pid!);
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  child.stderr.on("data", (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code, signal) => resolve(code ?? (signal ? -1 : null))));
+  return { child, exited, output: () => out };
+}
+
+const healthy = async (port: number) => {
+  try {
+    return (await fetch(`http://127.0.0.1:${port}/health`)).ok;
+  } catch {
+    return false;
+  }
+};
+const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+
+describe("starting on a fresh clone", () => {
+  it("node --import tsx src/server.ts serves the shipped config without OPENAI_API_KEY", async () => {
+    const port = await freePort();
+    const server = start(process.execPath, ["--import", "tsx", "src/server.ts"], port);
+    await until(() => healthy(port), 30_000, 200);
+    const models = await (await fetch(`http://127.0.0.1:${port}/api/models`)).json();
+    expect(models.models.length).toBeGreaterThan(0);
+    server.child.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+  });
+
+  it("SIGTERM to `npm start` stops the node server, not only npm", async () => {
+    const port = await freePort();
+    const server = start(npm, ["start"], port);
+    await until(() => healthy(port), 30_000, 200);
+    server.child.kill("SIGTERM");
+    await server.exited;
+    // Nothing serves on the port any more: the signal reached node (the script execs it).
+    await until(async () => !(await healthy(port)), 10_000, 100);
+    expect(await healthy(port)).toBe(false);
+    expect(server.output()).toContain("shutting down");
+  });
+
+  it("`npm run dev` serves, and stops on SIGTERM", async () => {
+    const port = await freePort();
+    const server = start(npm, ["run", "dev"], port);
+    await until(() => healthy(port), 30_000, 200);
+    server.child.kill("SIGTERM");
+    await server.exited;
+    await until(async () => !(await healthy(port)), 10_000, 100);
+    expect(await healthy(port)).toBe(false);
+  });
+});
