@@ -70,7 +70,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
   const startSession = async (request: FastifyRequest, reply: FastifyReply, user: UserRecord, rememberMe: boolean | null | undefined) => {
     const token = await service.tokens.sign(user.id, user.token_version);
     const policy = sessionCookiePolicy(request, rememberMe, lifetimeSeconds);
-    setSessionCookies(reply, token, rememberMe ?? policy.maxAge !== undefined, policy);
+    setSessionCookies(reply, token, policy);
     setCsrfCookie(reply, policy);
   };
 

@@ -43,6 +43,8 @@ function isLoopbackHost(request: FastifyRequest): boolean {
 
 /** Flags of the session cookies: Secure behind https; persistent (Max-Age) only when asked and safe. */
 export interface CookiePolicy {
+  /** The user's "remember me" choice (kept in the persistence cookie for later re-issues). */
+  remember: boolean;
   secure: boolean;
   /** Seconds, or undefined for a browser-session cookie. */
   maxAge: number | undefined;
@@ -57,7 +59,7 @@ export function sessionCookiePolicy(request: FastifyRequest, rememberMe: boolean
   const remember = rememberMe ?? (remembered === "0" ? false : true);
   const secure = isSecureRequest(request);
   const persistent = remember && (secure || isLoopbackHost(request));
-  return { secure, maxAge: persistent ? lifetimeSeconds : undefined };
+  return { remember, secure, maxAge: persistent ? lifetimeSeconds : undefined };
 }
 
 function appendSetCookie(reply: FastifyReply, value: string): void {
@@ -71,9 +73,9 @@ function setCookie(reply: FastifyReply, name: string, value: string, options: Se
 }
 
 /** Sets the HttpOnly, SameSite=Lax session cookie and the persistence cookie. */
-export function setSessionCookies(reply: FastifyReply, token: string, remember: boolean, policy: CookiePolicy): void {
+export function setSessionCookies(reply: FastifyReply, token: string, policy: CookiePolicy): void {
   setCookie(reply, ACCESS_TOKEN_COOKIE, token, { httpOnly: true, secure: policy.secure, sameSite: "lax", maxAge: policy.maxAge });
-  setCookie(reply, SESSION_PERSISTENCE_COOKIE, remember ? "1" : "0", { httpOnly: true, secure: policy.secure, sameSite: "lax", maxAge: policy.maxAge });
+  setCookie(reply, SESSION_PERSISTENCE_COOKIE, policy.remember ? "1" : "0", { httpOnly: true, secure: policy.secure, sameSite: "lax", maxAge: policy.maxAge });
 }
 
 /** Sets a fresh JS-readable, SameSite=Strict CSRF cookie with the session cookie's lifetime (so the pair expires together). */

@@ -1,4 +1,5 @@
 import { readFileSync, statSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import path from "node:path";
 import { SignJWT } from "jose";
 import { afterEach, describe, expect, it } from "vitest";
@@ -60,6 +61,38 @@ describe("the DeerFlow web app's sign-in sequence", () => {
     const res = await new Session(h.url).login("a@example.com", PASSWORD, { "x-forwarded-proto": "https" });
     expect(res.headers.getSetCookie().find((c) => c.startsWith("access_token="))).toMatch(/; Secure/i);
     expect(browser.cookies.has("access_token")).toBe(true);
+  });
+});
+
+describe("remember me", () => {
+  it("remember_me=false gives browser-session cookies, kept on re-issue; plain http off loopback is never persistent", async () => {
+    await start();
+    await signUp(h.url, "a@example.com", PASSWORD, "initialize");
+    const browser = new Session(h.url);
+    const res = await browser.fetch("/api/v1/auth/login/local", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ username: "a@example.com", password: PASSWORD, remember_me: "false" }).toString(),
+    });
+    expect(res.status).toBe(200);
+    const access = res.headers.getSetCookie().find((c) => c.startsWith("access_token="))!;
+    expect(access).not.toMatch(/Max-Age/i);
+    expect(browser.cookies.get("deerflow_session_persistent")).toBe("0");
+    const change = await browser.fetch("/api/v1/auth/change-password", { json: { current_password: PASSWORD, new_password: "another-long-secret" } });
+    expect(change.headers.getSetCookie().find((c) => c.startsWith("access_token="))).not.toMatch(/Max-Age/i);
+    expect(browser.cookies.get("deerflow_session_persistent")).toBe("0");
+    // fetch cannot set Host: a raw request, as a browser reaching the server by a public name over http would.
+    const { hostname, port } = new URL(h.url);
+    const cookies = await new Promise<string[]>((resolve, reject) => {
+      const req = httpRequest({ hostname, port, method: "POST", path: "/api/v1/auth/login/local", headers: { host: "gateway.example.com", "content-type": "application/x-www-form-urlencoded" } }, (r) => {
+        r.resume();
+        r.on("end", () => (r.statusCode === 200 ? resolve(r.headers["set-cookie"] ?? []) : reject(new Error(`status ${r.statusCode}`))));
+      });
+      req.on("error", reject);
+      req.end(new URLSearchParams({ username: "a@example.com", password: "another-long-secret", remember_me: "true" }).toString());
+    });
+    expect(cookies.find((c) => c.startsWith("access_token="))).not.toMatch(/Max-Age/i);
+    expect(cookies.find((c) => c.startsWith("deerflow_session_persistent="))).toMatch(/^deerflow_session_persistent=1;/);
   });
 });
 
