@@ -66,7 +66,8 @@ describe("the DeerFlow web app's sign-in sequence", () => {
 
 describe("remember me", () => {
   it("remember_me=false gives browser-session cookies, kept on re-issue; plain http off loopback is never persistent", async () => {
-    await start();
+    // The public host name must be allowed (Host allowlist against DNS rebinding).
+    await start(CONFIG, { allowedHosts: ["gateway.example.com"] });
     await signUp(h.url, "a@example.com", PASSWORD, "initialize");
     const browser = new Session(h.url);
     const res = await browser.fetch("/api/v1/auth/login/local", {
