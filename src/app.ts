@@ -1,4 +1,5 @@
 // buildApp: the Fastify instance with its plugins, services and routes. It never listens (src/server.ts does).
+import path from "node:path";
 import { fastifyCors } from "@fastify/cors";
 import { fastifySSE } from "@fastify/sse";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
@@ -22,6 +23,7 @@ import { RunManager } from "./runtime/run-manager.js";
 import { RunService } from "./runtime/run-service.js";
 import { ThreadService } from "./runtime/thread-service.js";
 import { MemoryStreamBridge, type StreamBridge } from "./runtime/stream-bridge.js";
+import { RecordingStreamBridge, RunEventLog } from "./web/run-event-log.js";
 import type { LocalSandboxProvider } from "./sandbox/local-provider.js";
 import { createSandboxProvider } from "./sandbox/security.js";
 
@@ -74,6 +76,8 @@ export interface GatewayServices {
   getAppConfig: () => AppConfig;
   /** Per-thread sandbox directories (uploads, artifacts and the sandbox tools share it). */
   sandbox: LocalSandboxProvider;
+  /** Stored events of every run (`GET .../runs/{run_id}/events`). */
+  runEvents: RunEventLog;
 }
 
 declare module "fastify" {
@@ -98,7 +102,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const auth = createAuthRuntime({ home, authDisabled: options.authDisabled, trustedProxies: options.trustedProxies, corsOrigins, originAllowed: corsOriginAllowed });
   const persistence = await openPersistence(appConfig, home);
   const agentFactory = options.agentFactory ?? resolveAgentFactory();
-  const bridge = new MemoryStreamBridge(options.queueMaxSize ?? 256);
+  // Every run's events are also kept on disk for `GET .../runs/{run_id}/events` (the bridge forgets them).
+  const runEvents = new RunEventLog(path.join(home, "data", "run-events"));
+  const bridge = new RecordingStreamBridge(new MemoryStreamBridge(options.queueMaxSize ?? 256), runEvents);
   const runs = new RunManager(persistence.runs);
   // Batches memory writes for a second: a busy gateway writes each memory file once per batch, not once per run.
   const memoryQueue = new MemoryUpdateQueue(undefined, { debounceMs: 1_000 });
@@ -135,7 +141,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   });
   installAuth(app, auth.runtime(persistence, logger));
   app.decorateRequest("thread", null);
-  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox });
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, runEvents });
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     const text = String(body);
     if (!text.trim()) return done(null, {});

@@ -1,0 +1,190 @@
+// Contract tests: the DeerFlow web app's calls (paths, bodies) replayed over real HTTP, asserting the fields the
+// app reads (../shared/reference/frontend/src/core/**/api.ts and threads/hooks.ts), so a shape regression fails CI.
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { claimPendingThread } from "../../src/web/pending-threads.js";
+import { postJson, startHarness, type Harness } from "../support/harness.js";
+
+const CONFIG = "models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\nuploads:\n  max_files: 5\n  max_file_size: 1000\n  max_total_size: 3000\n";
+let h: Harness;
+beforeEach(async () => {
+  h = await startHarness(CONFIG);
+});
+afterEach(async () => h.close());
+
+const getJson = async (p: string) => {
+  const res = await fetch(`${h.url}${p}`);
+  return { status: res.status, body: (await res.json()) as any };
+};
+const send = async (method: string, p: string, body?: unknown) => {
+  const res = await fetch(`${h.url}${p}`, { method, headers: body === undefined ? {} : { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: res.status, body: (await res.json().catch(() => null)) as any, headers: res.headers };
+};
+/** One chat turn as the app sends it (LangGraph SDK: POST /api/langgraph/threads/{id}/runs/stream -> /api/threads/...). */
+const chat = async (threadId: string, text: string, extra: Record<string, unknown> = {}) => {
+  const res = await postJson(`${h.url}/api/threads/${threadId}/runs/wait`, {
+    assistant_id: "lead_agent",
+    input: { messages: [{ type: "human", id: `h-${text.length}-${Math.abs(hash(text))}`, content: [{ type: "text", text }] }] },
+    ...extra,
+  });
+  expect(res.status).toBe(200);
+  return res.json() as Promise<any>;
+};
+const hash = (s: string) => [...s].reduce((a, c) => (a * 31 + c.charCodeAt(0)) | 0, 7);
+const uploadForm = (name: string, content: string) => {
+  const form = new FormData();
+  form.append("files", new Blob([content], { type: "text/plain" }), name);
+  return form;
+};
+
+describe("new chat with an attached file", () => {
+  it("uploads to a thread that does not exist yet, then the first run sees the file", async () => {
+    const limits = await getJson("/api/threads/new-chat-1/uploads/limits");
+    expect(limits).toEqual({ status: 200, body: { max_files: 5, max_file_size: 1000, max_total_size: 3000 } });
+    expect(await getJson("/api/threads/new-chat-1/uploads/list")).toEqual({ status: 200, body: { files: [], count: 0 } });
+
+    const up = await fetch(`${h.url}/api/threads/new-chat-1/uploads`, { method: "POST", body: uploadForm("notes.txt", "hello file") });
+    expect(up.status).toBe(200);
+    const uploaded = (await up.json()) as any;
+    expect(uploaded.success).toBe(true);
+    expect(uploaded.skipped_files).toEqual([]);
+    expect(uploaded.files[0]).toMatchObject({ filename: "notes.txt", size: 10, virtual_path: "/mnt/user-data/uploads/notes.txt" });
+    expect(uploaded.files[0].artifact_url).toBe("/api/threads/new-chat-1/artifacts/mnt/user-data/uploads/notes.txt");
+
+    const list = await getJson("/api/threads/new-chat-1/uploads/list");
+    expect(list.body.count).toBe(1);
+    expect(list.body.files[0].filename).toBe("notes.txt");
+
+    expect((await postJson(`${h.url}/api/threads`, { thread_id: "new-chat-1" })).status).toBe(200);
+    await chat("new-chat-1", "read my notes");
+    const file = await fetch(`${h.url}${uploaded.files[0].artifact_url}`);
+    expect(await file.text()).toBe("hello file");
+  });
+
+  it("answers 404 when another user claimed the thread id first, and refuses creating that thread", async () => {
+    claimPendingThread(process.env.DEER_FLOW_HOME!, "claimed", "someone-else");
+    const up = await fetch(`${h.url}/api/threads/claimed/uploads`, { method: "POST", body: uploadForm("a.txt", "x") });
+    expect(up.status).toBe(404);
+    expect((await getJson("/api/threads/claimed/uploads/limits")).status).toBe(404);
+    expect((await postJson(`${h.url}/api/threads`, { thread_id: "claimed" })).status).toBe(409);
+    expect(existsSync(path.join(process.env.DEER_FLOW_HOME!, "users", "default", "threads", "claimed"))).toBe(false);
+  });
+});
+
+describe("reopening a thread", () => {
+  it("pages the visible messages newest-first with valid seq cursors and run ids", async () => {
+    await postJson(`${h.url}/api/threads`, { thread_id: "t1" });
+    for (const text of ["one", "two", "three"]) await chat("t1", text);
+    const runs = (await getJson("/api/threads/t1/runs?limit=10")).body as any[];
+    const full = await getJson("/api/threads/t1/messages/page");
+    expect(full.status).toBe(200);
+    expect(full.body.has_more).toBe(false);
+    expect(full.body.next_before_seq).toBeNull();
+    const rows = full.body.data as any[];
+    expect(rows.map((r) => [r.content.type, r.content.content])).toEqual([
+      ["human", [{ type: "text", text: "one" }]], ["ai", "You said: one"],
+      ["human", [{ type: "text", text: "two" }]], ["ai", "You said: two"],
+      ["human", [{ type: "text", text: "three" }]], ["ai", "You said: three"],
+    ]);
+    const seqs = rows.map((r) => r.seq);
+    expect(new Set(seqs).size).toBe(seqs.length);
+    expect(seqs.every((s) => Number.isSafeInteger(s) && s >= 1)).toBe(true);
+    expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+    for (const r of rows) expect(r).toHaveProperty("metadata.caller");
+    // Each turn's messages carry the run that produced them.
+    const runOf = (text: string) => rows.find((r) => r.content.type === "ai" && r.content.content === `You said: ${text}`).run_id;
+    expect(new Set([runOf("one"), runOf("two"), runOf("three")]).size).toBe(3);
+    expect(runs.map((r) => r.run_id)).toContain(runOf("two"));
+
+    const first = await getJson("/api/threads/t1/messages/page?limit=4");
+    expect(first.body.data).toHaveLength(4);
+    expect(first.body.has_more).toBe(true);
+    expect(first.body.next_before_seq).toBe(first.body.data[0].seq);
+    const older = await getJson(`/api/threads/t1/messages/page?limit=4&before_seq=${first.body.next_before_seq}`);
+    expect(older.body.data.map((r: any) => r.seq)).toEqual(seqs.slice(0, 2));
+    expect(older.body).toMatchObject({ has_more: false, next_before_seq: null });
+    expect((await getJson("/api/threads/t1/messages/page?after_seq=1")).status).toBe(422);
+    expect((await getJson("/api/threads/t1/messages/page?limit=0")).status).toBe(422);
+  });
+
+  it("reports token usage the app's indicator reads, and 404 for an unknown thread", async () => {
+    await postJson(`${h.url}/api/threads`, { thread_id: "t2" });
+    await chat("t2", "count my tokens");
+    const usage = await getJson("/api/threads/t2/token-usage");
+    expect(usage.status).toBe(200);
+    expect(usage.body).toMatchObject({ thread_id: "t2", total_runs: 1 });
+    expect(usage.body.total_tokens).toBe(usage.body.total_input_tokens + usage.body.total_output_tokens);
+    expect(usage.body.total_tokens).toBeGreaterThan(0);
+    expect(usage.body.by_model.s).toEqual({ tokens: usage.body.total_tokens, runs: 1 });
+    expect(usage.body.by_caller).toEqual({ lead_agent: usage.body.total_tokens, subagent: 0, middleware: 0 });
+    expect(usage.body.context_usage.token_count).toBeGreaterThan(0);
+    expect((await getJson("/api/threads/missing/token-usage")).status).toBe(404);
+    expect((await getJson("/api/threads/missing/messages/page")).status).toBe(404);
+  });
+});
+
+describe("features and features not offered", () => {
+  it("reports optional features off and answers the disabled shapes the app reads", async () => {
+    expect(await getJson("/api/features")).toEqual({ status: 200, body: { agents_api: { enabled: false }, browser_control: { enabled: false }, mcp_tasks: { enabled: false } } });
+    h.writeConfig(`${CONFIG}agents_api:\n  enabled: true\n`);
+    expect((await getJson("/api/features")).body.agents_api.enabled).toBe(true);
+    expect(await getJson("/api/channels/providers")).toEqual({ status: 200, body: { enabled: false, providers: [] } });
+    expect(await getJson("/api/channels/connections")).toEqual({ status: 200, body: { connections: [] } });
+    expect(await getJson("/api/scheduled-tasks")).toEqual({ status: 200, body: [] });
+    const lark = await getJson("/api/integrations/lark/status");
+    expect(lark.body).toMatchObject({ installed: false, app_configured: false, cli: { available: false }, auth: { status: "unavailable" }, sandbox_runtime_ready: false });
+    await postJson(`${h.url}/api/threads`, { thread_id: "t3" });
+    expect(await getJson("/api/threads/t3/mcp-tasks?limit=20")).toEqual({ status: 200, body: [] });
+    expect(await getJson("/api/threads/t3/scheduled-tasks")).toEqual({ status: 200, body: [] });
+    const connect = await send("POST", "/api/channels/telegram/connect");
+    expect(connect.status).toBe(501);
+    expect(connect.body.detail).toContain("not offered");
+    expect((await send("POST", "/api/threads/t3/browser/navigate", { url: "https://example.com" })).status).toBe(501);
+    expect(await getJson("/api/suggestions/config")).toEqual({ status: 200, body: { enabled: true, max_suggestions: 3 } });
+  });
+});
+
+describe("run events, workspace changes, feedback and goal", () => {
+  it("keeps a run's event log after its stream is gone, and stores per-run feedback", async () => {
+    await postJson(`${h.url}/api/threads`, { thread_id: "t4" });
+    await chat("t4", "hello", { stream_mode: ["values", "updates", "custom"] });
+    const [run] = (await getJson("/api/threads/t4/runs")).body as any[];
+    const events = await getJson(`/api/threads/t4/runs/${run.run_id}/events`);
+    expect(events.status).toBe(200);
+    expect(events.body[0]).toMatchObject({ seq: 1, run_id: run.run_id, event_type: "metadata" });
+    expect(events.body.some((e: any) => e.event_type === "updates")).toBe(true);
+    expect(events.body.every((e: any) => e.event_type !== "values")).toBe(true);
+    const onlyMeta = await getJson(`/api/threads/t4/runs/${run.run_id}/events?event_types=metadata`);
+    expect(onlyMeta.body).toHaveLength(1);
+    expect((await getJson(`/api/threads/t4/runs/nope/events`)).status).toBe(404);
+
+    const changes = await getJson(`/api/threads/t4/runs/${run.run_id}/workspace-changes?include_files=true&include_diff=true`);
+    expect(changes.body).toMatchObject({ available: false, files: [] });
+
+    const put = await send("PUT", `/api/threads/t4/runs/${run.run_id}/feedback`, { rating: 1, comment: null });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ run_id: run.run_id, thread_id: "t4", rating: 1, comment: null });
+    const again = await send("PUT", `/api/threads/t4/runs/${run.run_id}/feedback`, { rating: -1, comment: "meh" });
+    expect(again.body.feedback_id).toBe(put.body.feedback_id);
+    const page = await getJson("/api/threads/t4/messages/page");
+    const lastAi = page.body.data.filter((r: any) => r.content.type === "ai").at(-1);
+    expect(lastAi.feedback).toEqual({ feedback_id: put.body.feedback_id, rating: -1, comment: "meh" });
+    expect((await send("PUT", `/api/threads/t4/runs/${run.run_id}/feedback`, { rating: 5 })).status).toBe(422);
+    expect((await send("DELETE", `/api/threads/t4/runs/${run.run_id}/feedback`)).status).toBe(200);
+    expect((await send("DELETE", `/api/threads/t4/runs/${run.run_id}/feedback`)).status).toBe(404);
+  });
+
+  it("sets, reads and clears the thread goal in thread state", async () => {
+    await postJson(`${h.url}/api/threads`, { thread_id: "t5" });
+    expect(await getJson("/api/threads/t5/goal")).toEqual({ status: 200, body: { goal: null } });
+    const set = await send("PUT", "/api/threads/t5/goal", { objective: "ship it" });
+    expect(set.status).toBe(200);
+    expect(set.body.goal).toMatchObject({ objective: "ship it", status: "active", continuation_count: 0 });
+    expect((await getJson("/api/threads/t5/goal")).body.goal.objective).toBe("ship it");
+    expect((await getJson("/api/threads/t5/state")).body.values.goal.objective).toBe("ship it");
+    expect((await send("DELETE", "/api/threads/t5/goal")).body).toEqual({ goal: null });
+    expect((await getJson("/api/threads/t5/goal")).body).toEqual({ goal: null });
+    expect((await send("PUT", "/api/threads/t5/goal", { objective: "" })).status).toBe(422);
+  });
+});
