@@ -1,6 +1,7 @@
 // Contract tests: the DeerFlow web app's calls (paths, bodies) replayed over real HTTP, asserting the fields the
 // app reads (../shared/reference/frontend/src/core/**/api.ts and threads/hooks.ts), so a shape regression fails CI.
-import { existsSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { claimPendingThread } from "../../src/web/pending-threads.js";
@@ -186,5 +187,52 @@ describe("run events, workspace changes, feedback and goal", () => {
     expect((await send("DELETE", "/api/threads/t5/goal")).body).toEqual({ goal: null });
     expect((await getJson("/api/threads/t5/goal")).body).toEqual({ goal: null });
     expect((await send("PUT", "/api/threads/t5/goal", { objective: "" })).status).toBe(422);
+  });
+});
+
+describe("artifact preview and editor", () => {
+  const outputs = () => path.join(process.env.DEER_FLOW_HOME!, "users", "default", "threads", "t6", "user-data", "outputs");
+  const sha = (s: string) => createHash("sha256").update(s).digest("hex");
+  const url = "/api/threads/t6/artifacts/mnt/user-data/outputs/report.md";
+
+  it("serves a preview range with a SHA-256 ETag, 304 on a match, 416 outside the file", async () => {
+    await postJson(`${h.url}/api/threads`, { thread_id: "t6" });
+    mkdirSync(outputs(), { recursive: true });
+    writeFileSync(path.join(outputs(), "report.md"), "0123456789");
+    const part = await fetch(`${h.url}${url}`, { headers: { Range: "bytes=0-3" } });
+    expect(part.status).toBe(206);
+    expect(part.headers.get("content-range")).toBe("bytes 0-3/10");
+    expect(await part.text()).toBe("0123");
+    expect(part.headers.get("etag")).toBe(`"${sha("0123456789")}"`);
+    const tail = await fetch(`${h.url}${url}`, { headers: { Range: "bytes=-2" } });
+    expect(await tail.text()).toBe("89");
+    const whole = await fetch(`${h.url}${url}`);
+    expect(whole.status).toBe(200);
+    expect(whole.headers.get("accept-ranges")).toBe("bytes");
+    expect(await whole.text()).toBe("0123456789");
+    const cached = await fetch(`${h.url}${url}`, { headers: { "If-None-Match": whole.headers.get("etag")! } });
+    expect(cached.status).toBe(304);
+    const outside = await fetch(`${h.url}${url}`, { headers: { Range: "bytes=50-60" } });
+    expect(outside.status).toBe(416);
+    expect(outside.headers.get("content-range")).toBe("bytes */10");
+  });
+
+  it("saves an edit atomically when expected_sha256 matches; 412 when the file changed, 400 outside outputs", async () => {
+    await postJson(`${h.url}/api/threads`, { thread_id: "t6" });
+    mkdirSync(outputs(), { recursive: true });
+    writeFileSync(path.join(outputs(), "report.md"), "draft");
+    const saved = await send("PUT", url, { content: "final text", expected_sha256: sha("draft") });
+    expect(saved.status).toBe(200);
+    expect(saved.body).toEqual({ path: "/mnt/user-data/outputs/report.md", sha256: sha("final text"), size: 10 });
+    expect(readFileSync(path.join(outputs(), "report.md"), "utf8")).toBe("final text");
+    expect(readdirSync(outputs())).toEqual(["report.md"]);
+    const stale = await send("PUT", url, { content: "lost update", expected_sha256: sha("draft") });
+    expect(stale.status).toBe(412);
+    expect(readFileSync(path.join(outputs(), "report.md"), "utf8")).toBe("final text");
+    expect((await send("PUT", url, { content: "x", expected_sha256: "nothex" })).status).toBe(422);
+    expect((await send("PUT", "/api/threads/t6/artifacts/mnt/user-data/uploads/a.txt", { content: "x", expected_sha256: sha("") })).status).toBe(400);
+    expect((await send("PUT", "/api/threads/t6/artifacts/mnt/user-data/outputs/missing.md", { content: "x", expected_sha256: sha("") })).status).toBe(404);
+    expect((await send("PUT", "/api/threads/t6/artifacts/mnt/user-data/outputs/../../x", { content: "x", expected_sha256: sha("") })).status).toBeGreaterThanOrEqual(400);
+    expect((await send("PUT", "/api/threads/nope/artifacts/mnt/user-data/outputs/report.md", { content: "x", expected_sha256: sha("final text") })).status).toBe(404);
   });
 });
