@@ -26,6 +26,7 @@
 //   GET  /api/threads/:thread_id/messages/page, token-usage; GET|PUT|DELETE .../goal      thread-feed.ts
 //   GET  /api/threads/:thread_id/runs/:run_id/events|workspace-changes, .../feedback      thread-feed.ts
 //   GET  /api/features, /api/suggestions/config; POST .../suggestions, /api/input-polish    web-features.ts
+//   POST /api/threads/:thread_id/runs/regenerate/prepare|edit-regenerate/prepare, /branches  replay.ts
 //   channels, scheduled-tasks, integrations/lark, mcp-tasks, browser: "not offered" answers web-features.ts
 import type { FastifyInstance } from "fastify";
 import { agentRoutes } from "./agents.js";
@@ -39,6 +40,7 @@ import { threadRoutes } from "./threads.js";
 import { uploadRoutes } from "./uploads.js";
 import { threadFeedRoutes } from "./thread-feed.js";
 import { webFeatureRoutes } from "./web-features.js";
+import { replayRoutes } from "./replay.js";
 
 /** Registers every route of the gateway. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -50,6 +52,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(artifactRoutes, { prefix: "/api" });
   await app.register(threadFeedRoutes, { prefix: "/api" });
   await app.register(webFeatureRoutes, { prefix: "/api" });
+  await app.register(replayRoutes, { prefix: "/api" });
   for (const prefix of ["", "/api"]) {
     await app.register(threadRoutes, { prefix });
     await app.register(runRoutes, { prefix });

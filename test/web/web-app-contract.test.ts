@@ -236,3 +236,75 @@ describe("artifact preview and editor", () => {
     expect((await send("PUT", "/api/threads/nope/artifacts/mnt/user-data/outputs/report.md", { content: "x", expected_sha256: sha("final text") })).status).toBe(404);
   });
 });
+
+describe("regenerate, edit-and-rerun, branch", () => {
+  const page = async (threadId: string) => ((await getJson(`/api/threads/${threadId}/messages/page`)).body.data as any[]).map((r) => r.content);
+  const texts = (msgs: any[]) => msgs.map((m) => (typeof m.content === "string" ? m.content : m.content.map((b: any) => b.text).join("")));
+
+  it("regenerates the latest answer from the checkpoint before its user message; the old answer leaves the feed", async () => {
+    await postJson(`${h.url}/api/threads`, { thread_id: "t7" });
+    await chat("t7", "first");
+    await chat("t7", "second");
+    const before = await page("t7");
+    const lastAi = before.at(-1);
+    const prepared = await send("POST", "/api/threads/t7/runs/regenerate/prepare", { message_id: lastAi.id });
+    expect(prepared.status).toBe(200);
+    expect(prepared.body.input.messages).toHaveLength(1);
+    expect(prepared.body.input.messages[0]).toMatchObject({ type: "human", id: before.at(-2).id, content: [{ type: "text", text: "second" }] });
+    expect(prepared.body.checkpoint).toMatchObject({ checkpoint_ns: "", checkpoint_id: expect.any(String) });
+    expect(prepared.body.metadata).toMatchObject({ regenerate_from_message_id: lastAi.id, regenerate_from_run_id: prepared.body.target_run_id });
+    // The app submits the prepared input as a run from the prepared checkpoint.
+    const rerun = await postJson(`${h.url}/api/threads/t7/runs/wait`, { assistant_id: "lead_agent", input: prepared.body.input, checkpoint: prepared.body.checkpoint, metadata: prepared.body.metadata });
+    expect(rerun.status).toBe(200);
+    const after = await page("t7");
+    expect(texts(after)).toEqual(["first", "You said: first", "second", "You said: second"]);
+    expect(after.at(-1).id).not.toBe(lastAi.id);
+    expect((await send("POST", "/api/threads/t7/runs/regenerate/prepare", { message_id: after[1].id })).status).toBe(409);
+    expect((await send("POST", "/api/threads/t7/runs/regenerate/prepare", { message_id: "nope" })).status).toBe(404);
+  });
+
+  it("edits the latest user turn and reruns it under a new message id", async () => {
+    await postJson(`${h.url}/api/threads`, { thread_id: "t8" });
+    await chat("t8", "hello");
+    await chat("t8", "typo here");
+    const msgs = await page("t8");
+    const human = msgs.at(-2);
+    const prepared = await send("POST", "/api/threads/t8/runs/edit-regenerate/prepare", { human_message_id: human.id, replacement_text: "fixed text" });
+    expect(prepared.status).toBe(200);
+    expect(prepared.body.source_message_ids).toEqual([human.id, msgs.at(-1).id]);
+    expect(prepared.body.input.messages[0]).toMatchObject({ id: prepared.body.replacement_human_message_id, content: [{ type: "text", text: "fixed text" }] });
+    expect(prepared.body.metadata).toMatchObject({ replay_kind: "edit", edit_from_message_id: human.id });
+    await postJson(`${h.url}/api/threads/t8/runs/wait`, { assistant_id: "lead_agent", input: prepared.body.input, checkpoint: prepared.body.checkpoint, metadata: prepared.body.metadata });
+    expect(texts(await page("t8"))).toEqual(["hello", "You said: hello", "fixed text", "You said: fixed text"]);
+    expect((await send("POST", "/api/threads/t8/runs/edit-regenerate/prepare", { human_message_id: msgs[0].id, replacement_text: "x" })).status).toBe(409);
+    const unchanged = await page("t8");
+    expect((await send("POST", "/api/threads/t8/runs/edit-regenerate/prepare", { human_message_id: unchanged.at(-2).id, replacement_text: "fixed text" })).status).toBe(409);
+  });
+
+  it("branches a new thread from a turn, with the conversation up to it and the thread's files", async () => {
+    await postJson(`${h.url}/api/threads`, { thread_id: "t9" });
+    await fetch(`${h.url}/api/threads/t9/uploads`, { method: "POST", body: uploadForm("data.txt", "payload") });
+    await chat("t9", "alpha");
+    await chat("t9", "beta");
+    const msgs = await page("t9");
+    const firstAi = msgs[1];
+    const historical = await send("POST", "/api/threads/t9/branches", { message_id: firstAi.id, message_ids: [firstAi.id] });
+    expect(historical.status).toBe(200);
+    expect(historical.body).toMatchObject({ parent_thread_id: "t9", branched_from_message_id: firstAi.id, workspace_clone_mode: "skipped_historical_turn" });
+    expect(texts(await page(historical.body.thread_id))).toEqual(["alpha", "You said: alpha"]);
+
+    const latest = await send("POST", "/api/threads/t9/branches", { message_id: msgs.at(-1).id, title: "My branch" });
+    expect(latest.body.workspace_clone_mode).toBe("copied");
+    const branchId = latest.body.thread_id;
+    const thread = await getJson(`/api/threads/${branchId}`);
+    expect(thread.body.values.title).toBe("My branch");
+    expect(thread.body.metadata).toMatchObject({ branch_parent_thread_id: "t9" });
+    expect((await getJson(`/api/threads/${branchId}/uploads/list`)).body.files.map((f: any) => f.filename)).toEqual(["data.txt"]);
+    // The branch continues on its own.
+    await chat(branchId, "gamma");
+    expect(texts(await page(branchId)).slice(-2)).toEqual(["gamma", "You said: gamma"]);
+    expect(texts(await page("t9"))).toHaveLength(4);
+    expect((await send("POST", "/api/threads/t9/branches", { message_id: msgs[0].id })).status).toBe(409);
+    expect((await send("POST", "/api/threads/nope/branches", { message_id: "x" })).status).toBe(404);
+  });
+});
