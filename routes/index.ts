@@ -27,6 +27,8 @@
 //   GET  /api/threads/:thread_id/runs/:run_id/events|workspace-changes, .../feedback      thread-feed.ts
 //   GET  /api/features, /api/suggestions/config; POST .../suggestions, /api/input-polish    web-features.ts
 //   POST /api/threads/:thread_id/runs/regenerate/prepare|edit-regenerate/prepare, /branches  replay.ts
+//   GET /api/skills, PUT /api/skills/:name, /api/skills/custom[/:name[/history|/rollback]], /api/mcp/config, /api/mcp/cache/reset  settings.ts
+//   /api/memory[/reload|/facts[/:id]|/export|/import|/config|/status]                                memory.ts
 //   channels, scheduled-tasks, integrations/lark, mcp-tasks, browser: "not offered" answers web-features.ts
 import type { FastifyInstance } from "fastify";
 import { agentRoutes } from "./agents.js";
@@ -41,6 +43,8 @@ import { uploadRoutes } from "./uploads.js";
 import { threadFeedRoutes } from "./thread-feed.js";
 import { webFeatureRoutes } from "./web-features.js";
 import { replayRoutes } from "./replay.js";
+import { settingsRoutes } from "./settings.js";
+import { memoryRoutes } from "./memory.js";
 
 /** Registers every route of the gateway. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -53,6 +57,8 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(threadFeedRoutes, { prefix: "/api" });
   await app.register(webFeatureRoutes, { prefix: "/api" });
   await app.register(replayRoutes, { prefix: "/api" });
+  await app.register(settingsRoutes, { prefix: "/api" });
+  await app.register(memoryRoutes, { prefix: "/api" });
   for (const prefix of ["", "/api"]) {
     await app.register(threadRoutes, { prefix });
     await app.register(runRoutes, { prefix });

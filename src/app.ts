@@ -78,6 +78,8 @@ export interface GatewayServices {
   sandbox: LocalSandboxProvider;
   /** Stored events of every run (`GET .../runs/{run_id}/events`). */
   runEvents: RunEventLog;
+  /** The memory update queue and its store (the Settings memory routes read and write through it). */
+  memoryQueue: MemoryUpdateQueue;
 }
 
 declare module "fastify" {
@@ -141,7 +143,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   });
   installAuth(app, auth.runtime(persistence, logger));
   app.decorateRequest("thread", null);
-  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, runEvents });
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, runEvents, memoryQueue });
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     const text = String(body);
     if (!text.trim()) return done(null, {});

@@ -308,3 +308,94 @@ describe("regenerate, edit-and-rerun, branch", () => {
     expect((await send("POST", "/api/threads/nope/branches", { message_id: "x" })).status).toBe(404);
   });
 });
+
+describe("Settings: skills, MCP, memory", () => {
+  const SKILL = (name: string, description: string) => `---\nname: ${name}\ndescription: ${description}\n---\n\n# ${name}\n`;
+  const extensionsFile = () => path.join(h.dir, "extensions_config.json");
+
+  it("lists skills, toggles one in extensions_config.json, and edits a custom skill with history and rollback", async () => {
+    process.env.DEER_FLOW_PROJECT_ROOT = h.dir;
+    process.env.DEER_FLOW_SKILLS_DIR = path.join(h.dir, "skills");
+    try {
+      mkdirSync(path.join(h.dir, "skills", "public", "web-search"), { recursive: true });
+      writeFileSync(path.join(h.dir, "skills", "public", "web-search", "SKILL.md"), SKILL("web-search", "Search the web"));
+      const list = await getJson("/api/skills");
+      expect(list.body.skills).toEqual([{ name: "web-search", description: "Search the web", license: null, category: "public", enabled: true, editable: false }]);
+      const off = await send("PUT", "/api/skills/web-search", { enabled: false });
+      expect(off.body).toMatchObject({ name: "web-search", enabled: false });
+      expect(JSON.parse(readFileSync(extensionsFile(), "utf8")).skills).toEqual({ "web-search": { enabled: false } });
+      expect((await getJson("/api/skills")).body.skills[0].enabled).toBe(false);
+      expect((await send("PUT", "/api/skills/nope", { enabled: true })).status).toBe(404);
+
+      const created = await send("POST", "/api/skills/custom", { name: "notes", content: SKILL("notes", "v1") });
+      expect(created.body).toMatchObject({ name: "notes", category: "custom", editable: true, content: SKILL("notes", "v1") });
+      expect((await send("PUT", "/api/skills/custom/notes", { content: SKILL("notes", "v2") })).body.description).toBe("v2");
+      expect((await send("PUT", "/api/skills/custom/notes", { content: "no front matter" })).status).toBe(400);
+      expect((await send("PUT", "/api/skills/custom/notes", { content: SKILL("other", "x") })).status).toBe(400);
+      const history = await getJson("/api/skills/custom/notes/history");
+      expect(history.body.history.map((e: any) => e.action)).toEqual(["human_create", "human_edit"]);
+      const rolled = await send("POST", "/api/skills/custom/notes/rollback", {});
+      expect(rolled.body.description).toBe("v1");
+      expect((await getJson("/api/skills/custom")).body.skills.map((s: any) => s.name)).toEqual(["notes"]);
+      expect((await send("DELETE", "/api/skills/custom/notes")).body).toEqual({ success: true });
+      expect((await getJson("/api/skills/custom/notes")).status).toBe(404);
+      expect((await send("POST", "/api/skills/custom/notes/rollback", { history_index: -1 })).status).toBe(200);
+      expect((await getJson("/api/skills/custom/notes")).body.content).toBe(SKILL("notes", "v1"));
+    } finally {
+      delete process.env.DEER_FLOW_PROJECT_ROOT;
+      delete process.env.DEER_FLOW_SKILLS_DIR;
+    }
+  });
+
+  it("shows MCP servers with secrets masked and keeps stored secrets when the masked value comes back", async () => {
+    process.env.DEER_FLOW_PROJECT_ROOT = h.dir;
+    try {
+      writeFileSync(extensionsFile(), JSON.stringify({ mcpServers: { github: { enabled: true, command: "npx", args: ["gh"], env: { GITHUB_TOKEN: "real-secret" }, headers: { Authorization: "Bearer x" }, api_key: "k", description: "GitHub" } }, skills: { a: { enabled: false } }, custom_top_level: 1 }));
+      const got = await getJson("/api/mcp/config");
+      expect(got.body.mcp_servers.github).toMatchObject({ enabled: true, command: "npx", env: { GITHUB_TOKEN: "***" }, headers: { Authorization: "***" }, api_key: "***", description: "GitHub" });
+      expect(JSON.stringify(got.body)).not.toContain("real-secret");
+      // The app sends back what it read, with one change.
+      const edited = { mcp_servers: { github: { ...got.body.mcp_servers.github, description: "GitHub tools" } } };
+      const put = await send("PUT", "/api/mcp/config", edited);
+      expect(put.status).toBe(200);
+      expect(put.body.mcp_servers.github.description).toBe("GitHub tools");
+      const stored = JSON.parse(readFileSync(extensionsFile(), "utf8"));
+      expect(stored.mcpServers.github.env).toEqual({ GITHUB_TOKEN: "real-secret" });
+      expect(stored.mcpServers.github.api_key).toBe("k");
+      expect(stored.skills).toEqual({ a: { enabled: false } });
+      expect(stored.custom_top_level).toBe(1);
+      expect(readdirSync(h.dir).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+      const patched = await send("PATCH", "/api/mcp/config", { server_name: "github", enabled: false });
+      expect(patched.body.mcp_servers.github.enabled).toBe(false);
+      expect((await send("PATCH", "/api/mcp/config", { server_name: "nope", enabled: false })).status).toBe(404);
+      expect((await send("PUT", "/api/mcp/config", { mcp_servers: { fresh: { command: "x", env: { TOKEN: "***" } } } })).status).toBe(400);
+      expect((await send("POST", "/api/mcp/cache/reset")).body.success).toBe(true);
+    } finally {
+      delete process.env.DEER_FLOW_PROJECT_ROOT;
+    }
+  });
+
+  it("reads and edits memory facts, exports and imports, clears, and reports config and status", async () => {
+    const empty = await getJson("/api/memory");
+    expect(empty.body).toMatchObject({ facts: [], user: { workContext: { summary: "" } }, history: { recentMonths: { summary: "" } } });
+    const added = await send("POST", "/api/memory/facts", { content: "Prefers TypeScript", category: "preference", confidence: 0.9 });
+    expect(added.body.facts).toEqual([expect.objectContaining({ content: "Prefers TypeScript", category: "preference", confidence: 0.9, source: "manual", createdAt: expect.any(String), id: expect.any(String) })]);
+    const id = added.body.facts[0].id;
+    const patched = await send("PATCH", `/api/memory/facts/${id}`, { confidence: 0.4 });
+    expect(patched.body.facts[0]).toMatchObject({ content: "Prefers TypeScript", confidence: 0.4 });
+    expect((await send("PATCH", "/api/memory/facts/nope", { confidence: 0.1 })).status).toBe(404);
+    expect((await send("POST", "/api/memory/facts", { content: "x", confidence: 2 })).status).toBe(422);
+    const exported = await getJson("/api/memory/export");
+    exported.body.user.topOfMind.summary = "Shipping the gateway";
+    expect((await send("DELETE", "/api/memory")).body.facts).toEqual([]);
+    const imported = await send("POST", "/api/memory/import", exported.body);
+    expect(imported.body.facts.map((f: any) => f.id)).toEqual([id]);
+    expect(imported.body.user.topOfMind.summary).toBe("Shipping the gateway");
+    expect((await getJson("/api/memory")).body.user.topOfMind.summary).toBe("Shipping the gateway");
+    expect((await send("DELETE", `/api/memory/facts/${id}`)).body.facts).toEqual([]);
+    expect((await getJson("/api/memory/config")).body).toMatchObject({ enabled: true, mode: "middleware", injection_enabled: true });
+    const status = await getJson("/api/memory/status");
+    expect(status.body).toMatchObject({ config: { enabled: true }, data: { facts: [] } });
+    expect((await send("POST", "/api/memory/reload")).status).toBe(200);
+  });
+});
