@@ -21,6 +21,14 @@ const GATEWAY_CONFIG = `models:
     use: deerflow-gateway:ScriptedChatModel
     model: scripted
     token_delay_ms: 40
+tools:
+  - { name: ls, group: "file:read", use: "deerflow.sandbox.tools:ls_tool" }
+  - { name: read_file, group: "file:read", use: "deerflow.sandbox.tools:read_file_tool" }
+  - { name: write_file, group: "file:write", use: "deerflow.sandbox.tools:write_file_tool" }
+  - { name: str_replace, group: "file:write", use: "deerflow.sandbox.tools:str_replace_tool" }
+tool_groups:
+  - name: "file:read"
+  - name: "file:write"
 agents_api:
   enabled: true
 checkpointer:

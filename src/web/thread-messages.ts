@@ -2,7 +2,7 @@
 // (`/token-usage`), derived from the thread's checkpoints: the newest checkpoint holds the visible conversation
 // (regenerate and edit-replay fork from an earlier checkpoint, so superseded turns are already gone), and the
 // oldest checkpoint that contains a message names the run that produced it.
-import type { BaseCheckpointSaver } from "@langchain/langgraph";
+import type { BaseCheckpointSaver, CheckpointTuple } from "@langchain/langgraph";
 import { serializeMessage, type WireMessage } from "../runtime/serialization.js";
 import type { RunRecord } from "../runtime/run-manager.js";
 
@@ -40,7 +40,7 @@ export function isHiddenMessage(message: WireMessage): boolean {
 
 /**
  * Every visible message of the thread's newest checkpoint with its producing run and position.
- * Walks the checkpoint history oldest-first (at most `maxCheckpoints`, newest kept) to attribute each message id
+ * Walks the newest checkpoint's lineage oldest-first (parent links, among the `maxCheckpoints` newest) to attribute each message id
  * to the run of the first checkpoint that contained it (`runs`: the thread's run records); messages older than
  * the walked window, or copied from another thread by a branch, keep an empty run id.
  * @returns rows ordered by `seq` (oldest first).
@@ -58,9 +58,15 @@ export async function loadThreadMessageRows(checkpointer: BaseCheckpointSaver, t
     for (const r of byStart) if (Date.parse(r.created_at) <= t) found = r.run_id;
     return found;
   };
+  // Only the newest checkpoint's lineage counts: a regenerate or edit forks from an earlier checkpoint, and the
+  // abandoned branch (which may hold the same message ids) must not lend them its run.
+  const byId = new Map<string, CheckpointTuple>();
+  for await (const tuple of checkpointer.list(config, { limit: options.maxCheckpoints ?? 1_000 })) byId.set(tuple.checkpoint.id, tuple);
   const newestFirst: { runId: string; ts: string; ids: string[] }[] = [];
-  for await (const tuple of checkpointer.list(config, { limit: options.maxCheckpoints ?? 1_000 })) {
-    newestFirst.push({ runId: runAt(tuple.checkpoint.ts), ts: tuple.checkpoint.ts, ids: messagesOf(tuple.checkpoint.channel_values).flatMap((m) => (m.id ? [m.id] : [])) });
+  for (let t: CheckpointTuple | undefined = byId.get(latest.checkpoint.id) ?? latest; t; ) {
+    newestFirst.push({ runId: runAt(t.checkpoint.ts), ts: t.checkpoint.ts, ids: messagesOf(t.checkpoint.channel_values).flatMap((m) => (m.id ? [m.id] : [])) });
+    const parentId = t.parentConfig?.configurable?.checkpoint_id as string | undefined;
+    t = parentId ? byId.get(parentId) : undefined;
   }
   const origin = new Map<string, { runId: string; ts: string }>();
   for (const entry of newestFirst.reverse()) {

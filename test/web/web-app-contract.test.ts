@@ -259,6 +259,10 @@ describe("regenerate, edit-and-rerun, branch", () => {
     const after = await page("t7");
     expect(texts(after)).toEqual(["first", "You said: first", "second", "You said: second"]);
     expect(after.at(-1).id).not.toBe(lastAi.id);
+    // The replayed user message belongs to the new run (the app hides rows of the superseded run).
+    const rows = (await getJson("/api/threads/t7/messages/page")).body.data as any[];
+    expect(rows.at(-2).run_id).not.toBe(prepared.body.target_run_id);
+    expect(rows.at(-2).run_id).toBe(rows.at(-1).run_id);
     expect((await send("POST", "/api/threads/t7/runs/regenerate/prepare", { message_id: after[1].id })).status).toBe(409);
     expect((await send("POST", "/api/threads/t7/runs/regenerate/prepare", { message_id: "nope" })).status).toBe(404);
   });
