@@ -152,7 +152,8 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
     await waitText(p, "Tool present_files returned", 30_000);
     await waitIdle(p);
     artifactThread = new URL(p.url()).pathname.split("/").pop() ?? "";
-    const card = await p.waitForSelector("::-p-text(report.md)", { timeout: 15_000 });
+    // The presented file's card ("report.md", "Markdown file") opens the artifacts panel.
+    const card = await p.waitForSelector("::-p-text(Markdown file)", { timeout: 15_000 });
     await card!.click();
     await p.waitForSelector("#artifacts ::-p-text(Draft line)", { timeout: 15_000 });
     const edit = await p.waitForSelector('#artifacts ::-p-aria(Edit)', { timeout: 10_000 });
@@ -188,7 +189,8 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
 
   await step("every Settings tab", async (p) => {
     await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
-    const menu = await p.waitForSelector("::-p-text(Settings and more)", { timeout: 15_000 });
+    // The sidebar's footer menu ("Settings and more"; a gear icon when the sidebar is collapsed).
+    const menu = await p.waitForSelector("[data-sidebar=footer] [data-sidebar=menu-button]", { timeout: 15_000 });
     await menu!.click();
     const item = await p.waitForSelector("[role=menuitem] ::-p-text(Settings)", { timeout: 10_000 });
     await item!.click();
