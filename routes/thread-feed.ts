@@ -4,9 +4,10 @@ import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
-import { NotFoundError, ValidationError } from "../src/errors.js";
+import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { readThreadState } from "../src/runtime/thread-state-reader.js";
+import { compactThread } from "../src/web/compact.js";
 import { FeedbackStore } from "../src/web/feedback-store.js";
 import { aggregateTokenUsage, loadThreadMessageRows, pageRows } from "../src/web/thread-messages.js";
 import { doc } from "./openapi.js";
@@ -30,6 +31,8 @@ const EventsQuery = z.looseObject({
   after_seq: z.coerce.number().int().min(1).optional(),
 });
 const FeedbackBody = z.looseObject({ rating: z.union([z.literal(1), z.literal(-1)]), comment: z.string().max(10_000).nullish(), message_id: z.string().nullish() });
+const ContextSize = z.looseObject({ type: z.enum(["messages", "tokens", "fraction"]), value: z.number().positive() });
+const CompactBody = z.looseObject({ force: z.boolean().default(true), keep: ContextSize.nullish(), agent_name: z.string().max(128).nullish(), model_name: z.string().max(128).nullish() });
 const GoalBody = z.looseObject({ objective: z.string().trim().min(1).max(4000), max_continuations: z.number().int().min(0).max(20).default(20) });
 
 /** Upstream DEFAULT_MAX_GOAL_CONTINUATIONS / DEFAULT_MAX_NO_PROGRESS_CONTINUATIONS. */
@@ -46,7 +49,8 @@ const visibleGoal = (goal: unknown) => (goal && typeof goal === "object" && (goa
  * Registers, under `/api`: `GET /threads/:id/messages/page` (`?limit=1..200&before_seq=`), `GET
  * /threads/:id/token-usage`, `GET /threads/:id/runs/:run_id/events`, `GET .../runs/:run_id/workspace-changes`
  * (change tracking not offered: `available: false`), `GET|PUT|POST|DELETE .../runs/:run_id/feedback`,
- * `GET|PUT|DELETE /threads/:id/goal`. Another user's thread or run is 404.
+ * `GET|PUT|DELETE /threads/:id/goal`, `POST /threads/:id/compact` (`{keep?, model_name?}`: summarize now; 409 during
+ * a run). Another user's thread or run is 404.
  */
 export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
   const { persistence, runEvents, threadService, sandbox } = app.deerflow;
@@ -113,6 +117,14 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
     const removed = feedback.delete(request.params.thread_id, request.params.run_id, principalOf(request).id);
     if (!removed) throw new NotFoundError("No feedback for this run");
     return { success: true };
+  });
+
+  app.post<ThreadParams>("/threads/:thread_id/compact", { schema: doc("threads", "Summarize the older part of the thread now", { body: CompactBody }) }, async (request) => {
+    const threadId = request.params.thread_id;
+    ownedThread(app, request, threadId);
+    const body = parseOr422(CompactBody, request.body);
+    if (app.deerflow.runs.hasInFlight(threadId)) throw new ConflictError("Thread has a run in flight. Compact after the run finishes.");
+    return compactThread(persistence.checkpointer, threadId, app.deerflow.getAppConfig(), { keep: body.keep as never, modelName: body.model_name });
   });
 
   app.get<ThreadParams>("/threads/:thread_id/goal", { schema: doc("threads", "The thread's goal (null when none)") }, async (request) => {

@@ -403,3 +403,26 @@ describe("Settings: skills, MCP, memory", () => {
     expect((await send("POST", "/api/memory/reload")).status).toBe(200);
   });
 });
+
+describe("compact", () => {
+  it("summarizes all but the kept messages into summary_text with the configured model, keeping the feed readable", async () => {
+    await postJson(`${h.url}/api/threads`, { thread_id: "tc" });
+    for (const text of ["one", "two", "three"]) await chat("tc", text);
+    const nothing = await send("POST", "/api/threads/tc/compact", { force: true, keep: { type: "messages", value: 50 } });
+    expect(nothing.body).toMatchObject({ thread_id: "tc", compacted: false, reason: "nothing_to_compact", removed_message_count: 0 });
+    const res = await send("POST", "/api/threads/tc/compact", { force: true, keep: { type: "messages", value: 2 } });
+    expect(res.status).toBe(200);
+    // Cut before the last two messages (the newest turn): the four older messages are summarized away.
+    expect(res.body).toMatchObject({ thread_id: "tc", compacted: true, summary_updated: true, removed_message_count: 4, preserved_message_count: 2 });
+    const state = (await getJson("/api/threads/tc/state")).body;
+    expect(state.checkpoint_id).toBe(res.body.checkpoint_id);
+    // The scripted model echoes the summarization prompt: the summary is its deterministic answer.
+    expect(state.values.summary_text).toMatch(/^You said: Condense the conversation/);
+    expect(state.values.messages.map((m: any) => m.content)).toEqual([[{ type: "text", text: "three" }], "You said: three"]);
+    await chat("tc", "four");
+    const rows = (await getJson("/api/threads/tc/messages/page")).body.data as any[];
+    expect(rows.at(-1).content.content).toBe("You said: four");
+    expect((await send("POST", "/api/threads/tc/compact", { keep: { type: "bogus", value: 1 } })).status).toBe(422);
+    expect((await send("POST", "/api/threads/missing/compact", {})).status).toBe(404);
+  });
+});
