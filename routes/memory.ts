@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
 import { ValidationError } from "../src/errors.js";
-import { FactCreateSchema, FactPatchSchema, MemoryImportSchema, MemoryService } from "../src/web/memory-view.js";
+import { FactCreateSchema, FactPatchSchema, MemoryImportSchema, MemoryService } from "../src/runtime/web/memory-view.js";
 import { doc } from "./openapi.js";
 import { parseOr422 } from "./thread-feed.js";
 

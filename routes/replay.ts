@@ -4,7 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
 import { ensureInitialCheckpoint } from "../src/runtime/rollback.js";
-import { branchThread, prepareEditRegenerate, prepareRegenerate } from "../src/web/replay.js";
+import { branchThread, prepareEditRegenerate, prepareRegenerate } from "../src/runtime/web/replay.js";
 import { doc } from "./openapi.js";
 import { ownedThread } from "./thread-access.js";
 import { parseOr422 } from "./thread-feed.js";
@@ -51,8 +51,8 @@ export async function replayRoutes(app: FastifyInstance): Promise<void> {
       targetDir: sandbox.dirsFor(newThreadId, userId).root,
     });
     const { is_branch, ...rest } = result.metadata;
-    // Carry the caller-visible metadata of the source (assistant/agent), then the branch markers.
-    persistence.threads.create(newThreadId, { ...source.metadata, ...rest, is_branch });
+    // Owned by the caller; carries the caller-visible metadata of the source (assistant/agent), then the branch markers.
+    persistence.threads.create(newThreadId, { ...source.metadata, ...rest, is_branch }, userId);
     await ensureInitialCheckpoint(persistence.checkpointer, newThreadId);
     const { metadata: _metadata, ...answer } = result;
     return answer;

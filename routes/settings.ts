@@ -6,10 +6,8 @@ import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
 import { getProjectRoot, getSkillsDir } from "../src/config/paths.js";
 import { DeerflowError, ForbiddenError, NotFoundError } from "../src/errors.js";
-import { sharedMcpToolCache } from "../src/tools/mcp-tools.js";
-import { readExtensionsForBuild } from "../src/tools/read-extensions.js";
-import { CustomSkillStore, skillView } from "../src/web/custom-skills.js";
-import { maskedServers, replaceMcpServers, setMcpServerEnabled, setSkillEnabled } from "../src/web/extensions-admin.js";
+import { CustomSkillStore, skillView } from "../src/runtime/web/custom-skills.js";
+import { currentExtensions, maskedServers, replaceMcpServers, resetMcpToolCache, setMcpServerEnabled, setSkillEnabled } from "../src/runtime/web/extensions-admin.js";
 import { doc } from "./openapi.js";
 import { parseOr422 } from "./thread-feed.js";
 
@@ -39,13 +37,13 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
   };
 
   app.get("/skills", { schema: doc("skills", "Every skill (public and custom) and whether it is enabled") }, async () => ({
-    skills: store().all(readExtensionsForBuild()).map(skillView),
+    skills: store().all(currentExtensions()).map(skillView),
   }));
 
   app.put<NameParams>("/skills/:skill_name", { schema: doc("skills", "Enable or disable a skill (extensions_config.json)", { body: SkillToggle }) }, async (request) => {
     requireAdmin(request);
     const body = parseOr422(SkillToggle, request.body);
-    const skill = store().all(readExtensionsForBuild()).find((s) => s.name === request.params.skill_name);
+    const skill = store().all(currentExtensions()).find((s) => s.name === request.params.skill_name);
     if (!skill) throw new NotFoundError(`Skill '${request.params.skill_name}' not found`);
     setSkillEnabled(skill.name, body.enabled);
     return { ...skillView(skill), enabled: body.enabled };
@@ -56,7 +54,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.get("/skills/custom", { schema: doc("skills", "Custom skills") }, async () => ({
-    skills: store().all(readExtensionsForBuild()).filter((s) => s.category === "custom").map(skillView),
+    skills: store().all(currentExtensions()).filter((s) => s.category === "custom").map(skillView),
   }));
 
   app.post("/skills/custom", { schema: doc("skills", "Create a custom skill from SKILL.md text", { body: SkillCreate }) }, async (request) => {
@@ -64,12 +62,12 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
     const body = parseOr422(SkillCreate, request.body);
     const s = store();
     s.create(body.name, body.content, author);
-    return s.get(body.name, readExtensionsForBuild());
+    return s.get(body.name, currentExtensions());
   });
 
   app.get<NameParams>("/skills/custom/:skill_name", { schema: doc("skills", "A custom skill with its SKILL.md text") }, async (request) => {
     requireAdmin(request);
-    return store().get(request.params.skill_name, readExtensionsForBuild());
+    return store().get(request.params.skill_name, currentExtensions());
   });
 
   app.put<NameParams>("/skills/custom/:skill_name", { schema: doc("skills", "Replace a custom skill's SKILL.md (recorded in its history)", { body: SkillContent }) }, async (request) => {
@@ -77,7 +75,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
     const body = parseOr422(SkillContent, request.body);
     const s = store();
     s.update(request.params.skill_name, body.content, author);
-    return s.get(request.params.skill_name, readExtensionsForBuild());
+    return s.get(request.params.skill_name, currentExtensions());
   });
 
   app.delete<NameParams>("/skills/custom/:skill_name", { schema: doc("skills", "Delete a custom skill (its history is kept)") }, async (request) => {
@@ -95,7 +93,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
     const body = parseOr422(Rollback, request.body);
     const s = store();
     s.rollback(request.params.skill_name, body.history_index, author);
-    return s.get(request.params.skill_name, readExtensionsForBuild());
+    return s.get(request.params.skill_name, currentExtensions());
   });
 
   app.post("/skills/reload", { schema: doc("skills", "Rescan the skills (they are rescanned on every run anyway)") }, async (request) => {
@@ -112,7 +110,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
     requireAdmin(request);
     const body = parseOr422(McpConfigBody, request.body);
     const servers = replaceMcpServers(body.mcp_servers as Record<string, Record<string, unknown>>);
-    await sharedMcpToolCache.close();
+    await resetMcpToolCache();
     return { mcp_servers: servers };
   });
 
@@ -120,13 +118,13 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
     requireAdmin(request);
     const body = parseOr422(McpStateBody, request.body);
     const servers = setMcpServerEnabled(body.server_name, body.enabled);
-    await sharedMcpToolCache.close();
+    await resetMcpToolCache();
     return { mcp_servers: servers };
   });
 
   app.post("/mcp/cache/reset", { schema: doc("mcp", "Drop the cached MCP clients; tools reload on next use") }, async (request) => {
     requireAdmin(request);
-    await sharedMcpToolCache.close();
+    await resetMcpToolCache();
     return { success: true, message: "MCP tools cache reset. Tools will reload on next use." };
   });
 }

@@ -7,9 +7,9 @@ import { principalOf } from "../src/auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { readThreadState } from "../src/runtime/thread-state-reader.js";
-import { compactThread } from "../src/web/compact.js";
-import { FeedbackStore } from "../src/web/feedback-store.js";
-import { aggregateTokenUsage, loadThreadMessageRows, pageRows } from "../src/web/thread-messages.js";
+import { compactThread } from "../src/runtime/web/compact.js";
+import { FeedbackStore } from "../src/runtime/web/feedback-store.js";
+import { aggregateTokenUsage, loadThreadMessageRows, pageRows } from "../src/runtime/web/thread-messages.js";
 import { doc } from "./openapi.js";
 import { ownedRun, ownedThread } from "./thread-access.js";
 

@@ -11,7 +11,7 @@ import type { ThreadRecord } from "../src/runtime/thread-store.js";
 import { principalOf } from "../src/auth/principal.js";
 import { ThreadStatusSchema } from "../src/runtime/wire-enums.js";
 import { requireThread, threadOf } from "./guards.js";
-import { pendingThreadOwner } from "../src/web/pending-threads.js";
+import { pendingThreadOwner } from "../src/runtime/web/pending-threads.js";
 import { doc } from "./openapi.js";
 
 const metadataSchema = z.record(z.string(), z.unknown());

@@ -5,7 +5,7 @@ import { principalOf } from "../src/auth/principal.js";
 import { BadRequestError, NotFoundError, PayloadTooLargeError, DeerflowError } from "../src/errors.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
 import { deleteUpload, listUploads, UploadBatch } from "../src/sandbox/uploads.js";
-import { claimPendingThread, pendingThreadOwner } from "../src/web/pending-threads.js";
+import { claimPendingThread, pendingThreadOwner } from "../src/runtime/web/pending-threads.js";
 import { doc } from "./openapi.js";
 
 type ThreadParams = { Params: { thread_id: string } };

@@ -5,7 +5,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { DeerflowError } from "../src/errors.js";
-import { parseJsonStringList, runOneshot } from "../src/web/oneshot.js";
+import { parseJsonStringList, runOneshot } from "../src/runtime/web/oneshot.js";
 import { doc } from "./openapi.js";
 import { parseOr422 } from "./thread-feed.js";
 import { ownedThread } from "./thread-access.js";

@@ -23,7 +23,7 @@ import { RunManager } from "./runtime/run-manager.js";
 import { RunService } from "./runtime/run-service.js";
 import { ThreadService } from "./runtime/thread-service.js";
 import { MemoryStreamBridge, type StreamBridge } from "./runtime/stream-bridge.js";
-import { RecordingStreamBridge, RunEventLog } from "./web/run-event-log.js";
+import { RecordingStreamBridge, RunEventLog } from "./runtime/web/run-event-log.js";
 import type { LocalSandboxProvider } from "./sandbox/local-provider.js";
 import { createSandboxProvider } from "./sandbox/security.js";
 

@@ -5,10 +5,10 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { lstat, readFile } from "node:fs/promises";
-import { BadRequestError, NotFoundError, PayloadTooLargeError, PreconditionFailedError, UnsupportedMediaTypeError } from "../errors.js";
-import { artifactVirtualPath } from "../sandbox/artifacts.js";
-import type { LocalSandbox } from "../sandbox/local-sandbox.js";
-import { VIRTUAL_ROOT } from "../sandbox/paths.js";
+import { BadRequestError, NotFoundError, PayloadTooLargeError, PreconditionFailedError, UnsupportedMediaTypeError } from "../../errors.js";
+import { artifactVirtualPath } from "../../sandbox/artifacts.js";
+import type { LocalSandbox } from "../../sandbox/local-sandbox.js";
+import { VIRTUAL_ROOT } from "../../sandbox/paths.js";
 
 /** Upstream MAX_EDITABLE_ARTIFACT_BYTES: the largest artifact the editor may load and save (2 MiB). */
 export const MAX_EDITABLE_ARTIFACT_BYTES = 2 * 1024 * 1024;

@@ -4,8 +4,8 @@
 // export and import round-trip.
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import type { FileMemoryStore, MemoryDocument, MemoryFact } from "../agents/memory/file-memory-store.js";
-import { NotFoundError } from "../errors.js";
+import type { FileMemoryStore, MemoryDocument, MemoryFact } from "../../agents/memory/file-memory-store.js";
+import { NotFoundError } from "../../errors.js";
 
 const Section = z.looseObject({ summary: z.string().default(""), updatedAt: z.string().default("") });
 const emptySection = () => ({ summary: "", updatedAt: "" });

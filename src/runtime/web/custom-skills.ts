@@ -3,11 +3,11 @@
 // JSON-lines file `<skills root>/custom/.history/<name>.jsonl` (a dot-directory, so never taken for a skill).
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
-import { atomicWriteFile } from "../config/atomic-write.js";
-import { BadRequestError, ConflictError, NotFoundError } from "../errors.js";
-import { invalidateSkillCache, loadSkills } from "../skills/load-skills.js";
-import { parseSkillText, type Skill } from "../skills/parse-skill.js";
-import type { ExtensionsConfig } from "../config/extensions-config.js";
+import { atomicWriteFile } from "../../config/atomic-write.js";
+import { BadRequestError, ConflictError, NotFoundError } from "../../errors.js";
+import { invalidateSkillCache, loadSkills } from "../../skills/load-skills.js";
+import { parseSkillText, type Skill } from "../../skills/parse-skill.js";
+import type { ExtensionsConfig } from "../../config/extensions-config.js";
 
 /** Custom skill names: a safe path segment. */
 const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;

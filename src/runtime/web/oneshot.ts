@@ -1,7 +1,7 @@
 // One model call outside a run (DeerFlow deerflow/utils/oneshot_llm.py): follow-up suggestions, input polish.
 import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
-import type { AppConfig } from "../config/schema.js";
-import { createChatModel } from "../models/create-chat-model.js";
+import type { AppConfig } from "../../config/schema.js";
+import { createChatModel } from "../../models/create-chat-model.js";
 
 /** Text of a model answer: string content, or the text blocks of list content. */
 export function answerText(message: BaseMessage): string {

@@ -4,11 +4,11 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import { copyCheckpoint, uuid6, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { countTokensApproximately } from "langchain";
-import { SummarizationMiddleware, type ContextSize } from "../agents/middlewares/summarization.js";
-import { isRealUserMessage } from "../agents/middlewares/title.js";
-import type { AppConfig } from "../config/schema.js";
-import { DeerflowError, NotFoundError } from "../errors.js";
-import { createChatModel } from "../models/create-chat-model.js";
+import { SummarizationMiddleware, type ContextSize } from "../../agents/middlewares/summarization.js";
+import { isRealUserMessage } from "../../agents/middlewares/title.js";
+import type { AppConfig } from "../../config/schema.js";
+import { DeerflowError, NotFoundError } from "../../errors.js";
+import { createChatModel } from "../../models/create-chat-model.js";
 
 /** The compact answer (upstream `ThreadCompactResponse`). Token counts are approximate model tokens. */
 export interface CompactResult {

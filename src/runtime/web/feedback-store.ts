@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { atomicWriteFile } from "../config/atomic-write.js";
+import { atomicWriteFile } from "../../config/atomic-write.js";
 
 /** One stored feedback (upstream `FeedbackResponse`). `rating` is +1 or -1; `created_at` ISO. */
 export interface Feedback {

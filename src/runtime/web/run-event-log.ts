@@ -3,7 +3,7 @@
 // keeps what the run emitted, one JSON line per event, under `<home>/data/run-events/<run_id>.jsonl`.
 import { appendFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
-import type { BridgeItem, StreamBridge, SubscribeOptions } from "../runtime/stream-bridge.js";
+import type { BridgeItem, StreamBridge, SubscribeOptions } from "../stream-bridge.js";
 
 /** One stored event. `seq` counts from 1 per run; `created_at` is ISO. */
 export interface RunEvent {

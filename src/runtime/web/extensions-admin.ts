@@ -3,10 +3,12 @@
 // every key this gateway does not model; secrets are masked on the way out and preserved on the way back.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { atomicWriteFile } from "../config/atomic-write.js";
-import { ExtensionsConfigSchema, resolveExtensionsConfigPath } from "../config/extensions-config.js";
-import { getProjectRoot } from "../config/paths.js";
-import { BadRequestError, ConfigError, NotFoundError, ValidationError } from "../errors.js";
+import { atomicWriteFile } from "../../config/atomic-write.js";
+import { ExtensionsConfigSchema, resolveExtensionsConfigPath, type ExtensionsConfig } from "../../config/extensions-config.js";
+import { getProjectRoot } from "../../config/paths.js";
+import { BadRequestError, ConfigError, NotFoundError, ValidationError } from "../../errors.js";
+import { sharedMcpToolCache } from "../../tools/mcp-tools.js";
+import { readExtensionsForBuild } from "../../tools/read-extensions.js";
 
 /** Upstream `_MASKED_VALUE`. */
 export const MASKED = "***";
@@ -152,4 +154,14 @@ export function maskedServers(): Record<string, Json> {
   const parsed = ExtensionsConfigSchema.safeParse(data);
   const servers = parsed.success ? parsed.data.mcpServers : {};
   return Object.fromEntries(Object.entries(servers).map(([name, s]) => [name, maskServer(s as Json)]));
+}
+
+/** The extensions config as the next agent build reads it (skill enabled states, MCP servers). */
+export function currentExtensions(): ExtensionsConfig {
+  return readExtensionsForBuild();
+}
+
+/** Drops the cached MCP clients so the next run reconnects with the current config. */
+export function resetMcpToolCache(): Promise<void> {
+  return sharedMcpToolCache.close();
 }
