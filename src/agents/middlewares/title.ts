@@ -86,7 +86,10 @@ export class TitleMiddleware extends DeerflowMiddleware {
   /** The title for a conversation (LLM when a model is set, else or on failure the fallback). */
   async generateTitle(messages: readonly BaseMessage[]): Promise<string> {
     const user = messages.find(isRealUserMessage);
-    const userText = user ? textOf(user) : "";
+    // UploadsMiddleware prepends the attached-files block to the message and keeps what the user typed aside:
+    // the title is about what the user wrote, not the file listing.
+    const original = user?.additional_kwargs?.original_user_content;
+    const userText = typeof original === "string" ? original : user ? textOf(user) : "";
     const fallback = fallbackTitle(userText, this.config.max_chars);
     if (!this.model) return fallback;
     const assistant = [...messages].reverse().find((m) => AIMessage.isInstance(m));
