@@ -129,6 +129,8 @@ async function main(): Promise<void> {
   process.exit(failed ? 1 : 0);
 }
 
+process.on("unhandledRejection", (err) => console.error(`[e2e] unhandled: ${(err as Error)?.message ?? err}`));
+
 main().catch((err: Error) => {
   console.error(`[e2e] ${err.stack ?? err.message}`);
   for (const c of children) c.kill("SIGTERM");

@@ -126,6 +126,7 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
 
   await step("regenerate the answer", async (p) => {
     const prepared = p.waitForResponse((r) => r.url().includes("/runs/regenerate/prepare") && r.request().method() === "POST", { timeout: 15_000 });
+    prepared.catch(() => undefined); // awaited below; a step that fails first must not leave it unhandled
     await turnAction(p, "Regenerate");
     if ((await prepared).status() !== 200) throw new Error(`prepare answered ${(await prepared).status()}`);
     await new Promise((r) => setTimeout(r, 500));
@@ -165,6 +166,7 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
     await p.keyboard.up("Control");
     await p.keyboard.type("Edited in the browser");
     const saved = p.waitForResponse((r) => r.url().includes("/artifacts/") && r.request().method() === "PUT", { timeout: 15_000 });
+    saved.catch(() => undefined); // awaited below; a step that fails first must not leave it unhandled
     const save = await p.waitForSelector('#artifacts ::-p-aria(Save)', { timeout: 10_000 });
     await save!.click();
     const res = await saved;
@@ -203,6 +205,29 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
       const toasts = await errorToasts(p);
       if (toasts.length) throw new Error(`${tab}: error toast: ${toasts.join(" | ")}`);
     }
+  });
+
+  await step("polish a draft", async (p) => {
+    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await p.waitForSelector(composer, { visible: true, timeout: 30_000 });
+    await p.type(composer, "make report better");
+    const polished = p.waitForResponse((r) => r.url().endsWith("/api/input-polish") && r.request().method() === "POST", { timeout: 15_000 });
+    polished.catch(() => undefined); // awaited below; a step that fails first must not leave it unhandled
+    const button = await p.waitForSelector('[data-testid="polish-input-button"]:not([disabled])', { timeout: 10_000 });
+    await button!.click();
+    if ((await polished).status() !== 200) throw new Error(`input-polish answered ${(await polished).status()}`);
+    // The offline model's rewrite replaces the draft.
+    await p.waitForFunction((sel) => ((document.querySelector(sel) as HTMLTextAreaElement | null)?.value ?? "").startsWith("You said:"), { timeout: 15_000 }, composer);
+  });
+
+  await step("chats list and scheduled tasks pages", async (p) => {
+    await p.goto(`${baseUrl}/workspace/chats`, { waitUntil: "networkidle2", timeout: 60_000 });
+    // Thread titles come from the first message (the offline model has no title model).
+    await waitText(p, "Please summarise the attached");
+    await p.goto(`${baseUrl}/workspace/scheduled-tasks`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await new Promise((r) => setTimeout(r, 1_000));
+    const toasts = await errorToasts(p);
+    if (toasts.length) throw new Error(`error toast: ${toasts.join(" | ")}`);
   });
 
   await step("agents gallery", async (p) => {
