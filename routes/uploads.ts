@@ -36,7 +36,7 @@ function limitError(err: unknown, limits: { max_files: number; max_file_size: nu
  * and `GET .../uploads/limits`. Another user's thread (or claim) is 404. Register under `/api`.
  */
 export async function uploadRoutes(app: FastifyInstance): Promise<void> {
-  const { sandbox: provider, getAppConfig } = app.deerflow;
+  const { persistence, sandbox: provider, getAppConfig } = app.deerflow;
   // Scoped to this plugin: only the upload route parses multipart. preservePath keeps the client's file name
   // intact so that traversal attempts are refused rather than silently reduced to a base name.
   await app.register(fastifyMultipart, { preservePath: true, throwFileSizeLimit: true });

@@ -66,12 +66,6 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
   /** Waits until `text` is shown somewhere in the page. */
   const waitText = (p: Page, text: string, timeout = 30_000) =>
     p.waitForFunction((t) => document.body.innerText.includes(t), { timeout }, text);
-  /** The text of the newest assistant turn. */
-  const lastAssistantText = (p: Page) =>
-    p.evaluate(() => {
-      const turns = document.querySelectorAll("[data-assistant-turn]");
-      return (turns[turns.length - 1] as HTMLElement | undefined)?.innerText ?? "";
-    });
   const composer = "textarea";
   /** Types `text` into the composer and sends it with Enter. */
   const send = async (p: Page, text: string) => {
