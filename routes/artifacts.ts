@@ -1,11 +1,15 @@
-// Artifact route (DeerFlow app/gateway/routers/artifacts.py): files of a thread's own /mnt/user-data.
+// Artifact routes (DeerFlow app/gateway/routers/artifacts.py): files of a thread's own /mnt/user-data.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { requireThread, threadOf } from "./guards.js";
+import { ConflictError } from "../src/errors.js";
 import { openArtifact } from "../src/sandbox/artifacts.js";
+import { artifactEtag, etagMatches, parseRange, saveArtifact } from "../src/runtime/web/artifact-files.js";
 import { doc } from "./openapi.js";
+import { requireThread, threadOf } from "./guards.js";
+import { parseOr422 } from "./thread-feed.js";
 
 const QuerySchema = z.looseObject({ download: z.enum(["true", "false", "1", "0"]).optional() });
+const UpdateSchema = z.looseObject({ content: z.string(), expected_sha256: z.string().regex(/^[0-9a-f]{64}$/) });
 type ArtifactRequest = { Params: { thread_id: string; "*": string }; Querystring: { download?: string } };
 
 /**
@@ -13,23 +17,59 @@ type ArtifactRequest = { Params: { thread_id: string; "*": string }; Querystring
  * `mnt/user-data/<area>/...`, `<area>/...` or a path relative to `outputs`, with its content type and
  * `X-Content-Type-Options: nosniff`. Only inert types (text, JSON, images, PDF, audio, video) are shown inline;
  * everything else (HTML, XML, SVG, scripts, unknown) is sent as an attachment; `?download=true` forces
- * one for anything. Traversal (`..`, encoded separators, symlinks leading outside) is 403, a missing file 404.
+ * one for anything. `ETag` (strong SHA-256 up to 32 MiB), `If-None-Match` (304), one `Range` (206, 416 with
+ * `Content-Range: bytes * /<size>`; ignored with `If-Range`). Traversal (`..`, encoded separators, symlinks leading
+ * outside) is 403, a missing file 404.
+ * `PUT` the same path with `{content, expected_sha256}`: replaces a UTF-8 text file under outputs atomically;
+ * 412 when its SHA-256 differs (changed since opened), 409 while a run of the thread is in flight.
  * Register under `/api`.
  */
 export async function artifactRoutes(app: FastifyInstance): Promise<void> {
-  const { sandbox: provider } = app.deerflow;
+  const { sandbox: provider, runs } = app.deerflow;
 
   app.get<ArtifactRequest>("/threads/:thread_id/artifacts/*", { preHandler: requireThread, schema: doc("artifacts", "Download a file from the thread's /mnt/user-data", { querystring: QuerySchema }) }, async (request, reply) => {
     const thread = threadOf(request);
     const artifact = await openArtifact(provider.sandboxFor(thread.thread_id, thread.owner_id), request.params["*"]);
+    const info = await artifact.handle.stat();
+    let etag: string;
+    try {
+      etag = await artifactEtag(`/proc/self/fd/${artifact.handle.fd}`, artifact.size, info.mtimeMs);
+    } catch {
+      etag = `W/"${artifact.size}-${Math.floor(info.mtimeMs)}"`;
+    }
     const download = request.query.download === "true" || request.query.download === "1";
     const disposition = artifact.active || download ? "attachment" : "inline";
-    return reply
+    reply
       .header("content-type", artifact.contentType)
-      .header("content-length", String(artifact.size))
       .header("content-disposition", `${disposition}; filename*=UTF-8''${encodeURIComponent(artifact.filename)}`)
       .header("x-content-type-options", "nosniff")
-      .header("cache-control", "no-store")
-      .send(artifact.handle.createReadStream({ autoClose: true }));
+      // Revalidate every time (the file may be edited), but let the browser keep it for a 304.
+      .header("cache-control", "no-cache")
+      .header("etag", etag)
+      .header("accept-ranges", "bytes");
+    if (etagMatches(request.headers["if-none-match"], etag)) {
+      await artifact.handle.close();
+      return reply.code(304).send();
+    }
+    const range = request.headers["if-range"] ? null : parseRange(request.headers.range, artifact.size);
+    if (range === "unsatisfiable") {
+      await artifact.handle.close();
+      return reply.code(416).header("content-range", `bytes */${artifact.size}`).send();
+    }
+    if (range) {
+      return reply
+        .code(206)
+        .header("content-range", `bytes ${range.start}-${range.end}/${artifact.size}`)
+        .header("content-length", String(range.end - range.start + 1))
+        .send(artifact.handle.createReadStream({ start: range.start, end: range.end, autoClose: true }));
+    }
+    return reply.header("content-length", String(artifact.size)).send(artifact.handle.createReadStream({ autoClose: true }));
+  });
+
+  app.put<ArtifactRequest>("/threads/:thread_id/artifacts/*", { preHandler: requireThread, schema: doc("artifacts", "Save an edited text artifact under outputs (expected_sha256 precondition)", { body: UpdateSchema }) }, async (request) => {
+    const thread = threadOf(request);
+    const body = parseOr422(UpdateSchema, request.body);
+    if (runs.hasInFlight(thread.thread_id)) throw new ConflictError("Thread has a run in flight. Save after the run finishes.");
+    return saveArtifact(provider.sandboxFor(thread.thread_id, thread.owner_id), request.params["*"], body.content, body.expected_sha256);
   });
 }

@@ -15,6 +15,8 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   unsupported: 501,
   model_unresolvable: 422,
   payload_too_large: 413,
+  precondition_failed: 412,
+  unsupported_media_type: 415,
 };
 
 /**

@@ -22,6 +22,14 @@
 //   GET  /api/threads/:thread_id/artifacts/*      artifacts.ts (files of the thread's /mnt/user-data only)
 //   /api/v1/auth/{setup-status,initialize,register,login/local,logout,me,change-password,providers}  auth.ts
 //   POST|GET /api/v1/auth/api-keys, DELETE /api/v1/auth/api-keys/:key_id                             auth.ts
+//   GET  /api/threads/:thread_id/uploads/list|limits  uploads.ts (a not-yet-existing thread is claimed by its first upload)
+//   GET  /api/threads/:thread_id/messages/page, token-usage; GET|PUT|DELETE .../goal      thread-feed.ts
+//   GET  /api/threads/:thread_id/runs/:run_id/events|workspace-changes, .../feedback      thread-feed.ts
+//   GET  /api/features, /api/suggestions/config; POST .../suggestions, /api/input-polish    web-features.ts
+//   POST /api/threads/:thread_id/runs/regenerate/prepare|edit-regenerate/prepare, /branches  replay.ts
+//   GET /api/skills, PUT /api/skills/:name, /api/skills/custom[/:name[/history|/rollback]], /api/mcp/config, /api/mcp/cache/reset  settings.ts
+//   /api/memory[/reload|/facts[/:id]|/export|/import|/config|/status]                                memory.ts
+//   channels, scheduled-tasks, integrations/lark, mcp-tasks, browser: "not offered" answers web-features.ts
 import type { FastifyInstance } from "fastify";
 import { agentRoutes } from "./agents.js";
 import { artifactRoutes } from "./artifacts.js";
@@ -32,6 +40,11 @@ import { modelRoutes } from "./models.js";
 import { runRoutes } from "./runs.js";
 import { threadRoutes } from "./threads.js";
 import { uploadRoutes } from "./uploads.js";
+import { threadFeedRoutes } from "./thread-feed.js";
+import { webFeatureRoutes } from "./web-features.js";
+import { replayRoutes } from "./replay.js";
+import { settingsRoutes } from "./settings.js";
+import { memoryRoutes } from "./memory.js";
 
 /** Registers every route of the gateway. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -41,6 +54,11 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(agentRoutes, { prefix: "/api" });
   await app.register(uploadRoutes, { prefix: "/api" });
   await app.register(artifactRoutes, { prefix: "/api" });
+  await app.register(threadFeedRoutes, { prefix: "/api" });
+  await app.register(webFeatureRoutes, { prefix: "/api" });
+  await app.register(replayRoutes, { prefix: "/api" });
+  await app.register(settingsRoutes, { prefix: "/api" });
+  await app.register(memoryRoutes, { prefix: "/api" });
   for (const prefix of ["", "/api"]) {
     await app.register(threadRoutes, { prefix });
     await app.register(runRoutes, { prefix });

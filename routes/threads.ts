@@ -11,6 +11,7 @@ import type { ThreadRecord } from "../src/runtime/thread-store.js";
 import { principalOf } from "../src/auth/principal.js";
 import { ThreadStatusSchema } from "../src/runtime/wire-enums.js";
 import { requireThread, threadOf } from "./guards.js";
+import { pendingThreadOwner } from "../src/runtime/web/pending-threads.js";
 import { doc } from "./openapi.js";
 
 const metadataSchema = z.record(z.string(), z.unknown());
@@ -73,6 +74,9 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
     const existing = threads.get(threadId);
     // Another user's thread id is taken, whatever if_exists says: never hand out (or reveal) their thread.
     if (existing && (body.if_exists === "raise" || existing.owner_id !== userId)) throw new ConflictError(`Thread ${threadId} already exists`);
+    // So is an id another user claimed by uploading to it before it existed (routes/uploads.ts).
+    const claimedBy = pendingThreadOwner(app.deerflow.sandbox.baseDir, threadId);
+    if (claimedBy !== null && claimedBy !== userId) throw new ConflictError(`Thread ${threadId} already exists`);
     const thread = threads.create(threadId, body.metadata ?? {}, userId);
     await ensureInitialCheckpoint(persistence.checkpointer, threadId);
     return threadView(thread);

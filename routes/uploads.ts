@@ -1,9 +1,11 @@
 // Upload routes (DeerFlow app/gateway/routers/uploads.py): files for a thread's /mnt/user-data/uploads.
 import { fastifyMultipart } from "@fastify/multipart";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { BadRequestError, PayloadTooLargeError, DeerflowError } from "../src/errors.js";
-import { requireThread, threadOf } from "./guards.js";
+import { principalOf } from "../src/auth/principal.js";
+import { BadRequestError, NotFoundError, PayloadTooLargeError, DeerflowError } from "../src/errors.js";
+import { assertThreadId } from "../src/runtime/run-service.js";
 import { deleteUpload, listUploads, UploadBatch } from "../src/sandbox/uploads.js";
+import { claimPendingThread, pendingThreadOwner } from "../src/runtime/web/pending-threads.js";
 import { doc } from "./openapi.js";
 
 type ThreadParams = { Params: { thread_id: string } };
@@ -28,24 +30,43 @@ function limitError(err: unknown, limits: { max_files: number; max_file_size: nu
 
 /**
  * `POST|GET /api/threads/:thread_id/uploads`, `DELETE /api/threads/:thread_id/uploads/:filename`. Uploads are
- * multipart (any field name), limited by config `uploads` (413), names sanitized (422), written atomically; 404
- * for an unknown thread. Register under `/api`.
+ * multipart (any field name), limited by config `uploads` (413), names sanitized (422), written atomically.
+ * The web app uploads a new chat's files before the thread exists: the first upload claims the thread id for the
+ * caller and creates its directories; the thread record follows with its first run. Also `GET .../uploads/list`
+ * and `GET .../uploads/limits`. Another user's thread (or claim) is 404. Register under `/api`.
  */
 export async function uploadRoutes(app: FastifyInstance): Promise<void> {
-  const { sandbox: provider, getAppConfig } = app.deerflow;
+  const { persistence, sandbox: provider, getAppConfig } = app.deerflow;
   // Scoped to this plugin: only the upload route parses multipart. preservePath keeps the client's file name
   // intact so that traversal attempts are refused rather than silently reduced to a base name.
   await app.register(fastifyMultipart, { preservePath: true, throwFileSizeLimit: true });
 
-  /** The sandbox of the guarded route's thread, under its owner's directory. */
-  const threadSandbox = (request: FastifyRequest) => {
-    const thread = threadOf(request);
-    return provider.sandboxFor(thread.thread_id, thread.owner_id);
+  const home = provider.baseDir;
+  /**
+   * The caller's sandbox of `threadId`. An existing thread must be the caller's; a thread that does not exist yet
+   * is claimed by its first uploader (`claim`), or must already be claimed by the caller (404 otherwise).
+   * @returns null when the thread neither exists nor was claimed and `claim` is false.
+   */
+  const threadSandbox = (request: FastifyRequest, threadId: string, claim: boolean) => {
+    assertThreadId(threadId);
+    const userId = principalOf(request).id;
+    const thread = persistence.threads.get(threadId);
+    if (thread) {
+      if (thread.owner_id !== userId) throw new NotFoundError(`Thread ${threadId} not found`);
+    } else {
+      const claimedBy = pendingThreadOwner(home, threadId);
+      if (claimedBy !== null && claimedBy !== userId) throw new NotFoundError(`Thread ${threadId} not found`);
+      if (claimedBy === null) {
+        if (!claim) return null;
+        if (!claimPendingThread(home, threadId, userId)) throw new NotFoundError(`Thread ${threadId} not found`);
+      }
+    }
+    return provider.sandboxFor(threadId, userId);
   };
 
-  app.post<ThreadParams>("/threads/:thread_id/uploads", { preHandler: requireThread, schema: doc("uploads", "Upload files (multipart) to the thread's /mnt/user-data/uploads") }, async (request, reply) => {
-    const sandbox = threadSandbox(request);
+  app.post<ThreadParams>("/threads/:thread_id/uploads", { schema: doc("uploads", "Upload files (multipart) to the thread's /mnt/user-data/uploads") }, async (request, reply) => {
     if (!request.isMultipart()) throw new BadRequestError("Expected a multipart/form-data body with one or more files");
+    const sandbox = threadSandbox(request, request.params.thread_id, true)!;
     const limits = getAppConfig().uploads;
     const batch = new UploadBatch(sandbox, limits);
     try {
@@ -65,13 +86,34 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
     }
   });
 
-  app.get<ThreadParams>("/threads/:thread_id/uploads", { preHandler: requireThread, schema: doc("uploads", "List the thread's uploaded files") }, async (request) => {
-    const files = await listUploads(threadSandbox(request));
+  /**
+   * The caller's uploads. An id that is neither the caller's thread nor the caller's claim lists as empty, whether
+   * it is unused or another user's: the answer must not tell the two apart (the web app lists before it uploads).
+   */
+  const list = async (request: FastifyRequest<ThreadParams>) => {
+    let sandbox: ReturnType<typeof threadSandbox> = null;
+    try {
+      sandbox = threadSandbox(request, request.params.thread_id, false);
+    } catch (err) {
+      if (!(DeerflowError.isInstance(err) && err.code === "not_found")) throw err;
+    }
+    const files = sandbox ? await listUploads(sandbox) : [];
     return { files, count: files.length };
+  };
+  app.get<ThreadParams>("/threads/:thread_id/uploads", { schema: doc("uploads", "List the thread's uploaded files") }, list);
+  app.get<ThreadParams>("/threads/:thread_id/uploads/list", { schema: doc("uploads", "List the thread's uploaded files") }, list);
+
+  app.get<ThreadParams>("/threads/:thread_id/uploads/limits", { schema: doc("uploads", "Upload limits (files per request, bytes per file, bytes per request)") }, async (request) => {
+    // The limits are the server's, not the thread's: the same answer for any valid id (no existence leak).
+    assertThreadId(request.params.thread_id);
+    const { max_files, max_file_size, max_total_size } = getAppConfig().uploads;
+    return { max_files, max_file_size, max_total_size };
   });
 
-  app.delete<FileParams>("/threads/:thread_id/uploads/:filename", { preHandler: requireThread, schema: doc("uploads", "Delete one uploaded file") }, async (request) => {
-    await deleteUpload(threadSandbox(request), request.params.filename);
+  app.delete<FileParams>("/threads/:thread_id/uploads/:filename", { schema: doc("uploads", "Delete one uploaded file") }, async (request) => {
+    const sandbox = threadSandbox(request, request.params.thread_id, false);
+    if (!sandbox) throw new NotFoundError(`Thread ${request.params.thread_id} not found`);
+    await deleteUpload(sandbox, request.params.filename);
     return { success: true, message: `Deleted ${request.params.filename}` };
   });
 }

@@ -1,4 +1,5 @@
 // buildApp: the Fastify instance with its plugins, services and routes. It never listens (src/server.ts does).
+import path from "node:path";
 import { fastifyCors } from "@fastify/cors";
 import { fastifySSE } from "@fastify/sse";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
@@ -22,6 +23,7 @@ import { RunManager } from "./runtime/run-manager.js";
 import { RunService } from "./runtime/run-service.js";
 import { ThreadService } from "./runtime/thread-service.js";
 import { MemoryStreamBridge, type StreamBridge } from "./runtime/stream-bridge.js";
+import { RecordingStreamBridge, RunEventLog } from "./runtime/web/run-event-log.js";
 import type { LocalSandboxProvider } from "./sandbox/local-provider.js";
 import { createSandboxProvider } from "./sandbox/security.js";
 import { DEFAULT_SERVER_TIMEOUTS, installBodyLimits, type ServerTimeouts } from "./http/body-limits.js";
@@ -73,6 +75,10 @@ export interface GatewayServices {
   getAppConfig: () => AppConfig;
   /** Per-thread sandbox directories (uploads, artifacts and the sandbox tools share it). */
   sandbox: LocalSandboxProvider;
+  /** Stored events of every run (`GET .../runs/{run_id}/events`). */
+  runEvents: RunEventLog;
+  /** The memory update queue and its store (the Settings memory routes read and write through it). */
+  memoryQueue: MemoryUpdateQueue;
 }
 
 declare module "fastify" {
@@ -100,7 +106,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const swept = sweepLeftovers(getAgentsDir(), home);
   if (Object.values(swept).some((n) => n > 0)) logger.info({ swept }, "removed files left by interrupted writes");
   const agentFactory = options.agentFactory ?? resolveAgentFactory();
-  const bridge = new MemoryStreamBridge(options.queueMaxSize ?? 256);
+  // Every run's events are also kept on disk for `GET .../runs/{run_id}/events` (the bridge forgets them).
+  const runEvents = new RunEventLog(path.join(home, "data", "run-events"));
+  const bridge = new RecordingStreamBridge(new MemoryStreamBridge(options.queueMaxSize ?? 256), runEvents);
   const runs = new RunManager(persistence.runs);
   // Batches memory writes for a second: a busy gateway writes each memory file once per batch, not once per run.
   const memoryQueue = new MemoryUpdateQueue(undefined, { debounceMs: 1_000 });
@@ -142,7 +150,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   });
   installAuth(app, auth.runtime(persistence, logger));
   app.decorateRequest("thread", null);
-  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox });
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, runEvents, memoryQueue });
   // Every JSON body is bounded in depth and size here, before any route, store or graph sees it.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     try {

@@ -13,7 +13,9 @@ export type ErrorCode =
   | "forbidden"
   | "unsupported"
   | "model_unresolvable"
-  | "payload_too_large";
+  | "payload_too_large"
+  | "precondition_failed"
+  | "unsupported_media_type";
 
 const BRAND = Symbol.for("deerflow-gateway.DeerflowError");
 
@@ -99,5 +101,19 @@ export class ForbiddenError extends DeerflowError {
 export class PayloadTooLargeError extends DeerflowError {
   constructor(message: string) {
     super("payload_too_large", message);
+  }
+}
+
+/** A conditional request's precondition does not hold (an artifact changed since it was read). HTTP 412. */
+export class PreconditionFailedError extends DeerflowError {
+  constructor(message: string) {
+    super("precondition_failed", message);
+  }
+}
+
+/** The target's content type cannot be handled this way (binary or non-UTF-8 artifact edits). HTTP 415. */
+export class UnsupportedMediaTypeError extends DeerflowError {
+  constructor(message: string) {
+    super("unsupported_media_type", message);
   }
 }

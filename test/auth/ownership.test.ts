@@ -86,7 +86,6 @@ describe("A's data, as B", () => {
     ["POST", (t) => `/threads/${t}/runs`, { assistant_id: "lead_agent", input: { messages: [{ type: "human", content: "hi" }] } }],
     ["POST", (t) => `/threads/${t}/runs/wait`, { assistant_id: "lead_agent", input: { messages: [{ type: "human", content: "hi" }] } }],
     ["POST", (t) => `/threads/${t}/runs/stream`, { assistant_id: "lead_agent", input: { messages: [{ type: "human", content: "hi" }] } }],
-    ["GET", (t) => `/api/threads/${t}/uploads`],
     ["DELETE", (t) => `/api/threads/${t}/uploads/notes.txt`],
     ["GET", (t) => `/api/threads/${t}/artifacts/mnt/user-data/outputs/report.txt`],
     ["GET", (t) => `/api/threads/${t}/artifacts/mnt/user-data/uploads/notes.txt`],
@@ -121,6 +120,16 @@ describe("A's data, as B", () => {
     form.append("files", new Blob(["bob was here"]), "bob.txt");
     expect((await b.fetch(`/api/threads/${thread}/uploads`, { method: "POST", body: form })).status).toBe(404);
     expect((await (await a.fetch(`/api/threads/${thread}/uploads`)).json()).files.map((f: { filename: string }) => f.filename)).toEqual(["notes.txt"]);
+  });
+
+  it("lists A's uploads as empty, exactly as for an unused thread id (the web app lists before its first upload)", async () => {
+    for (const route of ["uploads", "uploads/list"]) {
+      const { theirs, missing } = await asB("GET", (t) => `/api/threads/${t}/${route}`);
+      expect(theirs.status).toBe(200);
+      expect(theirs.status).toBe(missing.status);
+      expect(JSON.parse(theirs.body)).toEqual({ files: [], count: 0 });
+      expect(theirs.body).toBe(missing.body);
+    }
   });
 
   it("history of A's thread answers as for a missing thread", async () => {

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFil
 import { request as httpRequest } from "node:http";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { claimPendingThread } from "../../src/runtime/web/pending-threads.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
 const CONFIG = "models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\nuploads:\n  max_files: 3\n  max_file_size: 100\n  max_total_size: 150\n";
@@ -116,10 +117,11 @@ describe("POST /api/threads/{id}/uploads", () => {
     expect(readdirSync(uploadsDir)).toEqual([]);
   });
 
-  it("answers 404 for an unknown thread, 422 for a bad thread id, 400 without files or multipart", async () => {
-    expect((await upload([{ name: "a.txt", content: "x" }], "nope")).status).toBe(404);
+  it("answers 404 for a thread claimed by another user, 422 for a bad thread id, 400 without files or multipart", async () => {
+    claimPendingThread(process.env.DEER_FLOW_HOME!, "someone-elses", "other-user");
+    expect((await upload([{ name: "a.txt", content: "x" }], "someone-elses")).status).toBe(404);
+    expect((await fetch(`${h.url}/api/threads/someone-elses/uploads/list`)).status).toBe(404);
     expect((await upload([{ name: "a.txt", content: "x" }], "bad..id")).status).toBe(422);
-    expect((await fetch(`${h.url}/api/threads/nope/uploads`)).status).toBe(404);
     const empty = multipart([]);
     const none = await fetch(`${h.url}/api/threads/t-up/uploads`, { method: "POST", headers: empty.headers, body: empty.body });
     expect(none.status).toBe(400);

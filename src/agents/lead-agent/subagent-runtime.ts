@@ -47,8 +47,10 @@ export interface LeadSubagentRuntimeOptions {
  * tool groups and skill allowlist (`metadata.tool_groups`, `metadata.available_skills`); it gets no `task` tool,
  * cannot ask clarification questions, writes no title and no memory. Progress goes to the parent's `custom`
  * stream through the LangGraph stream writer: `{type: "task_started", task_id, description, subagent_type}`,
- * `{type: "task_running", task_id, message, message_index}` per new AI message of the child,
- * `{type: "task_completed", task_id, result}` or `{type: "task_failed", task_id, error}`. The parent's abort
+ * `{type: "task_running", task_id, message, message_index, usage, model_name}` per new AI message of the child,
+ * `{type: "task_completed", task_id, result, usage, model_name}` or `{type: "task_failed", task_id, error, usage}`;
+ * `usage` (`{input_tokens, output_tokens, total_tokens}`) is the child's cumulative spend so far, as upstream's
+ * task tool reports it, so the web app's subtask card shows it. The parent's abort
  * signal stops the child. How many run at once is bounded by SubagentLimitMiddleware (per response and per run).
  */
 export class LeadSubagentRuntime implements SubagentRuntime {
@@ -92,7 +94,23 @@ export class LeadSubagentRuntime implements SubagentRuntime {
       },
     });
     const childConfig = { context, configurable: { thread_id: context.thread_id }, metadata: {} as Record<string, unknown> };
-    emit({ type: "task_started", description: input.description, subagent_type: input.subagent_type });
+    const requestedModel = metadata.model_name ?? parent.model_name;
+    let messages: BaseMessage[] = [];
+    /** The child's token usage so far (sum over its AI messages) and the model that answered. */
+    const progress = () => {
+      const usage = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
+      let modelName = typeof requestedModel === "string" ? requestedModel : undefined;
+      for (const m of messages) {
+        if (!AIMessage.isInstance(m)) continue;
+        usage.input_tokens += m.usage_metadata?.input_tokens ?? 0;
+        usage.output_tokens += m.usage_metadata?.output_tokens ?? 0;
+        usage.total_tokens += m.usage_metadata?.total_tokens ?? 0;
+        const answered = m.response_metadata?.model_name;
+        if (typeof answered === "string" && answered) modelName = answered;
+      }
+      return { usage, ...(modelName ? { model_name: modelName } : {}) };
+    };
+    emit({ type: "task_started", description: input.description, subagent_type: input.subagent_type, ...(typeof requestedModel === "string" ? { model_name: requestedModel } : {}) });
     try {
       const agent = await this.options.factory(childConfig, { appConfig });
       const resolved = (agent as { resolved?: { metadata?: Record<string, unknown>; callbacks?: unknown } }).resolved;
@@ -105,7 +123,6 @@ export class LeadSubagentRuntime implements SubagentRuntime {
         signal: cfg.signal,
         recursionLimit: this.options.recursionLimit ?? 100,
       });
-      let messages: BaseMessage[] = [];
       const reported = new Set<string>();
       let index = 0;
       for await (const values of stream as AsyncIterable<{ messages?: BaseMessage[] }>) {
@@ -113,25 +130,21 @@ export class LeadSubagentRuntime implements SubagentRuntime {
         for (const m of messages) {
           if (!AIMessage.isInstance(m) || reported.has(m.id ?? String(messages.indexOf(m)))) continue;
           reported.add(m.id ?? String(messages.indexOf(m)));
-          emit({ type: "task_running", message: describeMessage(m), message_index: index++ });
+          // Usage is cumulative (the child's whole spend so far): the app replaces its per-task total with it.
+          emit({ type: "task_running", message: describeMessage(m), message_index: index++, ...progress() });
         }
       }
       const ais = messages.filter((m): m is AIMessage => AIMessage.isInstance(m));
       const result = textOf(ais.at(-1) ?? new AIMessage("")).trim() || "(the subagent finished without a final answer)";
-      const usage = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
-      for (const m of ais) {
-        usage.input_tokens += m.usage_metadata?.input_tokens ?? 0;
-        usage.output_tokens += m.usage_metadata?.output_tokens ?? 0;
-        usage.total_tokens += m.usage_metadata?.total_tokens ?? 0;
-      }
-      emit({ type: "task_completed", result });
-      return { result, usage };
+      const { usage, model_name } = progress();
+      emit({ type: "task_completed", result, usage, ...(model_name ? { model_name } : {}) });
+      return { result, usage, ...(model_name ? { modelName: model_name } : {}) };
     } catch (err) {
       // langchain wraps errors raised under a middleware; the parent should see the child's own error.
       let root = err as Error;
       while (MiddlewareError.isInstance(root) && root.cause instanceof Error) root = root.cause;
       const message = root?.message ?? String(err);
-      emit({ type: "task_failed", error: message });
+      emit({ type: "task_failed", error: message, ...progress() });
       getLogger().warn({ task_id: taskId, err: message }, "subagent task failed");
       throw root;
     }

@@ -18,6 +18,8 @@ export interface SubagentResult {
   result: string;
   /** Token usage summed over the subagent's model calls (folded into the parent's usage by TokenUsageMiddleware). */
   usage?: { input_tokens: number; output_tokens: number; total_tokens: number };
+  /** The model the subagent ran on, when known. */
+  modelName?: string;
 }
 
 /**
@@ -57,12 +59,18 @@ export function createTaskTool(runtime?: SubagentRuntime) {
         return failed(`Task failed. Error: unknown subagent type '${input.subagent_type}'. Available subagent types: ${runtime.types.join(", ") || "(none)"}.`, config);
       }
       const out = await runtime.run(input, config);
-      const { result, usage } = typeof out === "string" ? { result: out, usage: undefined } : out;
+      const { result, usage, modelName } = typeof out === "string" ? { result: out, usage: undefined, modelName: undefined } : out;
       return new ToolMessage({
         content: `Task Succeeded. Result: ${result}`,
         tool_call_id: toolCallIdOf(config),
         name: "task",
-        additional_kwargs: { subagent_status: "completed", ...(usage ? { subagent_usage: usage } : {}) },
+        // `subagent_usage` feeds TokenUsageMiddleware; `subagent_token_usage` / `subagent_model_name` are what the
+        // web app's subtask card reads from a finished task (upstream SUBAGENT_TOKEN_USAGE_KEY / _MODEL_NAME_KEY).
+        additional_kwargs: {
+          subagent_status: "completed",
+          ...(usage ? { subagent_usage: usage, subagent_token_usage: usage } : {}),
+          ...(modelName ? { subagent_model_name: modelName } : {}),
+        },
       });
     },
     {

@@ -59,6 +59,19 @@ describe("LeadSubagentRuntime: the task tool runs a child lead agent", () => {
     expect(messages.at(-1)?.content).toBe("Tool task returned: Task Succeeded. Result: You said: research cats");
   });
 
+  it("carries the child's cumulative token usage and model on task_running and task_completed (the subtask card reads them)", async () => {
+    const { custom, messages } = await runParent(taskCall("measure the usage"));
+    const running = custom.filter((e) => e.type === "task_running");
+    const completed = custom.at(-1)!;
+    const result = messages.find((m) => ToolMessage.isInstance(m)) as ToolMessage;
+    const total = (result.additional_kwargs.subagent_usage as { total_tokens: number }).total_tokens;
+    expect(total).toBeGreaterThan(0);
+    expect(running.at(-1)!.usage).toEqual(result.additional_kwargs.subagent_usage);
+    expect(completed).toMatchObject({ type: "task_completed", usage: result.additional_kwargs.subagent_usage, model_name: "s" });
+    expect(completed.usage.total_tokens).toBe(completed.usage.input_tokens + completed.usage.output_tokens);
+    expect(result.additional_kwargs).toMatchObject({ subagent_token_usage: result.additional_kwargs.subagent_usage, subagent_model_name: "s" });
+  });
+
   it("folds the subagent's tokens into the dispatching message", async () => {
     const { messages } = await runParent(taskCall("count tokens"));
     const dispatch = messages.find((m) => AIMessage.isInstance(m) && m.tool_calls?.length) as AIMessage;

@@ -14,6 +14,11 @@ describe("TitleMiddleware gating and fallback (agent-factory.md §6.8, AF-057)",
     expect(title).toBe("请帮我写测试");
   });
 
+  it("titles from what the user typed, not the attached-files block the uploads middleware prepended", async () => {
+    const withUploads = new HumanMessage({ content: "<current_uploads>\n- notes.txt\n</current_uploads>\n\nSummarise my notes", additional_kwargs: { original_user_content: "Summarise my notes" } });
+    expect(await new TitleMiddleware({ max_chars: 40 }).generateTitle([withUploads, new AIMessage("ok")])).toBe("Summarise my notes");
+  });
+
   it("does not title after a second user turn, or when a title exists (AF-057b,c)", async () => {
     expect(shouldGenerateTitle([new HumanMessage("a"), new AIMessage("b"), new HumanMessage("c"), new AIMessage("d")])).toBe(false);
     const mw = new TitleMiddleware();

@@ -1,0 +1,33 @@
+// The reverse proxy in front of the web app, as its nginx config does: `/api/langgraph/*` to the gateway's
+// `/api/*`, every other `/api/*` to the gateway, the rest to the app. Bodies stream both ways (SSE included).
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** Where a request path goes: `[port, path]`. */
+export function routeFor(url: string, gatewayPort: number, appPort: number): [number, string] {
+  if (url === "/api/langgraph" || url.startsWith("/api/langgraph/") || url.startsWith("/api/langgraph?")) return [gatewayPort, `/api${url.slice("/api/langgraph".length)}`];
+  if (url === "/api" || url.startsWith("/api/") || url.startsWith("/api?")) return [gatewayPort, url];
+  return [appPort, url];
+}
+
+/** Starts the proxy on 127.0.0.1 (random port); resolves to the server. */
+export async function startProxy(gatewayPort: number, appPort: number): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    const [port, target] = routeFor(req.url ?? "/", gatewayPort, appPort);
+    const upstream = http.request({ host: "127.0.0.1", port, method: req.method, path: target, headers: { ...req.headers, host: `127.0.0.1:${port}` } }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    upstream.on("error", (err) => {
+      if (!res.headersSent) res.writeHead(502, { "content-type": "application/json" });
+      res.end(JSON.stringify({ detail: `proxy: ${err.message}` }));
+    });
+    res.on("close", () => upstream.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return server;
+}
+
+/** The port a server listens on. */
+export const portOf = (server: http.Server) => (server.address() as AddressInfo).port;

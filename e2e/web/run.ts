@@ -1,0 +1,138 @@
+// `npm run e2e:web`: the unmodified DeerFlow web app, built from ../shared/reference/frontend, driven in Debian's
+// chromium against this gateway (offline scripted model, auth disabled) behind a proxy that routes like the app's
+// nginx config. Fails on any response >= 400 the app did not expect and on any console error; screenshots go to
+// a temp directory whose path is printed. Not part of `npm test` (the first run builds the app: minutes).
+import { spawn, type ChildProcess } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import puppeteer from "puppeteer-core";
+import { ensureFrontendBuild, findChromium, nextBin } from "./frontend.js";
+import { portOf, startProxy } from "./proxy.js";
+import { runScenario } from "./scenario.js";
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const FRONTEND_SOURCE = process.env.DEER_FLOW_FRONTEND_DIR ?? path.resolve(REPO, "..", "shared", "reference", "frontend");
+
+const GATEWAY_CONFIG = `models:
+  - name: scripted
+    display_name: Scripted (offline)
+    use: deerflow-gateway:ScriptedChatModel
+    model: scripted
+    token_delay_ms: 40
+tools:
+  - { name: ls, group: "file:read", use: "deerflow.sandbox.tools:ls_tool" }
+  - { name: read_file, group: "file:read", use: "deerflow.sandbox.tools:read_file_tool" }
+  - { name: write_file, group: "file:write", use: "deerflow.sandbox.tools:write_file_tool" }
+  - { name: str_replace, group: "file:write", use: "deerflow.sandbox.tools:str_replace_tool" }
+tool_groups:
+  - name: "file:read"
+  - name: "file:write"
+agents_api:
+  enabled: true
+checkpointer:
+  type: sqlite
+uploads:
+  max_files: 10
+  max_file_size: 1048576
+  max_total_size: 5242880
+`;
+
+const children: ChildProcess[] = [];
+/** Starts a long-running process, its output prefixed with `label`. */
+function start(label: string, cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv, quiet = false): ChildProcess {
+  const child = spawn(cmd, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  const out = (chunk: Buffer) => {
+    if (!quiet || process.env.E2E_VERBOSE) process.stdout.write(chunk.toString().replace(/^/gm, `[${label}] `));
+  };
+  child.stdout!.on("data", out);
+  child.stderr!.on("data", out);
+  children.push(child);
+  return child;
+}
+
+/** Polls `url` until it answers (any status below 500) or `timeoutMs` passes. */
+async function waitFor(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fetch(url);
+      if (res.status < 500) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url} did not come up within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+/** A free TCP port on 127.0.0.1. */
+async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  const chromium = findChromium();
+  if (!chromium) throw new Error("chromium is not installed (Debian: apt-get install -y chromium)");
+  const appDir = await ensureFrontendBuild(FRONTEND_SOURCE);
+
+  const work = mkdtempSync(path.join(tmpdir(), "dfgw-e2e-web-"));
+  const shots = path.join(work, "screenshots");
+  mkdirSync(shots);
+  writeFileSync(path.join(work, "config.yaml"), GATEWAY_CONFIG);
+  // The skills are copied so enabling/disabling them in Settings writes only under the temp project.
+  cpSync(path.join(REPO, "skills"), path.join(work, "skills"), { recursive: true });
+  const gatewayPort = await freePort();
+  const appPort = await freePort();
+  const gatewayEnv = {
+    ...process.env, HOST: "127.0.0.1", PORT: String(gatewayPort), LOG_LEVEL: "warn", DEER_FLOW_PROJECT_ROOT: work,
+    DEER_FLOW_CONFIG_PATH: path.join(work, "config.yaml"), DEER_FLOW_HOME: path.join(work, ".deer-flow"),
+    DEER_FLOW_AGENTS_DIR: path.join(work, "agents"), DEER_FLOW_SKILLS_DIR: path.join(work, "skills"), DEER_FLOW_AUTH_DISABLED: "1",
+  };
+  start("gateway", process.execPath, ["--import", "tsx", path.join(REPO, "src", "server.ts")], REPO, gatewayEnv);
+  start("app", nextBin(appDir), ["start", "-p", String(appPort), "-H", "127.0.0.1"], appDir, {
+    ...process.env, NODE_ENV: "production", DEER_FLOW_AUTH_DISABLED: "1", DEER_FLOW_INTERNAL_GATEWAY_BASE_URL: `http://127.0.0.1:${gatewayPort}`, NEXT_TELEMETRY_DISABLED: "1",
+  }, true);
+  await waitFor(`http://127.0.0.1:${gatewayPort}/health`, 60_000);
+  await waitFor(`http://127.0.0.1:${appPort}/`, 120_000);
+  const proxy = await startProxy(gatewayPort, appPort);
+  const baseUrl = `http://127.0.0.1:${portOf(proxy)}`;
+  console.log(`[e2e] app ${baseUrl} (gateway :${gatewayPort}, next :${appPort}), work dir ${work}`);
+
+  const browser = await puppeteer.launch({
+    executablePath: chromium,
+    headless: true,
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1440,900"],
+    defaultViewport: { width: 1440, height: 900 },
+  });
+  let failed = false;
+  try {
+    const result = await runScenario(browser, baseUrl, shots, work);
+    for (const s of result.screenshots) console.log(`[e2e] screenshot ${s}`);
+    for (const step of result.steps) console.log(`[e2e] ${step.ok ? "ok  " : "FAIL"} ${step.name}${step.error ? `: ${step.error}` : ""}`);
+    for (const p of result.problems) console.log(`[e2e] problem: ${p}`);
+    failed = result.problems.length > 0 || result.steps.some((s) => !s.ok);
+  } finally {
+    await browser.close();
+    proxy.close();
+    for (const c of children) c.kill("SIGTERM");
+  }
+  console.log(`[e2e] screenshots in ${shots}`);
+  console.log(failed ? "[e2e] FAILED" : "[e2e] passed");
+  process.exit(failed ? 1 : 0);
+}
+
+process.on("unhandledRejection", (err) => console.error(`[e2e] unhandled: ${(err as Error)?.message ?? err}`));
+
+main().catch((err: Error) => {
+  console.error(`[e2e] ${err.stack ?? err.message}`);
+  for (const c of children) c.kill("SIGTERM");
+  process.exit(1);
+});

@@ -1,0 +1,234 @@
+// The browser walk-through of `npm run e2e:web`: each step drives the app like a user and checks what it shows.
+import path from "node:path";
+import { readFileSync, writeFileSync } from "node:fs";
+import type { Browser, ElementHandle, Page } from "puppeteer-core";
+
+/** Outcome of one step. */
+export interface StepResult {
+  name: string;
+  ok: boolean;
+  error?: string;
+}
+
+/** Everything the run saw. */
+export interface ScenarioResult {
+  steps: StepResult[];
+  /** Unexpected responses >= 400, console errors, page errors. */
+  problems: string[];
+  screenshots: string[];
+}
+
+/** Responses >= 400 the app asks for on purpose and handles (method, path regexp, status). */
+const EXPECTED_FAILURES: { method?: string; path: RegExp; status: number }[] = [];
+
+export async function runScenario(browser: Browser, baseUrl: string, shotsDir: string, workDir: string): Promise<ScenarioResult> {
+  const problems: string[] = [];
+  const screenshots: string[] = [];
+  const steps: StepResult[] = [];
+  const page = await browser.newPage();
+  page.on("response", (res) => {
+    const url = new URL(res.url());
+    if (res.status() < 400 || url.origin !== baseUrl) return;
+    const method = res.request().method();
+    if (EXPECTED_FAILURES.some((e) => e.status === res.status() && e.path.test(url.pathname) && (!e.method || e.method === method))) return;
+    problems.push(`${method} ${url.pathname}${url.search} -> ${res.status()}`);
+  });
+  const external: string[] = [];
+  page.on("console", (msg) => {
+    if (msg.type() !== "error") return;
+    // This machine has no internet: resources the app loads from other hosts (fonts, images) cannot resolve.
+    // Those are noted, not failures; anything from the app's own origin is.
+    const source = msg.location()?.url ?? "";
+    if (/net::ERR_NAME_NOT_RESOLVED|net::ERR_INTERNET_DISCONNECTED/.test(msg.text()) && source && !source.startsWith(baseUrl)) {
+      external.push(source);
+      return;
+    }
+    problems.push(`console error: ${msg.text().slice(0, 400)}${source ? ` (${source})` : ""}`);
+  });
+  page.on("pageerror", (err) => problems.push(`page error: ${String((err as Error).message ?? err).slice(0, 400)}`));
+
+  let shot = 0;
+  const snap = async (name: string) => {
+    const file = path.join(shotsDir, `${String(++shot).padStart(2, "0")}-${name}.png`);
+    await page.screenshot({ path: file as `${string}.png`, fullPage: false });
+    screenshots.push(file);
+  };
+  const step = async (name: string, fn: (p: Page) => Promise<void>) => {
+    try {
+      await fn(page);
+      steps.push({ name, ok: true });
+    } catch (err) {
+      steps.push({ name, ok: false, error: (err as Error).message.split("\n")[0] });
+    }
+    await snap(name.replace(/[^a-z0-9]+/gi, "-").toLowerCase()).catch(() => undefined);
+  };
+
+  /** Waits until `text` is shown somewhere in the page. */
+  const waitText = (p: Page, text: string, timeout = 30_000) =>
+    p.waitForFunction((t) => document.body.innerText.includes(t), { timeout }, text);
+  const composer = "textarea";
+  /** Types `text` into the composer and sends it with Enter. */
+  const send = async (p: Page, text: string) => {
+    await p.waitForSelector(composer, { visible: true, timeout: 30_000 });
+    await p.click(composer);
+    await p.type(composer, text);
+    await p.keyboard.press("Enter");
+  };
+  const errorToasts = (p: Page) => p.evaluate(() => [...document.querySelectorAll("[data-sonner-toast][data-type=error]")].map((t) => (t as HTMLElement).innerText));
+  let threadUrl = "";
+
+  await step("new chat with an attached file, reply streamed", async (p) => {
+    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    const input = await p.waitForSelector("input[type=file]", { timeout: 30_000 });
+    const file = path.join(workDir, "notes.txt");
+    writeFileSync(file, "The launch is on Friday.\n");
+    await (input as ElementHandle<HTMLInputElement>).uploadFile(file);
+    await waitText(p, "notes.txt");
+    await send(p, "Please summarise the attached notes for the whole team in a few short sentences today");
+    // Streamed: the answer is seen part-way before it is complete.
+    // The user's text shows once; the echo shows it a second time only when the answer is complete.
+    const partial = await p.waitForFunction(() => {
+      const text = document.body.innerText;
+      return text.includes("You said:") && text.split("sentences today").length === 2 ? text.slice(text.indexOf("You said:"), text.indexOf("You said:") + 80) : false;
+    }, { timeout: 30_000, polling: 20 });
+    if (!(await partial.jsonValue())) throw new Error("no partial answer seen");
+    await p.waitForFunction(() => document.body.innerText.split("sentences today").length === 3, { timeout: 30_000 });
+    await p.waitForFunction(() => location.pathname.startsWith("/workspace/chats/") && !location.pathname.endsWith("/new"), { timeout: 15_000 });
+    threadUrl = p.url();
+  });
+
+  await step("reopen the thread without an error toast", async (p) => {
+    await p.goto(threadUrl, { waitUntil: "networkidle2", timeout: 60_000 });
+    await waitText(p, "sentences today");
+    await waitText(p, "notes.txt");
+    const toasts = await errorToasts(p);
+    if (toasts.length) throw new Error(`error toast: ${toasts.join(" | ")}`);
+  });
+  /** Hovers the newest assistant turn and clicks its action button named `label`. */
+  const turnAction = async (p: Page, label: string) => {
+    const turns = await p.$$("[data-assistant-turn]");
+    const last = turns.at(-1);
+    if (!last) throw new Error("no assistant turn");
+    await last.hover();
+    const button = await last.waitForSelector(`button[aria-label="${label}"]:not([disabled])`, { timeout: 10_000 });
+    await button!.click();
+  };
+  /** Waits until no run is streaming (the composer's Submit button is not in its stop state). */
+  const waitIdle = (p: Page, timeout = 30_000) =>
+    p.waitForFunction(() => !document.querySelector('button[aria-label="Submit"] svg.lucide-square') && !document.querySelector('button[aria-label="Submit"] svg.animate-spin'), { timeout, polling: 100 });
+  const count = (p: Page, text: string) => p.evaluate((t) => document.body.innerText.split(t).length - 1, text);
+
+  await step("regenerate the answer", async (p) => {
+    const prepared = p.waitForResponse((r) => r.url().includes("/runs/regenerate/prepare") && r.request().method() === "POST", { timeout: 15_000 });
+    prepared.catch(() => undefined); // awaited below; a step that fails first must not leave it unhandled
+    await turnAction(p, "Regenerate");
+    if ((await prepared).status() !== 200) throw new Error(`prepare answered ${(await prepared).status()}`);
+    await new Promise((r) => setTimeout(r, 500));
+    await waitIdle(p);
+    await p.waitForFunction(() => document.body.innerText.split("sentences today").length === 3, { timeout: 30_000 });
+    if ((await p.$$("[data-assistant-turn]")).length !== 1) throw new Error("the regenerated answer did not replace the old one");
+  });
+
+  await step("branch the conversation", async (p) => {
+    const before = p.url();
+    await turnAction(p, "Branch conversation");
+    await waitText(p, "Conversation branch created", 15_000);
+    await p.waitForFunction((u) => location.href !== u, { timeout: 15_000 }, before).catch(() => undefined);
+    await waitText(p, "sentences today");
+  });
+
+  let artifactThread = "";
+  await step("edit and save an artifact", async (p) => {
+    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await send(p, '!call write_file {"description":"report","path":"/mnt/user-data/outputs/report.md","content":"# Report\\n\\nDraft line\\n"}');
+    await waitText(p, "Tool write_file returned", 30_000);
+    await waitIdle(p);
+    await send(p, '!call present_files {"filepaths":["/mnt/user-data/outputs/report.md"]}');
+    await waitText(p, "Tool present_files returned", 30_000);
+    await waitIdle(p);
+    artifactThread = new URL(p.url()).pathname.split("/").pop() ?? "";
+    // The presented file's card ("report.md", "Markdown file") opens the artifacts panel.
+    const card = await p.waitForSelector("::-p-text(Markdown file)", { timeout: 15_000 });
+    await card!.click();
+    await p.waitForSelector("#artifacts ::-p-text(Draft line)", { timeout: 15_000 });
+    const edit = await p.waitForSelector('#artifacts ::-p-aria(Edit)', { timeout: 10_000 });
+    await edit!.click();
+    const editor = await p.waitForSelector("#artifacts .cm-content[contenteditable=true]", { timeout: 10_000 });
+    await editor!.click();
+    await p.keyboard.down("Control");
+    await p.keyboard.press("End");
+    await p.keyboard.up("Control");
+    await p.keyboard.type("Edited in the browser");
+    const saved = p.waitForResponse((r) => r.url().includes("/artifacts/") && r.request().method() === "PUT", { timeout: 15_000 });
+    saved.catch(() => undefined); // awaited below; a step that fails first must not leave it unhandled
+    const save = await p.waitForSelector('#artifacts ::-p-aria(Save)', { timeout: 10_000 });
+    await save!.click();
+    const res = await saved;
+    if (res.status() !== 200) throw new Error(`save answered ${res.status()}`);
+    await waitText(p, "Artifact saved", 10_000);
+    const file = path.join(workDir, ".deer-flow", "users", "default", "threads", artifactThread, "user-data", "outputs", "report.md");
+    const text = readFileSync(file, "utf8");
+    if (!text.includes("Edited in the browser") || !text.includes("Draft line")) throw new Error(`file not saved: ${JSON.stringify(text)}`);
+  });
+
+  await step("stop a run", async (p) => {
+    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    const words = Array.from({ length: 120 }, (_, i) => `word${i}`).join(" ");
+    await send(p, `${words} final-word`);
+    await p.waitForFunction(() => document.body.innerText.includes("You said: word0"), { timeout: 30_000, polling: 20 });
+    const stop = await p.waitForSelector('button[aria-label="Submit"]', { timeout: 5_000 });
+    await stop!.click();
+    await waitIdle(p, 15_000);
+    await new Promise((r) => setTimeout(r, 1_500));
+    if ((await count(p, "final-word")) !== 1) throw new Error("the run was not stopped: the whole answer arrived");
+  });
+
+  await step("every Settings tab", async (p) => {
+    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    // The sidebar's footer menu ("Settings and more"; a gear icon when the sidebar is collapsed).
+    const menu = await p.waitForSelector("[data-sidebar=footer] [data-sidebar=menu-button]", { timeout: 15_000 });
+    await menu!.click();
+    const item = await p.waitForSelector("[role=menuitem] ::-p-text(Settings)", { timeout: 10_000 });
+    await item!.click();
+    await p.waitForSelector("[role=dialog] nav", { timeout: 10_000 });
+    for (const tab of ["Account", "Appearance", "Notification", "Channels", "Integrations", "Memory", "Tools", "Skills", "About"]) {
+      const button = await p.waitForSelector(`[role=dialog] nav ::-p-text(${tab})`, { timeout: 10_000 });
+      await button!.click();
+      await new Promise((r) => setTimeout(r, 800));
+      await snap(`settings-${tab.toLowerCase()}`);
+      const toasts = await errorToasts(p);
+      if (toasts.length) throw new Error(`${tab}: error toast: ${toasts.join(" | ")}`);
+    }
+  });
+
+  await step("polish a draft", async (p) => {
+    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await p.waitForSelector(composer, { visible: true, timeout: 30_000 });
+    await p.type(composer, "make report better");
+    const polished = p.waitForResponse((r) => r.url().endsWith("/api/input-polish") && r.request().method() === "POST", { timeout: 15_000 });
+    polished.catch(() => undefined); // awaited below; a step that fails first must not leave it unhandled
+    const button = await p.waitForSelector('[data-testid="polish-input-button"]:not([disabled])', { timeout: 10_000 });
+    await button!.click();
+    if ((await polished).status() !== 200) throw new Error(`input-polish answered ${(await polished).status()}`);
+    // The offline model's rewrite replaces the draft.
+    await p.waitForFunction((sel) => ((document.querySelector(sel) as HTMLTextAreaElement | null)?.value ?? "").startsWith("You said:"), { timeout: 15_000 }, composer);
+  });
+
+  await step("chats list and scheduled tasks pages", async (p) => {
+    await p.goto(`${baseUrl}/workspace/chats`, { waitUntil: "networkidle2", timeout: 60_000 });
+    // Thread titles come from the first message (the offline model has no title model).
+    await waitText(p, "Please summarise the attached");
+    await p.goto(`${baseUrl}/workspace/scheduled-tasks`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await new Promise((r) => setTimeout(r, 1_000));
+    const toasts = await errorToasts(p);
+    if (toasts.length) throw new Error(`error toast: ${toasts.join(" | ")}`);
+  });
+
+  await step("agents gallery", async (p) => {
+    await p.goto(`${baseUrl}/workspace/agents`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await p.waitForFunction(() => !document.body.innerText.includes("Loading..."), { timeout: 20_000 });
+  });
+
+  for (const url of new Set(external)) console.log(`[e2e] note: external resource unreachable offline: ${url}`);
+  return { steps, problems, screenshots };
+}

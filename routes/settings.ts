@@ -1,0 +1,130 @@
+// Settings routes of the DeerFlow web app: skills (app/gateway/routers/skills.py) and MCP servers (mcp.py).
+// Both edit extensions_config.json through the atomic writer; writes need the admin role, as upstream.
+import path from "node:path";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { principalOf } from "../src/auth/principal.js";
+import { getProjectRoot, getSkillsDir } from "../src/config/paths.js";
+import { DeerflowError, ForbiddenError, NotFoundError } from "../src/errors.js";
+import { CustomSkillStore, skillView } from "../src/runtime/web/custom-skills.js";
+import { currentExtensions, maskedServers, replaceMcpServers, resetMcpToolCache, setMcpServerEnabled, setSkillEnabled } from "../src/runtime/web/extensions-admin.js";
+import { doc } from "./openapi.js";
+import { parseOr422 } from "./thread-feed.js";
+
+const SkillToggle = z.looseObject({ enabled: z.boolean() });
+const SkillContent = z.looseObject({ content: z.string().min(1).max(512 * 1024) });
+const SkillCreate = SkillContent.extend({ name: z.string().min(1).max(128) });
+const Rollback = z.looseObject({ history_index: z.number().int().default(-1) });
+const McpConfigBody = z.looseObject({ mcp_servers: z.record(z.string().min(1).max(128), z.looseObject({})) });
+const McpStateBody = z.looseObject({ server_name: z.string().min(1), enabled: z.boolean() });
+
+type NameParams = { Params: { skill_name: string } };
+
+/** Upstream `_ADMIN_REQUIRED_DETAIL`: settings writes need the admin role. */
+function requireAdmin(request: FastifyRequest): string {
+  const principal = principalOf(request);
+  if (principal.role !== "admin") throw new ForbiddenError("Admin privileges are required to change skills or MCP servers");
+  return principal.username;
+}
+
+/** Registers the settings routes under `/api`. */
+export async function settingsRoutes(app: FastifyInstance): Promise<void> {
+  const { getAppConfig } = app.deerflow;
+  // The same root the lead agent reads skills from (`skills.path` relative to the project root, else the default).
+  const store = () => {
+    const configured = getAppConfig().skills.path;
+    return new CustomSkillStore(configured ? path.resolve(getProjectRoot(), configured) : getSkillsDir());
+  };
+
+  app.get("/skills", { schema: doc("skills", "Every skill (public and custom) and whether it is enabled") }, async () => ({
+    skills: store().all(currentExtensions()).map(skillView),
+  }));
+
+  app.put<NameParams>("/skills/:skill_name", { schema: doc("skills", "Enable or disable a skill (extensions_config.json)", { body: SkillToggle }) }, async (request) => {
+    requireAdmin(request);
+    const body = parseOr422(SkillToggle, request.body);
+    const skill = store().all(currentExtensions()).find((s) => s.name === request.params.skill_name);
+    if (!skill) throw new NotFoundError(`Skill '${request.params.skill_name}' not found`);
+    setSkillEnabled(skill.name, body.enabled);
+    return { ...skillView(skill), enabled: body.enabled };
+  });
+
+  app.post("/skills/install", { schema: doc("skills", "Install a .skill archive (not offered)") }, async () => {
+    throw new DeerflowError("unsupported", "Installing .skill archives is not offered by this gateway; create a custom skill instead");
+  });
+
+  app.get("/skills/custom", { schema: doc("skills", "Custom skills") }, async () => ({
+    skills: store().all(currentExtensions()).filter((s) => s.category === "custom").map(skillView),
+  }));
+
+  app.post("/skills/custom", { schema: doc("skills", "Create a custom skill from SKILL.md text", { body: SkillCreate }) }, async (request) => {
+    const author = requireAdmin(request);
+    const body = parseOr422(SkillCreate, request.body);
+    const s = store();
+    s.create(body.name, body.content, author);
+    return s.get(body.name, currentExtensions());
+  });
+
+  app.get<NameParams>("/skills/custom/:skill_name", { schema: doc("skills", "A custom skill with its SKILL.md text") }, async (request) => {
+    requireAdmin(request);
+    return store().get(request.params.skill_name, currentExtensions());
+  });
+
+  app.put<NameParams>("/skills/custom/:skill_name", { schema: doc("skills", "Replace a custom skill's SKILL.md (recorded in its history)", { body: SkillContent }) }, async (request) => {
+    const author = requireAdmin(request);
+    const body = parseOr422(SkillContent, request.body);
+    const s = store();
+    s.update(request.params.skill_name, body.content, author);
+    return s.get(request.params.skill_name, currentExtensions());
+  });
+
+  app.delete<NameParams>("/skills/custom/:skill_name", { schema: doc("skills", "Delete a custom skill (its history is kept)") }, async (request) => {
+    store().delete(request.params.skill_name, requireAdmin(request));
+    return { success: true };
+  });
+
+  app.get<NameParams>("/skills/custom/:skill_name/history", { schema: doc("skills", "A custom skill's edit history") }, async (request) => {
+    requireAdmin(request);
+    return { history: store().history(request.params.skill_name) };
+  });
+
+  app.post<NameParams>("/skills/custom/:skill_name/rollback", { schema: doc("skills", "Restore the content before a history entry", { body: Rollback }) }, async (request) => {
+    const author = requireAdmin(request);
+    const body = parseOr422(Rollback, request.body);
+    const s = store();
+    s.rollback(request.params.skill_name, body.history_index, author);
+    return s.get(request.params.skill_name, currentExtensions());
+  });
+
+  app.post("/skills/reload", { schema: doc("skills", "Rescan the skills (they are rescanned on every run anyway)") }, async (request) => {
+    requireAdmin(request);
+    return { success: true, scope: "process", message: "Skills are rescanned on every run; nothing was cached." };
+  });
+
+  app.get("/mcp/config", { schema: doc("mcp", "MCP servers, secrets masked") }, async (request) => {
+    requireAdmin(request);
+    return { mcp_servers: maskedServers() };
+  });
+
+  app.put("/mcp/config", { schema: doc("mcp", "Replace the MCP servers (masked secrets keep their stored value)", { body: McpConfigBody }) }, async (request) => {
+    requireAdmin(request);
+    const body = parseOr422(McpConfigBody, request.body);
+    const servers = replaceMcpServers(body.mcp_servers as Record<string, Record<string, unknown>>);
+    await resetMcpToolCache();
+    return { mcp_servers: servers };
+  });
+
+  app.patch("/mcp/config", { schema: doc("mcp", "Enable or disable one MCP server", { body: McpStateBody }) }, async (request) => {
+    requireAdmin(request);
+    const body = parseOr422(McpStateBody, request.body);
+    const servers = setMcpServerEnabled(body.server_name, body.enabled);
+    await resetMcpToolCache();
+    return { mcp_servers: servers };
+  });
+
+  app.post("/mcp/cache/reset", { schema: doc("mcp", "Drop the cached MCP clients; tools reload on next use") }, async (request) => {
+    requireAdmin(request);
+    await resetMcpToolCache();
+    return { success: true, message: "MCP tools cache reset. Tools will reload on next use." };
+  });
+}

@@ -1,0 +1,158 @@
+// DeerFlow web-app thread routes (app/gateway/routers/thread_runs.py, threads.py goal, feedback.py): the paged
+// message feed, token usage, a run's stored events and workspace changes, per-run feedback, and the thread goal.
+import path from "node:path";
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { principalOf } from "../src/auth/principal.js";
+import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
+import { zodIssuesToDetail } from "../src/runtime/run-request.js";
+import { readThreadState } from "../src/runtime/thread-state-reader.js";
+import { compactThread } from "../src/runtime/web/compact.js";
+import { FeedbackStore } from "../src/runtime/web/feedback-store.js";
+import { aggregateTokenUsage, loadThreadMessageRows, pageRows } from "../src/runtime/web/thread-messages.js";
+import { doc } from "./openapi.js";
+import { ownedRun, ownedThread } from "./thread-access.js";
+
+/** Parses `value` with `schema` or throws a 422 with FastAPI-style details (`loc` rooted at `root`). */
+export function parseOr422<T>(schema: z.ZodType<T>, value: unknown, root: "body" | "query" = "body"): T {
+  const parsed = schema.safeParse(value ?? {});
+  if (!parsed.success) throw new ValidationError(`Invalid request ${root}`, zodIssuesToDetail(parsed.error.issues, root));
+  return parsed.data;
+}
+
+const PageQuery = z.looseObject({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  before_seq: z.coerce.number().int().min(1).optional(),
+});
+const EventsQuery = z.looseObject({
+  event_types: z.string().optional(),
+  task_id: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(2000).default(500),
+  after_seq: z.coerce.number().int().min(1).optional(),
+});
+const FeedbackBody = z.looseObject({ rating: z.union([z.literal(1), z.literal(-1)]), comment: z.string().max(10_000).nullish(), message_id: z.string().nullish() });
+const ContextSize = z.looseObject({ type: z.enum(["messages", "tokens", "fraction"]), value: z.number().positive() });
+const CompactBody = z.looseObject({ force: z.boolean().default(true), keep: ContextSize.nullish(), agent_name: z.string().max(128).nullish(), model_name: z.string().max(128).nullish() });
+const GoalBody = z.looseObject({ objective: z.string().trim().min(1).max(4000), max_continuations: z.number().int().min(0).max(20).default(20) });
+
+/** Upstream DEFAULT_MAX_GOAL_CONTINUATIONS / DEFAULT_MAX_NO_PROGRESS_CONTINUATIONS. */
+const MAX_GOAL_CONTINUATIONS = 20;
+const MAX_NO_PROGRESS_CONTINUATIONS = 3;
+
+type ThreadParams = { Params: { thread_id: string } };
+type RunParams = { Params: { thread_id: string; run_id: string } };
+
+/** The goal as the app reads it: null unless it is a goal object that was not cleared. */
+const visibleGoal = (goal: unknown) => (goal && typeof goal === "object" && (goal as { status?: unknown }).status !== "cleared" ? goal : null);
+
+/**
+ * Registers, under `/api`: `GET /threads/:id/messages/page` (`?limit=1..200&before_seq=`), `GET
+ * /threads/:id/token-usage`, `GET /threads/:id/runs/:run_id/events`, `GET .../runs/:run_id/workspace-changes`
+ * (change tracking not offered: `available: false`), `GET|PUT|POST|DELETE .../runs/:run_id/feedback`,
+ * `GET|PUT|DELETE /threads/:id/goal`, `POST /threads/:id/compact` (`{keep?, model_name?}`: summarize now; 409 during
+ * a run). Another user's thread or run is 404.
+ */
+export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
+  const { persistence, runEvents, threadService, sandbox } = app.deerflow;
+  const feedback = new FeedbackStore(path.join(sandbox.baseDir, "data", "feedback"));
+
+  app.get<ThreadParams>("/threads/:thread_id/messages/page", { schema: doc("threads", "Newest-first page of the thread's visible messages", { querystring: PageQuery }) }, async (request) => {
+    const threadId = request.params.thread_id;
+    ownedThread(app, request, threadId);
+    if (request.query && typeof request.query === "object" && "after_seq" in request.query) throw new ValidationError("after_seq is not supported by this backward-only endpoint");
+    const query = parseOr422(PageQuery, request.query, "query");
+    const page = pageRows(await loadThreadMessageRows(persistence.checkpointer, threadId, persistence.runs.list(threadId, { limit: 10_000 })), query.limit, query.before_seq);
+    // Feedback belongs on the last AI message of each run (upstream `_enrich_thread_message_page`).
+    const ratings = feedback.byRun(threadId, principalOf(request).id);
+    const lastAiSeq = new Map<string, number>();
+    for (const row of page.data) if (row.content.type === "ai" && row.run_id) lastAiSeq.set(row.run_id, row.seq);
+    for (const row of page.data) {
+      const f = lastAiSeq.get(row.run_id) === row.seq ? ratings.get(row.run_id) : undefined;
+      row.feedback = f ? { feedback_id: f.feedback_id, rating: f.rating, comment: f.comment } : null;
+    }
+    return page;
+  });
+
+  app.get<ThreadParams>("/threads/:thread_id/token-usage", { schema: doc("threads", "Token usage of the thread, by model and caller") }, async (request) => {
+    const threadId = request.params.thread_id;
+    ownedThread(app, request, threadId);
+    const rows = await loadThreadMessageRows(persistence.checkpointer, threadId, persistence.runs.list(threadId, { limit: 10_000 }));
+    return aggregateTokenUsage(threadId, rows, persistence.runs.list(threadId, { limit: 10_000 }));
+  });
+
+  app.get<RunParams>("/threads/:thread_id/runs/:run_id/events", { schema: doc("runs", "The run's stored event log", { querystring: EventsQuery }) }, async (request) => {
+    ownedRun(app, request, request.params.thread_id, request.params.run_id);
+    const query = parseOr422(EventsQuery, request.query, "query");
+    return runEvents.list(request.params.run_id, {
+      eventTypes: query.event_types ? query.event_types.split(",").map((s) => s.trim()).filter(Boolean) : undefined,
+      taskId: query.task_id,
+      afterSeq: query.after_seq,
+      limit: query.limit,
+    });
+  });
+
+  app.get<RunParams>("/threads/:thread_id/runs/:run_id/workspace-changes", { schema: doc("runs", "Workspace changes of a run (not tracked by this gateway)") }, async (request) => {
+    ownedRun(app, request, request.params.thread_id, request.params.run_id);
+    // The app hides its changes badge when `available` is false.
+    return {
+      available: false, version: 1, files: [], limits: {},
+      summary: { created: 0, modified: 0, deleted: 0, symlink_created: 0, additions: 0, deletions: 0, truncated: false },
+    };
+  });
+
+  const upsertFeedback = async (request: import("fastify").FastifyRequest<RunParams>) => {
+    const { thread_id: threadId, run_id: runId } = request.params;
+    ownedRun(app, request, threadId, runId);
+    const body = parseOr422(FeedbackBody, request.body);
+    return feedback.upsert(threadId, runId, principalOf(request).id, body);
+  };
+  app.put<RunParams>("/threads/:thread_id/runs/:run_id/feedback", { schema: doc("runs", "Create or replace your feedback on a run", { body: FeedbackBody }) }, upsertFeedback);
+  app.post<RunParams>("/threads/:thread_id/runs/:run_id/feedback", { schema: doc("runs", "Create or replace your feedback on a run", { body: FeedbackBody }) }, upsertFeedback);
+  app.get<RunParams>("/threads/:thread_id/runs/:run_id/feedback", { schema: doc("runs", "Your feedback on a run") }, async (request) => {
+    ownedRun(app, request, request.params.thread_id, request.params.run_id);
+    return feedback.list(request.params.thread_id, request.params.run_id, principalOf(request).id);
+  });
+  app.delete<RunParams>("/threads/:thread_id/runs/:run_id/feedback", { schema: doc("runs", "Delete your feedback on a run") }, async (request) => {
+    ownedRun(app, request, request.params.thread_id, request.params.run_id);
+    const removed = feedback.delete(request.params.thread_id, request.params.run_id, principalOf(request).id);
+    if (!removed) throw new NotFoundError("No feedback for this run");
+    return { success: true };
+  });
+
+  app.post<ThreadParams>("/threads/:thread_id/compact", { schema: doc("threads", "Summarize the older part of the thread now", { body: CompactBody }) }, async (request) => {
+    const threadId = request.params.thread_id;
+    ownedThread(app, request, threadId);
+    const body = parseOr422(CompactBody, request.body);
+    if (app.deerflow.runs.hasInFlight(threadId)) throw new ConflictError("Thread has a run in flight. Compact after the run finishes.");
+    return compactThread(persistence.checkpointer, threadId, app.deerflow.getAppConfig(), { keep: body.keep as never, modelName: body.model_name });
+  });
+
+  app.get<ThreadParams>("/threads/:thread_id/goal", { schema: doc("threads", "The thread's goal (null when none)") }, async (request) => {
+    ownedThread(app, request, request.params.thread_id);
+    const state = await readThreadState(persistence.checkpointer, request.params.thread_id);
+    return { goal: visibleGoal(state.values.goal) };
+  });
+
+  app.put<ThreadParams>("/threads/:thread_id/goal", { schema: doc("threads", "Set or replace the thread's goal", { body: GoalBody }) }, async (request) => {
+    ownedThread(app, request, request.params.thread_id);
+    const body = parseOr422(GoalBody, request.body);
+    const now = new Date().toISOString();
+    const goal = {
+      objective: body.objective, status: "active", created_at: now, updated_at: now, continuation_count: 0,
+      max_continuations: Math.min(body.max_continuations, MAX_GOAL_CONTINUATIONS), no_progress_count: 0, max_no_progress_continuations: MAX_NO_PROGRESS_CONTINUATIONS,
+    };
+    await threadService.updateState(request.params.thread_id, { values: { goal }, as_node: "goal" });
+    return { goal };
+  });
+
+  app.delete<ThreadParams>("/threads/:thread_id/goal", { schema: doc("threads", "Clear the thread's goal") }, async (request) => {
+    ownedThread(app, request, request.params.thread_id);
+    const state = await readThreadState(persistence.checkpointer, request.params.thread_id);
+    const goal = visibleGoal(state.values.goal) as Record<string, unknown> | null;
+    if (goal) {
+      // The goal channel keeps its value on a null write (mergeGoal), so clearing writes a cleared marker.
+      await threadService.updateState(request.params.thread_id, { values: { goal: { ...goal, status: "cleared", updated_at: new Date().toISOString() } } });
+    }
+    return { goal: null };
+  });
+}

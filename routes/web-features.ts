@@ -1,0 +1,135 @@
+// DeerFlow web-app feature routes: `GET /api/features` (app/gateway/routers/features.py), follow-up suggestions
+// (suggestions.py), input polish (input_polish.py), and the answers for features this gateway does not offer
+// (channels, scheduled tasks, the Lark integration, MCP tasks, browser control), each in the shape the app reads
+// as "not configured / disabled" so it hides the feature instead of retrying or showing an error.
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { DeerflowError } from "../src/errors.js";
+import { parseJsonStringList, runOneshot } from "../src/runtime/web/oneshot.js";
+import { doc } from "./openapi.js";
+import { parseOr422 } from "./thread-feed.js";
+import { ownedThread } from "./thread-access.js";
+
+/** Upstream DEFAULT_MAX_SUGGESTIONS / MAX_SUGGESTIONS_LIMIT. */
+const DEFAULT_MAX_SUGGESTIONS = 3;
+const MAX_SUGGESTIONS_LIMIT = 10;
+
+/** The `suggestions` config section (not in the core schema; unknown top-level keys are kept by the loader). */
+const SuggestionsConfig = z.looseObject({
+  enabled: z.boolean().default(true),
+  max_suggestions: z.number().int().min(1).max(MAX_SUGGESTIONS_LIMIT).default(DEFAULT_MAX_SUGGESTIONS),
+  model_name: z.string().nullish(),
+});
+const SuggestionsBody = z.looseObject({
+  messages: z.array(z.looseObject({ role: z.string(), content: z.string() })).max(100),
+  n: z.number().int().min(1).max(MAX_SUGGESTIONS_LIMIT).default(DEFAULT_MAX_SUGGESTIONS),
+  model_name: z.string().nullish(),
+});
+const PolishBody = z.looseObject({ text: z.string().max(20_000), locale: z.string().max(64).nullish(), thread_id: z.string().nullish(), model_name: z.string().nullish() });
+
+/** Instruction of the suggestions call (our wording of upstream's intent). */
+const SUGGESTIONS_SYSTEM = (n: number) =>
+  `You suggest follow-up questions. Given a conversation, write ${n} short questions the user is likely to ask next, ` +
+  "in the user's language. Answer with a JSON array of strings only, nothing else.";
+/** Instruction of the input-polish call (our wording of upstream's intent). */
+const POLISH_SYSTEM =
+  "Rewrite the user's draft into a clearer instruction for an AI agent. Do not answer it. Keep its language, intent, " +
+  "names, paths, URLs, code and any leading slash command exactly. Do not invent facts. Output only the rewritten draft.";
+
+/** Answer of an action on a feature this gateway does not offer. */
+class NotOfferedError extends DeerflowError {
+  constructor(feature: string) {
+    super("unsupported", `${feature} is not offered by this gateway`);
+  }
+}
+
+const disabledLarkStatus = () => ({
+  installed: false, version: "", manifest_version: null, latest_available_version: null, runtime_version_mismatch: false,
+  app_configured: false, app_id: null, app_brand: null, skills_expected: 0, skills_installed: 0, installed_skills: [],
+  enabled_skills: [], install_path: "",
+  cli: { available: false, path: null, version: null, error: "The Lark integration is not offered by this gateway" },
+  auth: { status: "unavailable", message: "The Lark integration is not offered by this gateway", user: null, verified: false },
+  sandbox_runtime_mode: "none", sandbox_runtime_ready: false, sandbox_runtime_detail: "The Lark integration is not offered by this gateway",
+});
+
+type ThreadParams = { Params: { thread_id: string } };
+
+/** Registers the feature routes under `/api`. */
+export async function webFeatureRoutes(app: FastifyInstance): Promise<void> {
+  const { getAppConfig } = app.deerflow;
+  const suggestionsConfig = () => SuggestionsConfig.parse((getAppConfig() as Record<string, unknown>).suggestions ?? {});
+
+  app.get("/features", { schema: doc("features", "Optional features and whether they are on") }, async () => ({
+    agents_api: { enabled: Boolean(getAppConfig().agents_api?.enabled) },
+    browser_control: { enabled: false },
+    mcp_tasks: { enabled: false },
+  }));
+
+  app.get("/suggestions/config", { schema: doc("features", "Follow-up suggestions configuration") }, async () => {
+    const cfg = suggestionsConfig();
+    return { enabled: cfg.enabled, max_suggestions: cfg.max_suggestions };
+  });
+
+  app.post<ThreadParams>("/threads/:thread_id/suggestions", { schema: doc("features", "Generate follow-up questions with the configured model", { body: SuggestionsBody }) }, async (request) => {
+    ownedThread(app, request, request.params.thread_id);
+    const body = parseOr422(SuggestionsBody, request.body);
+    const cfg = suggestionsConfig();
+    if (!cfg.enabled || body.messages.length === 0) return { suggestions: [] };
+    const n = Math.min(body.n, cfg.max_suggestions);
+    const conversation = body.messages
+      .map((m) => `${/^(user|human)$/i.test(m.role) ? "User" : /^(assistant|ai)$/i.test(m.role) ? "Assistant" : m.role}: ${m.content.trim()}`)
+      .join("\n");
+    const answer = await runOneshot(getAppConfig(), body.model_name ?? cfg.model_name, SUGGESTIONS_SYSTEM(n), conversation);
+    // Upstream answers an empty list when the model's answer is not a JSON list of strings.
+    return { suggestions: (parseJsonStringList(answer) ?? []).slice(0, n) };
+  });
+
+  app.post("/input-polish", { schema: doc("features", "Rewrite a composer draft with the configured model", { body: PolishBody }) }, async (request) => {
+    const body = parseOr422(PolishBody, request.body);
+    const draft = body.text;
+    if (!draft.trim()) return { rewritten_text: draft, changed: false };
+    const locale = body.locale?.trim() || "same language as the draft";
+    const rewritten = await runOneshot(getAppConfig(), body.model_name, POLISH_SYSTEM, `Locale hint: ${locale}\n\nDraft:\n${draft}`);
+    if (!rewritten) return { rewritten_text: draft, changed: false };
+    return { rewritten_text: rewritten, changed: rewritten !== draft };
+  });
+
+  // Channels (IM bots): the app shows "no providers" and stops polling when `enabled` is false.
+  app.get("/channels", async () => ({ service_running: false, channels: {} }));
+  app.get("/channels/", async () => ({ service_running: false, channels: {} }));
+  app.get("/channels/providers", async () => ({ enabled: false, providers: [] }));
+  app.get("/channels/connections", async () => ({ connections: [] }));
+  for (const route of ["/channels/:provider/connect", "/channels/:provider/runtime-config", "/channels/:name/restart"]) {
+    app.post(route, async () => { throw new NotOfferedError("Channels"); });
+  }
+  app.delete("/channels/:provider/runtime-config", async () => { throw new NotOfferedError("Channels"); });
+  app.delete("/channels/connections/:id", async () => { throw new NotOfferedError("Channels"); });
+
+  // Scheduled tasks: empty lists (upstream's answer when the scheduler is off); actions are refused.
+  app.get("/scheduled-tasks", async () => []);
+  app.get<ThreadParams>("/threads/:thread_id/scheduled-tasks", async (request) => {
+    ownedThread(app, request, request.params.thread_id);
+    return [];
+  });
+  app.post("/scheduled-tasks", async () => { throw new NotOfferedError("Scheduled tasks"); });
+  app.get("/scheduled-tasks/:task_id", async () => { throw new NotOfferedError("Scheduled tasks"); });
+  app.get("/scheduled-tasks/:task_id/runs", async () => []);
+  app.patch("/scheduled-tasks/:task_id", async () => { throw new NotOfferedError("Scheduled tasks"); });
+  app.delete("/scheduled-tasks/:task_id", async () => { throw new NotOfferedError("Scheduled tasks"); });
+  for (const action of ["pause", "resume", "trigger"]) app.post(`/scheduled-tasks/:task_id/${action}`, async () => { throw new NotOfferedError("Scheduled tasks"); });
+
+  // Lark / Feishu: a status that reads "not installed, CLI unavailable".
+  app.get("/integrations/lark/status", async () => disabledLarkStatus());
+  for (const action of ["install", "config/start", "config/complete", "config/credentials", "auth/start", "auth/complete"]) {
+    app.post(`/integrations/lark/${action}`, async () => { throw new NotOfferedError("The Lark integration"); });
+  }
+
+  // MCP background tasks and browser control: off in /features; the list reads as empty.
+  app.get<ThreadParams>("/threads/:thread_id/mcp-tasks", async (request) => {
+    ownedThread(app, request, request.params.thread_id);
+    return [];
+  });
+  app.get("/threads/:thread_id/mcp-tasks/:task_id", async () => { throw new NotOfferedError("MCP tasks"); });
+  app.post("/threads/:thread_id/mcp-tasks/:task_id/cancel", async () => { throw new NotOfferedError("MCP tasks"); });
+  app.post("/threads/:thread_id/browser/navigate", async () => { throw new NotOfferedError("Browser control"); });
+}
