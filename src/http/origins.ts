@@ -19,8 +19,25 @@ export function corsOriginAllowed(origin: string | undefined, allowed: readonly 
 }
 
 /**
+ * Whether `origin` names the host the request was sent to (`Host`, or `X-Forwarded-Host` behind a proxy): a page
+ * served under the gateway's own address (a reverse proxy in front of both) is not cross-site. The Host itself is
+ * checked against the allowlist ({@link hostAllowed}) first.
+ */
+function isSameOrigin(origin: string, headers: Record<string, string | string[] | undefined>): boolean {
+  const forwarded = headers["x-forwarded-host"];
+  const host = (typeof forwarded === "string" && forwarded ? forwarded.split(",")[0] : headers.host) as string | undefined;
+  if (!host) return false;
+  try {
+    return new URL(origin).host.toLowerCase() === host.trim().toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Why a request must be refused as a cross-site write, or null when it may go on. Only state-changing methods
- * ({@link STATE_CHANGING_METHODS}) are checked: an `Origin` that is not allowed is refused, and so is a request
+ * ({@link STATE_CHANGING_METHODS}) are checked: an `Origin` that is neither allowed nor the request's own host is
+ * refused, and so is a request
  * without `Origin` whose `Sec-Fetch-Site` says `cross-site` (a browser that left Origin out). Requests from
  * non-browser clients carry neither header and pass. This is what stops a page on another site from posting a
  * multipart upload or a run, which browsers send without a CORS preflight.
@@ -31,7 +48,8 @@ export function crossSiteWriteProblem(method: string, headers: Record<string, st
   if (!STATE_CHANGING_METHODS.has(method.toUpperCase())) return null;
   const origin = headers.origin;
   if (typeof origin === "string" && origin) {
-    return corsOriginAllowed(origin, allowed) ? null : `Origin ${JSON.stringify(origin.slice(0, 200))} is not allowed to change state on this gateway`;
+    if (corsOriginAllowed(origin, allowed) || isSameOrigin(origin, headers)) return null;
+    return `Origin ${JSON.stringify(origin.slice(0, 200))} is not allowed to change state on this gateway`;
   }
   const site = headers["sec-fetch-site"];
   if (site === "cross-site") return "Cross-site requests without an allowed Origin cannot change state on this gateway";

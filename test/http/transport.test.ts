@@ -56,6 +56,9 @@ describe("CORS and Origin", () => {
     // Reads are not refused (CORS keeps the answer from a foreign page); local front ends and plain clients write.
     expect((await fetch(`${h.url}/threads/t1`, { headers: { origin: "http://evil.example" } })).status).toBe(200);
     expect((await fetch(`${h.url}/api/threads/t1/uploads`, { method: "POST", body: form(), headers: { origin: "http://localhost:3000" } })).status).toBe(200);
+    // A page served under the gateway's own address (a proxy in front of both) is not cross-site.
+    expect((await raw(h.url, "POST", "/threads", { host: "10.1.2.3:8080", origin: "https://10.1.2.3:8080", "content-type": "application/json" }, "{}")).status).toBe(200);
+    expect((await raw(h.url, "POST", "/threads", { host: "10.1.2.3:8080", origin: "https://10.9.9.9:8080", "content-type": "application/json" }, "{}")).status).toBe(403);
     expect((await fetch(`${h.url}/threads/t1`, { method: "DELETE" })).status).toBe(200);
   });
 });
