@@ -22,12 +22,16 @@
 //   GET  /api/threads/:thread_id/artifacts/*      artifacts.ts (files of the thread's /mnt/user-data only)
 //   /api/v1/auth/{setup-status,initialize,register,login/local,logout,me,change-password,providers}  auth.ts
 //   POST|GET /api/v1/auth/api-keys, DELETE /api/v1/auth/api-keys/:key_id                             auth.ts
+//   GET  /metrics                                 metrics.ts   (Prometheus)
+//   GET  /api/usage                               usage.ts     (the caller's token usage and limits)
 import type { FastifyInstance } from "fastify";
 import { agentRoutes } from "./agents.js";
 import { artifactRoutes } from "./artifacts.js";
 import { assistantRoutes } from "./assistants.js";
 import { authRoutes } from "./auth.js";
 import { healthRoutes } from "./health.js";
+import { metricsRoutes } from "./metrics.js";
+import { usageRoutes } from "./usage.js";
 import { modelRoutes } from "./models.js";
 import { runRoutes } from "./runs.js";
 import { threadRoutes } from "./threads.js";
@@ -37,7 +41,9 @@ import { uploadRoutes } from "./uploads.js";
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(healthRoutes);
   await app.register(authRoutes, { prefix: "/api/v1/auth" });
+  await app.register(metricsRoutes);
   await app.register(modelRoutes, { prefix: "/api" });
+  await app.register(usageRoutes, { prefix: "/api" });
   await app.register(agentRoutes, { prefix: "/api" });
   await app.register(uploadRoutes, { prefix: "/api" });
   await app.register(artifactRoutes, { prefix: "/api" });

@@ -13,7 +13,8 @@ export type ErrorCode =
   | "forbidden"
   | "unsupported"
   | "model_unresolvable"
-  | "payload_too_large";
+  | "payload_too_large"
+  | "rate_limited";
 
 const BRAND = Symbol.for("deerflow-gateway.DeerflowError");
 
@@ -99,5 +100,15 @@ export class ForbiddenError extends DeerflowError {
 export class PayloadTooLargeError extends DeerflowError {
   constructor(message: string) {
     super("payload_too_large", message);
+  }
+}
+
+/** A rate limit, concurrency cap or token quota refuses the request; nothing was started. HTTP 429 + Retry-After. */
+export class RateLimitedError extends DeerflowError {
+  /** Seconds after which the same request may succeed (the `Retry-After` header). */
+  readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterSeconds: number) {
+    super("rate_limited", message);
+    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
   }
 }
