@@ -32,6 +32,7 @@ import { installHttpObservability } from "./observability/http-hooks.js";
 import { createGatewayMetrics, type GatewayMetrics } from "./observability/metrics.js";
 import { genRequestId } from "./observability/request-id.js";
 import { createRunObserver } from "./observability/run-observer.js";
+import type { GatewayTracing } from "./observability/tracing.js";
 import { RunAdmission } from "./runtime/limits/run-admission.js";
 import { registerRateLimit } from "./runtime/limits/rate-limit.js";
 
@@ -68,6 +69,8 @@ export interface BuildAppOptions {
   metrics?: GatewayMetrics;
   /** An ioredis client for shared rate-limit counters (default: from `limits.rate_limit.redis_url`, if set). */
   rateLimitRedis?: unknown;
+  /** OpenTelemetry tracing (src/observability/tracing.ts); off when absent. Flushed when the app closes. */
+  tracing?: GatewayTracing;
 }
 
 export { corsOriginAllowed } from "./http/origins.js";
@@ -131,7 +134,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     cleanupDelayMs: options.cleanupDelayMs,
     memoryQueue,
     sandboxProvider: sandbox,
-    observer: createRunObserver({ metrics, onTokens: (userId, tokens) => persistence.usage.add(userId, tokens) }),
+    observer: createRunObserver({ metrics, tracing: options.tracing, onTokens: (userId, tokens) => persistence.usage.add(userId, tokens) }),
     admission,
   });
   const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home, sandboxProvider: sandbox });
@@ -163,7 +166,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   installAuth(app, auth.runtime(persistence, logger));
   app.decorateRequest("thread", null);
   app.decorate("metrics", metrics);
-  installHttpObservability(app, metrics);
+  installHttpObservability(app, metrics, options.tracing);
   const stopReloadCount = onAppConfigReload((result) => metrics.configReloads.inc({ result }));
   app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, admission });
   // Every JSON body is bounded in depth and size here, before any route, store or graph sees it.
@@ -197,6 +200,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     await closeMcpClients();
     bridge.close();
     await persistence.close();
+    // Last, so the spans of the runs drained above are exported.
+    await options.tracing?.shutdown();
   });
   return app;
 }

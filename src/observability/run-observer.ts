@@ -1,12 +1,14 @@
 // Watches one run for the operator: counts and times it in the metrics, and follows its model calls through a
 // langchain callback handler (time to first token, tokens, errors) and the run scope (logger, fallback records).
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import { SpanKind, SpanStatusCode, type Span } from "@opentelemetry/api";
 import type { Serialized } from "@langchain/core/load/serializable";
 import type { LLMResult } from "@langchain/core/outputs";
 import type { Logger } from "pino";
 import { classifyProviderError } from "../models/provider-errors.js";
 import type { GatewayMetrics } from "./metrics.js";
 import type { RunScope } from "./run-scope.js";
+import { failSpan, startChildSpan, startRunSpan, type GatewayTracing } from "./tracing.js";
 
 /** Metadata key under which createChatModel names a model's config entry (the `model` label of the metrics). */
 export const MODEL_NAME_METADATA_KEY = "deerflow_model";
@@ -50,6 +52,8 @@ export interface RunObserverOptions {
   metrics: GatewayMetrics;
   /** Called after every model call that reported usage (the token ledger). Must not throw. */
   onTokens?: (userId: string, tokens: TokenCount) => void;
+  /** OpenTelemetry tracing (a span per run, model call and tool call); off when absent. */
+  tracing?: GatewayTracing;
 }
 
 const now = () => performance.now();
@@ -83,6 +87,9 @@ class RunMetricsHandler extends BaseCallbackHandler {
   name = "deerflow_run_metrics";
   override awaitHandlers = true;
   private readonly models = new Map<string, string>();
+  private readonly spans = new Map<string, Span>();
+  /** The run's span (set when the worker starts and tracing is on): the parent of model and tool spans. */
+  runSpan?: Span;
   private startedAt = now();
   private firstTokenSeen = false;
 
@@ -107,6 +114,43 @@ class RunMetricsHandler extends BaseCallbackHandler {
     const params = extra?.invocation_params as { model?: unknown } | undefined;
     const name = metadata?.[MODEL_NAME_METADATA_KEY] ?? params?.model ?? "unknown";
     this.models.set(runId, String(name));
+    const { tracing } = this.options;
+    if (!tracing) return;
+    const providerModel = String(params?.model ?? name);
+    this.spans.set(
+      runId,
+      startChildSpan(tracing, this.runSpan, `chat ${providerModel}`, SpanKind.CLIENT, {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": providerModel,
+        "gen_ai.provider.name": String(metadata?.ls_provider ?? "unknown"),
+        "deerflow.model": String(name),
+      }),
+    );
+  }
+
+  override handleToolStart(_tool: Serialized, _input: string, runId: string, _parent?: string, _tags?: string[], _metadata?: Record<string, unknown>, runName?: string, toolCallId?: string): void {
+    const { tracing } = this.options;
+    if (!tracing) return;
+    const name = runName ?? "tool";
+    this.spans.set(
+      runId,
+      startChildSpan(tracing, this.runSpan, `execute_tool ${name}`, SpanKind.INTERNAL, {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        ...(toolCallId ? { "gen_ai.tool.call.id": toolCallId } : {}),
+      }),
+    );
+  }
+
+  override handleToolEnd(_output: unknown, runId: string): void {
+    this.spans.get(runId)?.end();
+    this.spans.delete(runId);
+  }
+
+  override handleToolError(err: unknown, runId: string): void {
+    const span = this.spans.get(runId);
+    this.spans.delete(runId);
+    if (span) failSpan(span, err);
   }
 
   override handleLLMNewToken(token: string, _idx: unknown, _runId: string, _parent?: string, _tags?: string[], fields?: { chunk?: unknown }): void {
@@ -124,6 +168,12 @@ class RunMetricsHandler extends BaseCallbackHandler {
     const { metrics, onTokens } = this.options;
     metrics.modelCalls.inc({ model });
     const tokens = tokensOf(output);
+    const span = this.spans.get(runId);
+    this.spans.delete(runId);
+    if (span) {
+      if (tokens) span.setAttributes({ "gen_ai.usage.input_tokens": tokens.input, "gen_ai.usage.output_tokens": tokens.output });
+      span.end();
+    }
     if (!tokens) return;
     metrics.modelTokens.inc({ model, direction: "input" }, tokens.input);
     metrics.modelTokens.inc({ model, direction: "output" }, tokens.output);
@@ -137,6 +187,9 @@ class RunMetricsHandler extends BaseCallbackHandler {
   override handleLLMError(err: unknown, runId: string): void {
     const model = this.label(runId);
     this.models.delete(runId);
+    const span = this.spans.get(runId);
+    this.spans.delete(runId);
+    if (span) failSpan(span, err);
     const { failure } = classifyProviderError(err);
     // A run cancelled by its client aborts the model call: not a provider failure.
     if ((err as { name?: unknown })?.name === "AbortError") return;
@@ -160,6 +213,7 @@ export function createRunObserver(options: RunObserverOptions): RunObserver {
           if (startedAt !== null) return;
           startedAt = now();
           handler.markStart();
+          if (options.tracing) handler.runSpan = startRunSpan(options.tracing, info);
           metrics.runsStarted.inc({ assistant_id: info.assistantId });
           metrics.activeRuns.inc();
         },
@@ -169,6 +223,13 @@ export function createRunObserver(options: RunObserverOptions): RunObserver {
           metrics.activeRuns.dec();
           metrics.runsFinished.inc({ assistant_id: info.assistantId, status });
           metrics.runDuration.observe({ assistant_id: info.assistantId, status }, (now() - startedAt) / 1000);
+          const span = handler.runSpan;
+          if (span) {
+            span.setAttribute("deerflow.run.status", status);
+            if (status === "error") span.setStatus({ code: SpanStatusCode.ERROR });
+            for (const f of scope.fallbacks) span.addEvent("model_fallback", { from: f.from, to: f.to, reason: f.reason });
+            span.end();
+          }
         },
       };
     },
