@@ -48,7 +48,10 @@ export interface GatewayMetrics {
   modelTokens: Counter<"model" | "direction">;
   /** Failed model calls (after the provider's retries), by `model` and `reason`. */
   modelErrors: Counter<"model" | "reason">;
-  /** Failed provider attempts that the retry policy retries, by `model` and `reason`. */
+  /**
+   * Failed provider attempts of a retryable kind, by `model` and `reason`: each is retried unless the call has spent
+   * its `max_retries` (so a call that fails for good adds max_retries + 1).
+   */
   providerRetries: Counter<"model" | "reason">;
   /** Switches to a fallback model, by `from`, `to` and `reason`. */
   modelFallbacks: Counter<"from" | "to" | "reason">;
@@ -83,7 +86,7 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     modelCalls: new Counter({ name: "deerflow_model_calls_total", help: "Model calls that completed", labelNames: ["model"], registers }),
     modelTokens: new Counter({ name: "deerflow_model_tokens_total", help: "Tokens reported by the provider", labelNames: ["model", "direction"], registers }),
     modelErrors: new Counter({ name: "deerflow_model_errors_total", help: "Model calls that failed after retries", labelNames: ["model", "reason"], registers }),
-    providerRetries: new Counter({ name: "deerflow_provider_retries_total", help: "Failed provider attempts the retry policy retries", labelNames: ["model", "reason"], registers }),
+    providerRetries: new Counter({ name: "deerflow_provider_retries_total", help: "Failed provider attempts of a retryable kind (retried unless max_retries is spent)", labelNames: ["model", "reason"], registers }),
     modelFallbacks: new Counter({ name: "deerflow_model_fallbacks_total", help: "Switches to a fallback model", labelNames: ["from", "to", "reason"], registers }),
     configReloads: new Counter({ name: "deerflow_config_reloads_total", help: "Config file reloads", labelNames: ["result"], registers }),
     httpRequests: new Counter({ name: "deerflow_http_requests_total", help: "HTTP responses by route pattern and status", labelNames: ["method", "route", "status"], registers }),
