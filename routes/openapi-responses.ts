@@ -122,4 +122,13 @@ export const ROUTE_REQUESTS: Record<string, { consumes: string[]; body: Record<s
     consumes: ["multipart/form-data"],
     body: { type: "object", properties: { files: { type: "array", items: { type: "string", contentMediaType: "application/octet-stream" } } }, required: ["files"] },
   },
+  // The web app posts the OAuth2 password form; JSON with the same fields works too.
+  "POST /v1/auth/login/local": {
+    consumes: ["application/x-www-form-urlencoded", "application/json"],
+    body: {
+      type: "object",
+      properties: { username: { type: "string", description: "The account's email" }, password: { type: "string" }, remember_me: { type: "boolean", default: true } },
+      required: ["username", "password"],
+    },
+  },
 };
