@@ -17,6 +17,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   payload_too_large: 413,
   precondition_failed: 412,
   unsupported_media_type: 415,
+  rate_limited: 429,
 };
 
 /**
@@ -33,6 +34,8 @@ export function installErrorHandlers(app: FastifyInstance): void {
     if (DeerflowError.isInstance(err)) {
       const status = STATUS_BY_CODE[err.code];
       const details = (err as DeerflowError & { details?: unknown }).details;
+      const retryAfter = (err as DeerflowError & { retryAfterSeconds?: number }).retryAfterSeconds;
+      if (retryAfter !== undefined) reply.header("Retry-After", String(retryAfter));
       return reply.code(status).send({ detail: details ?? (status === 503 ? "Configuration not available" : err.message) });
     }
     if (err.code === "FST_ERR_CTP_INVALID_JSON_BODY" || err instanceof SyntaxError) {

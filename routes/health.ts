@@ -1,24 +1,40 @@
-// GET /health: liveness plus the config's health (a broken config edit reports `degraded`, never takes the service down).
+// GET /health: liveness plus the config's health (a broken config edit reports `degraded`, never takes the service down)
+// and the models' (a `use:` that cannot be resolved, a fallback naming no model).
 import { basename } from "node:path";
 import type { FastifyInstance } from "fastify";
+import { z } from "zod";
 import { getAppConfigStatus } from "../src/config/app-config.js";
+import { checkModels } from "../src/runtime/model-health.js";
 import { doc } from "./openapi.js";
 
+/** What `GET /health` answers. */
+export const HealthSchema = z.object({
+  status: z.enum(["healthy", "degraded"]),
+  service: z.string(),
+  config_error: z.string().optional().describe("Why the last config edit was not applied (the last good config is served)"),
+  model_errors: z.array(z.object({ model: z.string(), error: z.string() })).optional().describe("Models whose `use:` cannot be resolved or whose fallbacks name no configured model"),
+});
+
 /**
- * `GET /health` -> 200 `{status: "healthy", service}`, or `{status: "degraded", config_error}` after a bad config
- * edit (the config file named by its base name, never its absolute path).
+ * `GET /health` -> 200 `{status: "healthy", service}`, or `{status: "degraded", config_error?, model_errors?}`
+ * after a bad config edit (the config file named by its base name, never its absolute path) or with a model that
+ * cannot be built (`use: nosuchpkg:Nope`).
  */
 export async function healthRoutes(app: FastifyInstance): Promise<void> {
-  app.get("/health", { schema: doc("health", "Liveness and config health") }, async () => {
+  app.get("/health", { schema: doc("health", "Liveness, config and model health", { response: { 200: HealthSchema } }) }, async () => {
     // Check the file now (signature check), so a broken edit shows up even before the next run.
+    let config = null;
     try {
-      app.deerflow.getAppConfig();
+      config = app.deerflow.getAppConfig();
     } catch {
       /* reported through the status below */
     }
     const { error, path } = getAppConfigStatus();
-    if (!error) return { status: "healthy", service: "deer-flow-gateway" };
+    const modelErrors = config ? await checkModels(config) : [];
+    const body: z.infer<typeof HealthSchema> = { status: error || modelErrors.length ? "degraded" : "healthy", service: "deer-flow-gateway" };
     // The file is named by its base name only: where the gateway's files live is not for anonymous callers.
-    return { status: "degraded", service: "deer-flow-gateway", config_error: path ? error.split(path).join(basename(path)) : error };
+    if (error) body.config_error = path ? error.split(path).join(basename(path)) : error;
+    if (modelErrors.length) body.model_errors = modelErrors;
+    return body;
   });
 }

@@ -30,12 +30,16 @@
 //   GET /api/skills, PUT /api/skills/:name, /api/skills/custom[/:name[/history|/rollback]], /api/mcp/config, /api/mcp/cache/reset  settings.ts
 //   /api/memory[/reload|/facts[/:id]|/export|/import|/config|/status]                                memory.ts
 //   channels, scheduled-tasks, integrations/lark, mcp-tasks, browser: "not offered" answers web-features.ts
+//   GET  /metrics                                 metrics.ts   (Prometheus)
+//   GET  /api/usage                               usage.ts     (the caller's token usage and limits)
 import type { FastifyInstance } from "fastify";
 import { agentRoutes } from "./agents.js";
 import { artifactRoutes } from "./artifacts.js";
 import { assistantRoutes } from "./assistants.js";
 import { authRoutes } from "./auth.js";
 import { healthRoutes } from "./health.js";
+import { metricsRoutes } from "./metrics.js";
+import { usageRoutes } from "./usage.js";
 import { modelRoutes } from "./models.js";
 import { runRoutes } from "./runs.js";
 import { threadRoutes } from "./threads.js";
@@ -50,7 +54,9 @@ import { memoryRoutes } from "./memory.js";
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(healthRoutes);
   await app.register(authRoutes, { prefix: "/api/v1/auth" });
+  await app.register(metricsRoutes);
   await app.register(modelRoutes, { prefix: "/api" });
+  await app.register(usageRoutes, { prefix: "/api" });
   await app.register(agentRoutes, { prefix: "/api" });
   await app.register(uploadRoutes, { prefix: "/api" });
   await app.register(artifactRoutes, { prefix: "/api" });

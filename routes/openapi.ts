@@ -1,25 +1,99 @@
-// OpenAPI description of the routes (served at /docs), generated from the same zod schemas the handlers validate
-// with. Route schemas are documentation only: Fastify's own validation is switched off, zod stays authoritative.
+// The OpenAPI 3.1 description of every route, generated from the route schemas (the same zod schemas the
+// handlers validate with) by @fastify/swagger: served as JSON at /openapi.json, browsable at /docs
+// (@fastify/swagger-ui). Route schemas are documentation only: Fastify's validation and response serialization
+// are switched off, zod in the handlers stays authoritative. A route without a response schema still gets one
+// (from ROUTE_RESPONSES, else a generic JSON body) plus the `{detail}` error responses, so routes added later
+// appear complete without extra work.
 import { fastifySwagger } from "@fastify/swagger";
-import type { FastifyInstance, FastifySchema } from "fastify";
+import { fastifySwaggerUi } from "@fastify/swagger-ui";
+import type { FastifyInstance, FastifySchema, RouteOptions } from "fastify";
 import { z } from "zod";
+import { ROUTE_REQUESTS, ROUTE_RESPONSES } from "./openapi-responses.js";
 
-/** A route's OpenAPI schema: summary, tag, and the JSON Schema of its body / query (input side of the zod schema). */
-export function doc(tag: string, summary: string, parts: { body?: z.ZodType; querystring?: z.ZodType } = {}): FastifySchema {
-  const json = (schema: z.ZodType) => z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+/** The JSON Schema of a zod schema (`io` input for request parts, output for responses), without `$schema`. */
+export function jsonSchemaOf(schema: z.ZodType, io: "input" | "output" = "input"): Record<string, unknown> {
+  const { $schema: _, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any", target: "draft-2020-12" }) as Record<string, unknown>;
+  return rest;
+}
+
+/** Responses by status: a zod schema (a JSON body) or a raw OpenAPI-style response (`{description, content}`). */
+export type DocResponses = Record<string | number, z.ZodType | Record<string, unknown>>;
+
+const responseJson = (responses: DocResponses) =>
+  Object.fromEntries(Object.entries(responses).map(([code, r]) => [code, r instanceof z.ZodType ? { description: r.description ?? "Success", ...jsonSchemaOf(r, "output") } : r]));
+
+/**
+ * A route's OpenAPI schema: tag, summary, and the JSON Schemas of its body / query / response (from zod).
+ * @param parts.response responses by status code; a zod schema documents a JSON body.
+ */
+export function doc(tag: string, summary: string, parts: { body?: z.ZodType; querystring?: z.ZodType; response?: DocResponses } = {}): FastifySchema {
   return {
     tags: [tag],
     summary,
-    ...(parts.body ? { body: json(parts.body) } : {}),
-    ...(parts.querystring ? { querystring: json(parts.querystring) } : {}),
+    ...(parts.body ? { body: jsonSchemaOf(parts.body) } : {}),
+    ...(parts.querystring ? { querystring: jsonSchemaOf(parts.querystring) } : {}),
+    ...(parts.response ? { response: responseJson(parts.response) } : {}),
   } as FastifySchema;
 }
 
-/** Registers @fastify/swagger and `GET /docs` (the OpenAPI 3 JSON document). Call before the routes. */
+/** The error body every route may answer: `{detail}`, a message or the 422 issue list. */
+export const ErrorBodySchema = z.object({
+  detail: z.union([z.string(), z.array(z.object({ type: z.string(), loc: z.array(z.union([z.string(), z.number()])), msg: z.string() }).loose())]),
+});
+
+const errorResponse = (description: string) => ({ description, ...jsonSchemaOf(ErrorBodySchema, "output") });
+const genericResponse = { description: "Success", type: "object", additionalProperties: true };
+
+/** `GET /api/threads/:thread_id` -> `getApiThreadsThreadId`: unique per method and path, stable for code generators. */
+export function operationIdOf(method: string, url: string): string {
+  const words = url.split(/[/:{}*_.-]+/).filter(Boolean);
+  // A trailing slash is a distinct route (`/api/channels/` next to `/api/channels`): keep the ids distinct too.
+  const suffix = url.endsWith("*") ? "Path" : url.length > 1 && url.endsWith("/") ? "Slash" : "";
+  return method.toLowerCase() + words.map((w) => w[0].toUpperCase() + w.slice(1)).join("") + suffix;
+}
+
+/**
+ * Completes one route's schema for the document: a trailing `*` becomes the path parameter `{path}`; a body the
+ * route parses itself comes from ROUTE_REQUESTS; responses come from the route, else ROUTE_RESPONSES, else a
+ * generic JSON object; `4XX`/`5XX` `{detail}` errors are added;
+ * an operationId is derived from method and path.
+ */
+function transformRoute({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }): { schema: FastifySchema; url: string } {
+  const s = { ...(schema ?? {}) } as FastifySchema & { hide?: boolean; operationId?: string; response?: Record<string, unknown>; params?: unknown };
+  if (s.hide) return { schema: s, url };
+  const method = String(Array.isArray(route.method) ? route.method[0] : route.method);
+  let docUrl = url;
+  if (url.endsWith("*")) {
+    docUrl = `${url.slice(0, -1)}:path`;
+    const names = [...docUrl.matchAll(/:(\w+)/g)].map((m) => m[1]);
+    s.params = {
+      type: "object",
+      properties: Object.fromEntries(names.map((n) => [n, n === "path" ? { type: "string", description: "The rest of the path (may contain slashes)" } : { type: "string" }])),
+      required: names,
+    };
+  }
+  const key = `${method} ${url.replace(/^\/api(?=\/)/, "")}`;
+  const request = ROUTE_REQUESTS[key];
+  if (request && !s.body) Object.assign(s, { body: request.body, consumes: request.consumes });
+  if (!s.response) {
+    const known = ROUTE_RESPONSES[key];
+    s.response = known instanceof z.ZodType ? responseJson({ 200: known }) : known ? responseJson(known as DocResponses) : { 200: genericResponse };
+  }
+  s.response = { ...s.response, "4XX": errorResponse("Client error: {detail} (a message, or the list of validation issues for 422)"), "5XX": errorResponse("Server error: {detail}") };
+  s.operationId ??= operationIdOf(method, url);
+  return { schema: s, url: docUrl };
+}
+
+/**
+ * Registers @fastify/swagger (OpenAPI 3.1.0, every route), `GET /openapi.json` and the browsable UI at `/docs`
+ * (@fastify/swagger-ui). Call before the routes, so each is recorded as it is added.
+ */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   app.setValidatorCompiler(() => () => true);
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   await app.register(fastifySwagger, {
     openapi: {
+      openapi: "3.1.0",
       info: { title: "deerflow-gateway", description: "LangGraph-compatible API for DeerFlow lead agents", version: "0.1.0" },
       tags: [
         { name: "threads", description: "LangGraph threads" },
@@ -29,10 +103,13 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: "models", description: "Configured chat models" },
         { name: "uploads", description: "Files uploaded to a thread (/mnt/user-data/uploads)" },
         { name: "artifacts", description: "Files of a thread's /mnt/user-data, for download" },
-        { name: "health", description: "Liveness and config health" },
+        { name: "usage", description: "Token usage and limits of the caller" },
+        { name: "health", description: "Liveness, config health and metrics" },
         { name: "auth", description: "Accounts, sessions and API keys" },
       ],
     },
+    transform: transformRoute as never,
   });
-  app.get("/docs", { schema: { hide: true } as FastifySchema }, async () => app.swagger());
+  await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
+  app.get("/openapi.json", { schema: { hide: true } as FastifySchema }, async () => app.swagger());
 }

@@ -30,6 +30,18 @@ export async function streamRunEvents(reply: FastifyReply, bridge: StreamBridge,
   // Node holds written headers until the first body byte: a pending or enqueued run would keep its client (and the
   // Content-Location naming the run) waiting for the first event or heartbeat. Send them now.
   reply.raw.flushHeaders();
+  const openStreams = reply.server.metrics?.openStreams;
+  openStreams?.inc();
+  try {
+    await pump(reply, bridge, run, options, stop, closed);
+  } finally {
+    openStreams?.dec();
+  }
+}
+
+/** Writes the bridge events until `end`, a gap or the client going away; cancels the run when the policy says so. */
+async function pump(reply: FastifyReply, bridge: StreamBridge, run: StreamableRun, options: StreamRunOptions, stop: AbortController, closed: Promise<"closed">): Promise<void> {
+  const sse = reply.sse;
   let clientGone = false;
   for await (const item of bridge.subscribe(run.record.run_id, { lastEventId: options.lastEventId, signal: stop.signal })) {
     const message =

@@ -99,7 +99,7 @@ export async function webFeatureRoutes(app: FastifyInstance): Promise<void> {
   app.get("/channels/", async () => ({ service_running: false, channels: {} }));
   app.get("/channels/providers", async () => ({ enabled: false, providers: [] }));
   app.get("/channels/connections", async () => ({ connections: [] }));
-  for (const route of ["/channels/:provider/connect", "/channels/:provider/runtime-config", "/channels/:name/restart"]) {
+  for (const route of ["/channels/:provider/connect", "/channels/:provider/runtime-config", "/channels/:provider/restart"]) {
     app.post(route, async () => { throw new NotOfferedError("Channels"); });
   }
   app.delete("/channels/:provider/runtime-config", async () => { throw new NotOfferedError("Channels"); });

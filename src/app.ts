@@ -10,7 +10,7 @@ import { registerOpenApi } from "../routes/openapi.js";
 import { MemoryUpdateQueue } from "./agents/memory/memory-queue.js";
 import { closeMcpClients } from "./tools/mcp-tools.js";
 import { AgentStore } from "./config/agent-store.js";
-import { getAppConfig } from "./config/app-config.js";
+import { getAppConfig, onAppConfigReload } from "./config/app-config.js";
 import { getAgentsDir, getRuntimeHome } from "./config/paths.js";
 import { DEFAULT_CORS_ORIGINS } from "./config/server-env.js";
 import type { AppConfig } from "./config/schema.js";
@@ -30,6 +30,13 @@ import { DEFAULT_SERVER_TIMEOUTS, installBodyLimits, type ServerTimeouts } from 
 import { parseClientJson } from "./http/json-limits.js";
 import { corsOriginAllowed, DEFAULT_ALLOWED_HOSTS, installRequestGuards } from "./http/origins.js";
 import { sweepLeftovers } from "./config/leftovers.js";
+import { installHttpObservability } from "./observability/http-hooks.js";
+import { createGatewayMetrics, type GatewayMetrics } from "./observability/metrics.js";
+import { genRequestId } from "./observability/request-id.js";
+import { createRunObserver } from "./observability/run-observer.js";
+import type { GatewayTracing } from "./observability/tracing.js";
+import { RunAdmission } from "./runtime/limits/run-admission.js";
+import { registerRateLimit } from "./runtime/limits/rate-limit.js";
 
 /** Options of {@link buildApp}; every field has a production default. */
 export interface BuildAppOptions {
@@ -60,6 +67,12 @@ export interface BuildAppOptions {
   allowedHosts?: string[];
   /** Header / whole-request receive timeouts (default {@link DEFAULT_SERVER_TIMEOUTS}). */
   timeouts?: Partial<ServerTimeouts>;
+  /** Metrics of this app (default: a fresh registry with process metrics); served at `/metrics`. */
+  metrics?: GatewayMetrics;
+  /** An ioredis client for shared rate-limit counters (default: from `limits.rate_limit.redis_url`, if set). */
+  rateLimitRedis?: unknown;
+  /** OpenTelemetry tracing (src/observability/tracing.ts); off when absent. Flushed when the app closes. */
+  tracing?: GatewayTracing;
 }
 
 export { corsOriginAllowed } from "./http/origins.js";
@@ -79,11 +92,15 @@ export interface GatewayServices {
   runEvents: RunEventLog;
   /** The memory update queue and its store (the Settings memory routes read and write through it). */
   memoryQueue: MemoryUpdateQueue;
+  /** Per-user run limits and their counts (src/limits). */
+  admission: RunAdmission;
 }
 
 declare module "fastify" {
   interface FastifyInstance {
     deerflow: GatewayServices;
+    /** This app's Prometheus metrics (src/observability/metrics.ts). */
+    metrics: GatewayMetrics;
   }
 }
 
@@ -113,6 +130,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   // Batches memory writes for a second: a busy gateway writes each memory file once per batch, not once per run.
   const memoryQueue = new MemoryUpdateQueue(undefined, { debounceMs: 1_000 });
   const sandbox = createSandboxProvider(appConfig, home);
+  const metrics = options.metrics ?? createGatewayMetrics();
+  const admission = new RunAdmission(persistence.usage, metrics);
   const runService = new RunService({
     bridge,
     runs,
@@ -123,11 +142,13 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     cleanupDelayMs: options.cleanupDelayMs,
     memoryQueue,
     sandboxProvider: sandbox,
+    observer: createRunObserver({ metrics, tracing: options.tracing, onTokens: (userId, tokens) => persistence.usage.add(userId, tokens) }),
+    admission,
   });
   const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home, sandboxProvider: sandbox });
 
   const timeouts = { ...DEFAULT_SERVER_TIMEOUTS, ...options.timeouts };
-  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }),
+  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "request_id" }),
     // Per-route limits are set by installBodyLimits; this is the ceiling for anything registered without one.
     bodyLimit: 8 * 1024 * 1024,
     // A client sending headers or a body a byte at a time is cut off (408) instead of holding a socket forever.
@@ -137,6 +158,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     routerOptions: { maxParamLength: 1000 },
     // request.ip / request.protocol honour X-Forwarded-* only from these proxies (login lockout per client).
     trustProxy: auth.trustedProxies.length ? auth.trustedProxies : false,
+    // x-request-id in (validated) or a new UUID; on every log line of the request as `request_id` (LogController).
+    genReqId: genRequestId,
     // Malformed URLs and the like, caught before routing: still answered as {detail}.
     frameworkErrors: (error, _request, reply) => {
       const raw = reply as unknown as { code(status: number): { send(body: unknown): unknown } };
@@ -150,7 +173,10 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   });
   installAuth(app, auth.runtime(persistence, logger));
   app.decorateRequest("thread", null);
-  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, runEvents, memoryQueue });
+  app.decorate("metrics", metrics);
+  installHttpObservability(app, metrics, options.tracing);
+  const stopReloadCount = onAppConfigReload((result) => metrics.configReloads.inc({ result }));
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, admission, runEvents, memoryQueue });
   // Every JSON body is bounded in depth and size here, before any route, store or graph sees it.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     try {
@@ -170,9 +196,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   });
   await app.register(fastifySSE, { heartbeatInterval: options.heartbeatMs ?? 15_000 });
   installErrorHandlers(app);
+  await registerRateLimit(app, { getAppConfig: readConfig, metrics, redis: options.rateLimitRedis });
   await registerOpenApi(app);
   await app.register(registerRoutes);
   app.addHook("onClose", async () => {
+    stopReloadCount();
     // Shutdown drain (DeerFlow test_gateway_run_drain_shutdown): interrupt in-flight runs, wait at most 5 s,
     // and only then close the stores, so every final status is written.
     await runs.drain(5_000);
@@ -180,6 +208,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     await closeMcpClients();
     bridge.close();
     await persistence.close();
+    // Last, so the spans of the runs drained above are exported.
+    await options.tracing?.shutdown();
   });
   return app;
 }

@@ -15,7 +15,8 @@ export type ErrorCode =
   | "model_unresolvable"
   | "payload_too_large"
   | "precondition_failed"
-  | "unsupported_media_type";
+  | "unsupported_media_type"
+  | "rate_limited";
 
 const BRAND = Symbol.for("deerflow-gateway.DeerflowError");
 
@@ -115,5 +116,15 @@ export class PreconditionFailedError extends DeerflowError {
 export class UnsupportedMediaTypeError extends DeerflowError {
   constructor(message: string) {
     super("unsupported_media_type", message);
+  }
+}
+
+/** A rate limit, concurrency cap or token quota refuses the request; nothing was started. HTTP 429 + Retry-After. */
+export class RateLimitedError extends DeerflowError {
+  /** Seconds after which the same request may succeed (the `Retry-After` header). */
+  readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterSeconds: number) {
+    super("rate_limited", message);
+    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
   }
 }

@@ -6,6 +6,7 @@ import { applyProviderEnvDefaults } from "./config/process-env-defaults.js";
 import { readServerEnv } from "./config/server-env.js";
 import { watchAppConfig } from "./config/watcher.js";
 import { createLogger, setLogger } from "./logger.js";
+import { startTracing } from "./observability/tracing.js";
 
 async function main(): Promise<void> {
   // Before the config is read: the shipped config references these, whatever started the process.
@@ -22,7 +23,9 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const configPath = getAppConfigStatus().path;
-  const app = await buildApp({ logger, heartbeatMs: env.heartbeatMs, corsOrigins: env.corsOrigins, allowedHosts: env.allowedHosts });
+  const tracing = env.otlpTracesEndpoint ? startTracing({ endpoint: env.otlpTracesEndpoint, serviceName: env.otelServiceName, headers: env.otlpHeaders }, logger) : undefined;
+  if (tracing) logger.info({ endpoint: env.otlpTracesEndpoint }, "OpenTelemetry tracing on");
+  const app = await buildApp({ logger, heartbeatMs: env.heartbeatMs, corsOrigins: env.corsOrigins, allowedHosts: env.allowedHosts, tracing });
   const watcher: FSWatcher | null = configPath ? watchAppConfig(configPath) : null;
 
   let closing = false;

@@ -35,6 +35,8 @@ const PUBLIC_EXACT = new Set([
   "/api/v1/auth/providers",
   "/health",
   "/docs",
+  // The API description, like /docs (its UI reads /docs/json).
+  "/openapi.json",
 ]);
 /** Path prefixes anyone may call (the SSO routes upstream serves there; `/docs/...` assets). */
 const PUBLIC_PREFIXES = ["/docs/", "/api/v1/auth/oauth/", "/api/v1/auth/callback/"];

@@ -22,6 +22,24 @@ export interface AppConfigStatus {
   error: string | null;
 }
 
+/** The outcome of a reload of the config file: `success`, or `failure` (once per distinct failure). */
+export type AppConfigReloadResult = "success" | "failure";
+
+const reloadListeners = new Set<(result: AppConfigReloadResult) => void>();
+
+/**
+ * Calls `listener` after every reload of the config file (not the first load): `success`, or `failure` once per
+ * distinct failure (as it is logged). Listeners must not throw. @returns a function that removes the listener.
+ */
+export function onAppConfigReload(listener: (result: AppConfigReloadResult) => void): () => void {
+  reloadListeners.add(listener);
+  return () => reloadListeners.delete(listener);
+}
+
+function notifyReload(result: AppConfigReloadResult): void {
+  for (const listener of reloadListeners) listener(result);
+}
+
 /** config.yaml as the process serves it: reload rules on top of the shared watched-file helper. */
 const file = new WatchedFile<AppConfig>({
   parse(text, path, previous) {
@@ -33,8 +51,14 @@ const file = new WatchedFile<AppConfig>({
     }
     return config;
   },
-  onFailure: (message) => getLogger().error({ err: message }, "config reload failed; keeping the last good config"),
-  onReload: (path) => getLogger().info({ path }, "config reloaded"),
+  onFailure: (message) => {
+    getLogger().error({ err: message }, "config reload failed; keeping the last good config");
+    notifyReload("failure");
+  },
+  onReload: (path) => {
+    getLogger().info({ path }, "config reloaded");
+    notifyReload("success");
+  },
   quietMs: CONFIG_QUIET_MS,
 });
 /** A config installed with `setAppConfig` (served instead of the file until reset). */

@@ -6,6 +6,7 @@ import { SummarizationConfigSchema } from "../agents/middlewares/summarization.j
 import { TitleConfigSchema } from "../agents/middlewares/title.js";
 import { TokenBudgetConfigSchema } from "../agents/middlewares/token-budget.js";
 import { SandboxConfigSchema } from "../sandbox/sandbox-config.js";
+import { LimitsConfigSchema } from "./limits-config.js";
 
 const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
 
@@ -33,6 +34,8 @@ export const ModelConfigSchema = z.looseObject({
   supports_vision: z.boolean().default(false),
   context_window: nullish(z.number().int().positive()),
   stream_chunk_timeout: nullish(z.number().positive()),
+  /** Models to continue on when this one fails before its first token (connection, timeout, 429, 5xx). */
+  fallbacks: nullish(z.array(z.string().min(1))),
 });
 /** A validated model entry. */
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
@@ -133,7 +136,7 @@ const startupOnly = <T extends z.ZodType>(field: StartupOnlyField, schema: T) =>
 export const KNOWN_TOP_LEVEL_KEYS = [
   "config_version", "log_level", "max_recursion_limit", "models", "tools", "tool_groups", "agents_api", "checkpointer",
   "token_usage", "token_budget", "loop_detection", "tool_search", "sandbox", "skills", "title", "summarization", "memory",
-  "subagents", "database", "stream_bridge", "uploads", "safety_finish_reason", "extensions",
+  "subagents", "database", "stream_bridge", "uploads", "safety_finish_reason", "extensions", "limits",
 ] as const;
 
 /**
@@ -164,6 +167,7 @@ export const AppConfigSchema = z.looseObject({
   uploads: UploadsConfigSchema.default(UploadsConfigSchema.parse({})),
   safety_finish_reason: SafetyFinishReasonConfigSchema.default(SafetyFinishReasonConfigSchema.parse({})),
   extensions: nullish(z.record(z.string(), z.unknown())),
+  limits: LimitsConfigSchema.default(LimitsConfigSchema.parse({})),
 });
 
 /** The validated application config. Treat as immutable: `getAppConfig()` hands out the same object until the file changes. */

@@ -10,6 +10,12 @@ export interface ServerEnv {
   corsOrigins: string[];
   /** Host names served besides IP literals (`DEER_FLOW_ALLOWED_HOSTS`); undefined = loopback names only. */
   allowedHosts?: string[];
+  /** OTLP/HTTP traces URL when tracing is configured, else null (tracing off). */
+  otlpTracesEndpoint: string | null;
+  /** `service.name` of exported spans. */
+  otelServiceName: string;
+  /** Headers for the OTLP exporter (`OTEL_EXPORTER_OTLP_HEADERS`, `k=v,k2=v2`). */
+  otlpHeaders: Record<string, string>;
 }
 
 /** Origins allowed when `DEER_FLOW_CORS_ORIGINS` is unset: local development front ends on any port. */
@@ -20,7 +26,10 @@ export const DEFAULT_CORS_ORIGINS = ["http://localhost", "http://127.0.0.1", "ht
  * `DEER_FLOW_HEARTBEAT_MS` (SSE heartbeat interval in ms, default 15000) and `DEER_FLOW_CORS_ORIGINS`
  * (comma-separated origins, `*` for any; default localhost / 127.0.0.1 on any port) and `DEER_FLOW_ALLOWED_HOSTS`
  * (comma-separated host names the gateway answers to besides IP literals, `*.example.com` for sub-domains, `*`
- * for any; default `localhost` and `*.localhost`, against DNS rebinding).
+ * for any; default `localhost` and `*.localhost`, against DNS rebinding). Tracing follows the standard
+ * OpenTelemetry variables: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the full URL), else `OTEL_EXPORTER_OTLP_ENDPOINT`
+ * + `/v1/traces`; off when neither is set or `OTEL_TRACES_EXPORTER=none`; `OTEL_SERVICE_NAME` (default
+ * `deerflow-gateway`), `OTEL_EXPORTER_OTLP_HEADERS`.
  * @throws Error when `PORT` or `DEER_FLOW_HEARTBEAT_MS` is not a non-negative integer.
  */
 export function readServerEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
@@ -40,5 +49,22 @@ export function readServerEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
       ? env.DEER_FLOW_CORS_ORIGINS.split(",").map((o) => o.trim().replace(/\/+$/, "")).filter(Boolean)
       : DEFAULT_CORS_ORIGINS,
     ...(env.DEER_FLOW_ALLOWED_HOSTS?.trim() ? { allowedHosts: env.DEER_FLOW_ALLOWED_HOSTS.split(",").map((h) => h.trim()).filter(Boolean) } : {}),
+    otlpTracesEndpoint: otlpEndpoint(env),
+    otelServiceName: env.OTEL_SERVICE_NAME?.trim() || "deerflow-gateway",
+    otlpHeaders: Object.fromEntries(
+      (env.OTEL_EXPORTER_OTLP_HEADERS ?? "")
+        .split(",")
+        .map((pair) => pair.split("=").map((p) => decodeURIComponent(p.trim())))
+        .filter((kv) => kv.length === 2 && kv[0]),
+    ),
   };
+}
+
+/** The OTLP/HTTP traces URL from the standard OpenTelemetry variables, or null when tracing is not configured. */
+function otlpEndpoint(env: NodeJS.ProcessEnv): string | null {
+  if (env.OTEL_TRACES_EXPORTER?.trim() === "none") return null;
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  if (traces) return traces;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  return base ? `${base.replace(/\/+$/, "")}/v1/traces` : null;
 }

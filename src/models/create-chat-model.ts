@@ -8,6 +8,8 @@ import { getModelConfig, type AppConfig, type ModelConfig } from "../config/sche
 import { DeerflowError, NotFoundError } from "../errors.js";
 import { getLogger } from "../logger.js";
 import { resolveClass } from "./resolve-use.js";
+import { createRetryHandler } from "./retry-handler.js";
+import { MODEL_NAME_METADATA_KEY } from "../observability/run-observer.js";
 
 /** Options of {@link createChatModel}. */
 export interface CreateChatModelOptions {
@@ -25,6 +27,7 @@ export interface CreateChatModelOptions {
 const DEERFLOW_ONLY_KEYS = new Set([
   "use", "name", "display_name", "description", "supports_thinking", "supports_reasoning_effort",
   "when_thinking_enabled", "when_thinking_disabled", "thinking", "supports_vision", "context_window", "pricing",
+  "fallbacks",
 ]);
 
 /** The model does not support what was asked of it (thinking settings without `supports_thinking`). */
@@ -154,5 +157,17 @@ export async function createChatModel(name: string | null | undefined, options: 
   const settings = buildModelSettings(entry, options);
   const isOpenAI = cls === (ChatOpenAI as unknown) || cls.prototype instanceof ChatOpenAI;
   const fields = isOpenAI ? toOpenAIFields(settings, entry.name) : toGenericFields(settings);
+  // The metadata names the config entry, so metrics and logs say `gpt-4o-mini`, not whatever the provider calls
+  // it; every failed provider attempt of an OpenAI-compatible model is logged with the run's ids and counted
+  // (retry-handler.ts).
+  const tag = { [MODEL_NAME_METADATA_KEY]: entry.name };
+  if (!isOpenAI) {
+    const model = new cls(fields);
+    model.metadata = { ...(model.metadata ?? {}), ...tag };
+    return model;
+  }
+  // Passed to the constructor: ChatOpenAI hands its fields on to the inner client models it delegates to.
+  fields.onFailedAttempt = createRetryHandler(entry.name);
+  fields.metadata = { ...(isObject(fields.metadata) ? fields.metadata : {}), ...tag };
   return new cls(fields);
 }

@@ -9,6 +9,7 @@ import type { ApiKeyRepository, UserRepository } from "../auth/repositories.js";
 import { SqliteApiKeyRepository, SqliteUserRepository } from "../auth/sqlite-repositories.js";
 import { RunStore } from "./run-store.js";
 import { ThreadStore } from "./thread-store.js";
+import { UsageLedger } from "./limits/usage-ledger.js";
 
 /** The checkpointer, the thread store and how to close them. */
 export interface Persistence {
@@ -19,6 +20,8 @@ export interface Persistence {
   users: UserRepository;
   /** API keys, stored hashed (same database). */
   apiKeys: ApiKeyRepository;
+  /** Token usage per user and UTC day (the gateway database's `token_usage` table). */
+  usage: UsageLedger;
   /** Human-readable location (file path or `memory`), for logs. */
   location: string;
   close(): Promise<void>;
@@ -36,7 +39,7 @@ export async function openPersistence(appConfig: AppConfig, home: string): Promi
   const section = appConfig.checkpointer ?? { type: "sqlite" as const, connection_string: null };
   if (section.type === "memory") {
     const db = new Database(":memory:");
-    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), runs: new RunStore(db), ...accountStores(db), location: "memory", close: async () => void db.close() };
+    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), runs: new RunStore(db), ...accountStores(db), usage: new UsageLedger(db), location: "memory", close: async () => void db.close() };
   }
   const file = section.type === "sqlite" && section.connection_string ? path.resolve(home, section.connection_string) : path.join(home, "data", "deerflow.sqlite");
   mkdirSync(path.dirname(file), { recursive: true });
@@ -48,6 +51,7 @@ export async function openPersistence(appConfig: AppConfig, home: string): Promi
   db.pragma("busy_timeout = 5000");
   const threads = new ThreadStore(db);
   const runs = new RunStore(db);
+  const usage = new UsageLedger(db);
   // Nothing runs yet in this process: a busy thread or a running run is left over from a crash.
   threads.resetBusy();
   if (section.type === "postgres") {
@@ -55,10 +59,10 @@ export async function openPersistence(appConfig: AppConfig, home: string): Promi
     const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
     const saver = PostgresSaver.fromConnString(section.connection_string);
     await saver.setup();
-    return { checkpointer: saver, threads, runs, ...accountStores(db), location: "postgres", close: async () => { await saver.end(); db.close(); } };
+    return { checkpointer: saver, threads, runs, usage, ...accountStores(db), location: "postgres", close: async () => { await saver.end(); db.close(); } };
   }
   const saver = new SqliteSaver(db);
-  return { checkpointer: saver, threads, runs, ...accountStores(db), location: file, close: async () => void db.close() };
+  return { checkpointer: saver, threads, runs, usage, ...accountStores(db), location: file, close: async () => void db.close() };
 }
 
 /** The account and API-key repositories over `db`. */

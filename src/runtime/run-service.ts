@@ -9,15 +9,25 @@ import { buildRunConfig } from "./run-config.js";
 import type { ActiveRun, RunRecord } from "./run-manager.js";
 import { parseRunRequest, type RunRequest } from "./run-request.js";
 import { readThreadState } from "./thread-state-reader.js";
-import { runAgent, type WorkerDeps } from "./worker.js";
+import { runAgent, type RunJob, type WorkerDeps } from "./worker.js";
+import type { RunAdmission } from "./limits/run-admission.js";
+import { withRunScope } from "../observability/run-scope.js";
 
 export { assertThreadId, THREAD_ID_PATTERN } from "./ids.js";
 export { toGraphInput, toMessages } from "./messages.js";
 export { rootError } from "./worker.js";
 export { eventName, graphStreamModes } from "./wire-events.js";
 
-/** What {@link RunService} needs: the worker's services. */
-export type RunServiceDeps = WorkerDeps;
+/** What {@link RunService} needs: the worker's services, and the per-user run limits. */
+export type RunServiceDeps = WorkerDeps & {
+  /** Per-user run limits (concurrent runs, daily token quota), checked right before admission. */
+  admission?: RunAdmission;
+};
+
+/** Where a run request came from: the HTTP request id goes into the run's metadata and its log lines. */
+export interface RunOrigin {
+  requestId?: string;
+}
 
 /** A started run and the request it came from. */
 export interface StartedRun {
@@ -35,9 +45,10 @@ export class RunService {
    * @throws ValidationError (422) for a bad body, thread id or agent name, or a run with nothing to do (no
    *   input, no command, no interrupted checkpoint). @throws NotFoundError (404) for an
    *   unknown thread or checkpoint. @throws BadRequestError (400) for a malformed message.
-   *   @throws ConflictError (409) when the thread already has an active run.
+   *   @throws ConflictError (409) when the thread already has an active run. @throws RateLimitedError (429) when
+   *   the user is at `limits.max_concurrent_runs_per_user` or has spent `limits.daily_token_quota` today.
    */
-  async start(threadId: string | null, body: unknown, userId: string = DEFAULT_USER_ID): Promise<StartedRun> {
+  async start(threadId: string | null, body: unknown, userId: string = DEFAULT_USER_ID, origin: RunOrigin = {}): Promise<StartedRun> {
     const request = parseRunRequest(body);
     const { threads, checkpointer } = this.deps.persistence;
     let tid: string;
@@ -75,17 +86,30 @@ export class RunService {
         ]);
       }
     }
+    // From here to admit() nothing awaits: the per-user limits are checked and counted atomically with admission.
+    const release = this.deps.admission?.acquire(userId, appConfig);
     if (threadId === null) threads.create(tid, {}, userId);
-    const run = this.deps.runs.admit({
-      threadId: tid,
-      assistantId: request.assistant_id ?? "lead_agent",
-      metadata: runConfig.metadata,
-      kwargs: { input: request.input ?? null, config: { configurable: runConfig.configurable, recursion_limit: runConfig.recursion_limit } },
-      onDisconnect: request.on_disconnect ?? "cancel",
-      strategy: request.multitask_strategy ?? "reject",
-    });
+    let run: ActiveRun;
+    try {
+      run = this.deps.runs.admit({
+        threadId: tid,
+        assistantId: request.assistant_id ?? "lead_agent",
+        metadata: origin.requestId ? { ...runConfig.metadata, request_id: origin.requestId } : runConfig.metadata,
+        kwargs: { input: request.input ?? null, config: { configurable: runConfig.configurable, recursion_limit: runConfig.recursion_limit } },
+        onDisconnect: request.on_disconnect ?? "cancel",
+        strategy: request.multitask_strategy ?? "reject",
+      });
+    } catch (err) {
+      release?.();
+      throw err;
+    }
+    if (release) void run.done.then(release, release);
     this.deps.bridge.open(run.record.run_id);
-    void runAgent(run, { input, runConfig, request }, this.deps);
+    const log = this.deps.logger.child({ run_id: run.record.run_id, thread_id: tid, ...(origin.requestId ? { request_id: origin.requestId } : {}) });
+    const observation = this.deps.observer?.begin({ runId: run.record.run_id, threadId: tid, assistantId: run.record.assistant_id, userId, requestId: origin.requestId, log });
+    const job: RunJob = { input, runConfig, request, requestId: origin.requestId, log, observation };
+    // The run scope carries the run's logger and counters into the model calls (retry log, fallbacks).
+    void (observation ? withRunScope(observation.scope, () => runAgent(run, job, this.deps)) : runAgent(run, job, this.deps));
     return { run, request };
   }
 

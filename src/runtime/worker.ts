@@ -1,12 +1,15 @@
 // The run worker (DeerFlow runtime/runs/worker.py run_agent): waits for the run's predecessors, builds the run
 // context and the agent, streams the graph into the stream bridge as wire events, rolls back on request and
 // records the final run and thread status. Runs in the background; never throws.
+import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import type { Callbacks } from "@langchain/core/callbacks/manager";
 import type { CheckpointTuple } from "@langchain/langgraph";
 import { MiddlewareError } from "langchain";
 import type { Logger } from "pino";
 import type { MemoryUpdateQueue } from "../agents/memory/memory-queue.js";
 import { buildRunContext, type RunSandboxProvider } from "../agents/run-context.js";
 import { streamAgent } from "../agents/stream-agent.js";
+import type { RunObservation, RunObserver } from "../observability/run-observer.js";
 import type { AppConfig } from "../config/schema.js";
 import type { AgentFactory } from "./agent-factory.js";
 import type { Persistence } from "./persistence.js";
@@ -36,6 +39,8 @@ export interface WorkerDeps {
   memoryQueue?: MemoryUpdateQueue;
   /** The process's sandbox provider, handed to every run through its context. */
   sandboxProvider?: RunSandboxProvider;
+  /** Metrics and model-call observation of each run (src/observability); none in bare embeds. */
+  observer?: RunObserver;
 }
 
 /** What one admitted run executes: its graph input, its assembled config and the request it came from. */
@@ -43,6 +48,23 @@ export interface RunJob {
   input: unknown;
   runConfig: RunConfig;
   request: RunRequest;
+  /** The HTTP request that created the run (its `x-request-id`), for the run's metadata. */
+  requestId?: string;
+  /** The run's logger (run, thread and request ids bound); default a child of `deps.logger`. */
+  log?: Logger;
+  /** The run's observation (metrics, callbacks), when the service has an observer. */
+  observation?: RunObservation;
+}
+
+/** The factory's callbacks (a handler list, or a manager) plus the observer's handlers. */
+function withHandlers(callbacks: unknown, handlers: BaseCallbackHandler[] | undefined): Callbacks | undefined {
+  if (!handlers?.length) return callbacks as Callbacks | undefined;
+  if (callbacks === undefined || callbacks === null) return handlers;
+  if (Array.isArray(callbacks)) return [...callbacks, ...handlers];
+  const manager = callbacks as { copy(): { addHandler(h: BaseCallbackHandler, inherit?: boolean): void } };
+  const copy = manager.copy();
+  for (const h of handlers) copy.addHandler(h, true);
+  return copy as unknown as Callbacks;
 }
 
 /** What a factory may report about the agent it built (`_makeLeadAgent` sets it; other graphs need not). */
@@ -69,9 +91,9 @@ export function rootError(err: unknown): Error {
 export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): Promise<void> {
   const { bridge, runs, persistence, logger } = deps;
   const { run_id: runId, thread_id: threadId } = run.record;
-  const { runConfig, request } = job;
+  const { runConfig, request, observation } = job;
   const signal = run.controller.signal;
-  const log = logger.child({ run_id: runId, thread_id: threadId });
+  const log = job.log ?? logger.child({ run_id: runId, thread_id: threadId });
   let status: RunStatus = "success";
   let error: string | undefined;
   let before: CheckpointTuple | undefined;
@@ -83,6 +105,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       return;
     }
     started = true;
+    observation?.started();
     runs.setStatus(runId, "running");
     persistence.threads.setStatus(threadId, "busy");
     bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: 1 });
@@ -96,7 +119,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       memoryQueue: deps.memoryQueue,
       sandboxProvider: deps.sandboxProvider,
     });
-    const baseMetadata = { ...runConfig.metadata, run_id: runId, thread_id: threadId, assistant_id: run.record.assistant_id };
+    const baseMetadata = { ...runConfig.metadata, ...(job.requestId ? { request_id: job.requestId } : {}), run_id: runId, thread_id: threadId, assistant_id: run.record.assistant_id };
     const agent = (await deps.agentFactory({
       configurable: runConfig.configurable,
       context,
@@ -115,7 +138,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       context,
       configurable: runConfig.configurable,
       metadata,
-      callbacks: agent.resolved?.callbacks as never,
+      callbacks: withHandlers(agent.resolved?.callbacks, observation?.callbacks) as never,
       recursionLimit: runConfig.recursion_limit,
       tags: runConfig.tags,
       runName: runConfig.run_name,
@@ -160,6 +183,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
         status = "error";
         error = "Rolled back by user";
       }
+      if (observation?.scope.fallbacks.length) run.record.metadata = { ...run.record.metadata, model_fallbacks: observation.scope.fallbacks };
       runs.setStatus(runId, status, error);
       if (started || status === "interrupted") {
         let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";
@@ -173,6 +197,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       bridge.publishEnd(runId);
       bridge.cleanup(runId, deps.cleanupDelayMs ?? 60_000);
       runs.finish(runId);
+      observation?.finished(status);
     }
     log.info({ status }, "run finished");
   }

@@ -16,6 +16,10 @@ export interface FakeReply {
   toolCalls?: { name: string; args: Record<string, unknown>; id?: string }[];
   /** Answer with this HTTP status and an OpenAI-style error body instead. */
   status?: number;
+  /** Wait this long (ms) before answering (provider timeouts). */
+  delayMs?: number;
+  /** Stream the first tokens of `content`, then cut the connection (a failure after the first token). */
+  breakAfterTokens?: number;
 }
 
 /** A running fake server. */
@@ -71,38 +75,52 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
         return;
       }
       const reply = fake.respond(body);
-      if (reply.status) {
-        res.writeHead(reply.status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `fake error ${reply.status}`, type: "fake" } }));
+      if (reply.delayMs) {
+        setTimeout(() => answer(req, res, body, { ...reply, delayMs: 0 }), reply.delayMs);
         return;
       }
-      const id = `chatcmpl-${++counter}`;
-      const toolCalls = (reply.toolCalls ?? []).map((tc, i) => ({ index: i, id: tc.id ?? `call_${counter}_${i}`, type: "function", function: { name: tc.name, arguments: JSON.stringify(tc.args) } }));
-      const usage = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
-      const finish = toolCalls.length ? "tool_calls" : "stop";
-      if (!body.stream) {
-        res.writeHead(200, { "content-type": "application/json" }).end(
-          JSON.stringify({
-            id, object: "chat.completion", created: 0, model: body.model,
-            choices: [{ index: 0, finish_reason: finish, message: { role: "assistant", content: reply.content ?? null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) } }],
-            usage,
-          }),
-        );
-        return;
-      }
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      const send = (delta: Record<string, unknown>, finishReason: string | null = null) =>
-        res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: body.model, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
-      send({ role: "assistant", content: "" });
-      for (const token of (reply.content ?? "").match(/\S+\s*|\s+/g) ?? []) send({ content: token });
-      for (const tc of toolCalls) {
-        send({ tool_calls: [{ index: tc.index, id: tc.id, type: "function", function: { name: tc.function.name, arguments: "" } }] });
-        send({ tool_calls: [{ index: tc.index, function: { arguments: tc.function.arguments } }] });
-      }
-      send({}, finish);
-      if (body.stream_options?.include_usage) res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: body.model, choices: [], usage })}\n\n`);
-      res.end("data: [DONE]\n\n");
+      answer(req, res, body, reply);
     });
   });
+  const answer = (_req: IncomingMessage, res: ServerResponse, body: Record<string, any>, reply: FakeReply) => {
+    if (res.destroyed) return;
+    if (reply.status) {
+      res.writeHead(reply.status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `fake error ${reply.status}`, type: "fake" } }));
+      return;
+    }
+    const id = `chatcmpl-${++counter}`;
+    const toolCalls = (reply.toolCalls ?? []).map((tc, i) => ({ index: i, id: tc.id ?? `call_${counter}_${i}`, type: "function", function: { name: tc.name, arguments: JSON.stringify(tc.args) } }));
+    const usage = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
+    const finish = toolCalls.length ? "tool_calls" : "stop";
+    if (!body.stream) {
+      res.writeHead(200, { "content-type": "application/json" }).end(
+        JSON.stringify({
+          id, object: "chat.completion", created: 0, model: body.model,
+          choices: [{ index: 0, finish_reason: finish, message: { role: "assistant", content: reply.content ?? null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) } }],
+          usage,
+        }),
+      );
+      return;
+    }
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    const send = (delta: Record<string, unknown>, finishReason: string | null = null) =>
+      res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: body.model, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
+    send({ role: "assistant", content: "" });
+    const tokens = (reply.content ?? "").match(/\S+\s*|\s+/g) ?? [];
+    if (reply.breakAfterTokens !== undefined) {
+      for (const token of tokens.slice(0, reply.breakAfterTokens)) send({ content: token });
+      setTimeout(() => res.destroy(), 20);
+      return;
+    }
+    for (const token of tokens) send({ content: token });
+    for (const tc of toolCalls) {
+      send({ tool_calls: [{ index: tc.index, id: tc.id, type: "function", function: { name: tc.function.name, arguments: "" } }] });
+      send({ tool_calls: [{ index: tc.index, function: { arguments: tc.function.arguments } }] });
+    }
+    send({}, finish);
+    if (body.stream_options?.include_usage) res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: body.model, choices: [], usage })}\n\n`);
+    res.end("data: [DONE]\n\n");
+  };
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   return fake;

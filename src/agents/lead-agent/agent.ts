@@ -11,6 +11,7 @@ import { getModelConfig, type AppConfig } from "../../config/schema.js";
 import { NotFoundError } from "../../errors.js";
 import { getLogger } from "../../logger.js";
 import { createChatModel } from "../../models/create-chat-model.js";
+import { ModelFallbackMiddleware } from "../middlewares/model-fallback.js";
 import { filterSkills, loadSkills } from "../../skills/load-skills.js";
 import { getSkillsPromptSection } from "../../skills/skills-prompt.js";
 import { deferredToolsSection } from "../../tools/builtins/tool-search.js";
@@ -158,12 +159,16 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
   const maxConcurrentSubagents = finite(options.max_concurrent_subagents, appConfig.subagents.max_concurrent);
   const maxTotalSubagents = finite(options.max_total_subagents, appConfig.subagents.max_total_per_run);
 
-  const model = await createChatModel(modelName, {
-    thinkingEnabled,
-    reasoningEffort,
-    modelOverrides: isBootstrap ? null : (agentConfig?.model_settings ?? null),
-    appConfig,
-  });
+  const modelOverrides = isBootstrap ? null : (agentConfig?.model_settings ?? null);
+  const model = await createChatModel(modelName, { thinkingEnabled, reasoningEffort, modelOverrides, appConfig });
+  // Fallback models are built only when the primary fails (nothing on the per-run path that could be avoided).
+  const modelFallback = modelConfig.fallbacks?.length
+    ? new ModelFallbackMiddleware({
+        primary: modelName,
+        fallbacks: modelConfig.fallbacks,
+        build: (name) => createChatModel(name, { thinkingEnabled: thinkingEnabled && Boolean(getModelConfig(appConfig, name)?.supports_thinking), reasoningEffort, modelOverrides, appConfig }),
+      })
+    : null;
 
   const extensions = readExtensionsForBuild();
   const skills = loadSkills(skillsRoot(appConfig), extensions);
@@ -230,6 +235,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     maxConcurrentSubagents,
     maxTotalSubagents,
     subagent: Boolean(subagent),
+    modelFallback,
   });
 
   const metadata: LeadAgentMetadata = {

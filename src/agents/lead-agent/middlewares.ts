@@ -56,6 +56,8 @@ export interface BuildMiddlewaresOptions {
   subagent?: boolean;
   /** Caller-supplied middlewares, placed after the guard slots and before SafetyFinishReason and Clarification. */
   custom?: AgentMiddleware[];
+  /** The model's fallback chain (ModelFallbackMiddleware), placed after the custom middlewares. */
+  modelFallback?: AgentMiddleware | null;
   /** Clock of DynamicContextMiddleware (tests). */
   now?: () => Date;
 }
@@ -78,7 +80,8 @@ export interface BuildMiddlewaresOptions {
  * 16. [SubagentLimitMiddleware when `subagent_enabled`: `max_concurrent_subagents` (3), `max_total_subagents`
  *     (default `subagents.max_total_per_run`)];
  * 17. [LoopDetectionMiddleware when `loop_detection.enabled`]; 18. [TokenBudgetMiddleware when `token_budget.enabled`];
- * 19. [custom middlewares, in order]; 20. [SafetyFinishReasonMiddleware when `safety_finish_reason.enabled`];
+ * 19. [custom middlewares, in order]; 19b. [ModelFallbackMiddleware when the model has `fallbacks`];
+ * 20. [SafetyFinishReasonMiddleware when `safety_finish_reason.enabled`];
  * 21. ClarificationMiddleware (always last).
  * Only ThreadData and Uploads run as graph nodes (beforeAgent); everything else wraps the model or tool call, so
  * wrapModelCall post-processing runs innermost first (Safety before LoopDetection, as DeerFlow's reverse
@@ -116,6 +119,7 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
   if (appConfig.loop_detection.enabled) chain.push(new LoopDetectionMiddleware(appConfig.loop_detection));
   if (appConfig.token_budget.enabled) chain.push(new TokenBudgetMiddleware(appConfig.token_budget));
   chain.push(...(options.custom ?? []));
+  if (options.modelFallback) chain.push(options.modelFallback);
   if (appConfig.safety_finish_reason.enabled) chain.push(new SafetyFinishReasonMiddleware(appConfig.safety_finish_reason.detectors ?? null));
   chain.push(new ClarificationMiddleware());
   return chain;

@@ -3,6 +3,8 @@ import { AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messag
 import { Command } from "@langchain/langgraph";
 import type { ModelRequest } from "langchain";
 import { getLogger } from "../../logger.js";
+import { currentRunScope } from "../../observability/run-scope.js";
+import { runContextOf } from "../run-context.js";
 import { DeerflowMiddleware } from "./base.js";
 import { textOf } from "./message-utils.js";
 
@@ -92,8 +94,8 @@ export function foldSubagentUsage(messages: readonly BaseMessage[]): BaseMessage
 }
 
 /**
- * Accounts for tokens per model response: logs "LLM token usage: input=<n> output=<n> total=<n>" when the
- * response carries usage, stamps `additional_kwargs.token_usage_attribution` ({@link attributeTokenUsage}; skipped
+ * Accounts for tokens per model response: logs "LLM token usage: input=<n> output=<n> total=<n>" (with the run's
+ * `run_id`, `thread_id` and `request_id`) when the response carries usage, stamps `additional_kwargs.token_usage_attribution` ({@link attributeTokenUsage}; skipped
  * when identical), and folds subagent usage reported on the preceding `task` results into the dispatching AI
  * message ({@link foldSubagentUsage}) through a state update. Hook: wrapModelCall (DeerFlow uses after_model).
  */
@@ -105,7 +107,10 @@ export class TokenUsageMiddleware extends DeerflowMiddleware {
     if (!AIMessage.isInstance(response)) return response as never;
     const usage = response.usage_metadata;
     if (usage) {
-      getLogger().info(
+      // The run's logger carries run_id, thread_id and request_id; outside a gateway run, the context's ids.
+      const ctx = runContextOf(request.runtime as never);
+      const log = currentRunScope()?.log ?? getLogger().child({ run_id: ctx.runId, thread_id: ctx.threadId });
+      log.info(
         { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, total_tokens: usage.total_tokens, input_token_details: usage.input_token_details, output_token_details: usage.output_token_details },
         `LLM token usage: input=${usage.input_tokens} output=${usage.output_tokens} total=${usage.total_tokens}`,
       );

@@ -1,0 +1,68 @@
+// The token usage ledger: tokens spent per user and UTC day, in the gateway database (the `token_usage` table).
+import type Database from "better-sqlite3";
+
+/** One user's usage on one UTC day. */
+export interface DailyUsage {
+  /** `YYYY-MM-DD` (UTC). */
+  day: string;
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  /** Model calls that reported usage. */
+  model_calls: number;
+}
+
+/** The UTC day of `date` as `YYYY-MM-DD`. */
+export const utcDay = (date: Date = new Date()): string => date.toISOString().slice(0, 10);
+
+/** Seconds from `now` to the next UTC midnight (when a daily quota resets), at least 1. */
+export function secondsToUtcMidnight(now: Date = new Date()): number {
+  const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+  return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
+}
+
+/**
+ * Token usage per user and UTC day. Each model call adds its tokens with one `INSERT ... ON CONFLICT DO UPDATE SET
+ * x = x + excluded.x` statement, so concurrent runs (and processes sharing the file) never lose an update: the
+ * database does the addition, there is no read-modify-write in JavaScript.
+ */
+export class UsageLedger {
+  private readonly addStmt: Database.Statement;
+  private readonly dayStmt: Database.Statement;
+  private readonly recentStmt: Database.Statement;
+
+  constructor(db: Database.Database) {
+    db.exec(`CREATE TABLE IF NOT EXISTS token_usage (
+      user_id TEXT NOT NULL,
+      day TEXT NOT NULL,
+      input_tokens INTEGER NOT NULL DEFAULT 0,
+      output_tokens INTEGER NOT NULL DEFAULT 0,
+      model_calls INTEGER NOT NULL DEFAULT 0,
+      PRIMARY KEY (user_id, day)
+    )`);
+    this.addStmt = db.prepare(`INSERT INTO token_usage (user_id, day, input_tokens, output_tokens, model_calls) VALUES (?, ?, ?, ?, 1)
+      ON CONFLICT (user_id, day) DO UPDATE SET input_tokens = input_tokens + excluded.input_tokens,
+        output_tokens = output_tokens + excluded.output_tokens, model_calls = model_calls + 1`);
+    this.dayStmt = db.prepare("SELECT day, input_tokens, output_tokens, model_calls FROM token_usage WHERE user_id = ? AND day = ?");
+    this.recentStmt = db.prepare("SELECT day, input_tokens, output_tokens, model_calls FROM token_usage WHERE user_id = ? AND day >= ? ORDER BY day DESC");
+  }
+
+  /** Adds one model call's tokens to `userId`'s usage of `day` (default today, UTC). Negative counts are clamped to 0. */
+  add(userId: string, tokens: { input: number; output: number }, day: string = utcDay()): void {
+    this.addStmt.run(userId, day, Math.max(0, Math.round(tokens.input)), Math.max(0, Math.round(tokens.output)));
+  }
+
+  /** `userId`'s usage of `day` (default today, UTC); zeros when nothing was spent. */
+  get(userId: string, day: string = utcDay()): DailyUsage {
+    const row = this.dayStmt.get(userId, day) as Omit<DailyUsage, "total_tokens"> | undefined;
+    return withTotal(row ?? { day, input_tokens: 0, output_tokens: 0, model_calls: 0 });
+  }
+
+  /** `userId`'s usage of the last `days` UTC days (today included), newest first; days without usage are left out. */
+  recent(userId: string, days: number, now: Date = new Date()): DailyUsage[] {
+    const from = utcDay(new Date(now.getTime() - (days - 1) * 86_400_000));
+    return (this.recentStmt.all(userId, from) as Omit<DailyUsage, "total_tokens">[]).map(withTotal);
+  }
+}
+
+const withTotal = (row: Omit<DailyUsage, "total_tokens">): DailyUsage => ({ ...row, total_tokens: row.input_tokens + row.output_tokens });
