@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { principalOf } from "../src/auth/principal.js";
 import { BadRequestError, NotFoundError, PayloadTooLargeError, DeerflowError } from "../src/errors.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
+import { requireThread, threadOf } from "./guards.js";
 import { deleteUpload, listUploads, UploadBatch } from "../src/sandbox/uploads.js";
 import { claimPendingThread, pendingThreadOwner } from "../src/runtime/web/pending-threads.js";
 import { doc } from "./openapi.js";
@@ -33,7 +34,9 @@ function limitError(err: unknown, limits: { max_files: number; max_file_size: nu
  * multipart (any field name), limited by config `uploads` (413), names sanitized (422), written atomically.
  * The web app uploads a new chat's files before the thread exists: the first upload claims the thread id for the
  * caller and creates its directories; the thread record follows with its first run. Also `GET .../uploads/list`
- * and `GET .../uploads/limits`. Another user's thread (or claim) is 404. Register under `/api`.
+ * and `GET .../uploads/limits`, which answer for another user's thread (or claim) exactly as for a missing one (an
+ * empty list); uploading to it or deleting from it is 404. `GET .../uploads` keeps the guard (404). Register under
+ * `/api`.
  */
 export async function uploadRoutes(app: FastifyInstance): Promise<void> {
   const { persistence, sandbox: provider, getAppConfig } = app.deerflow;
@@ -87,25 +90,32 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
   });
 
   /**
-   * The caller's uploads. An id that is neither the caller's thread nor the caller's claim lists as empty, whether
-   * it is unused or another user's: the answer must not tell the two apart (the web app lists before it uploads).
+   * The caller's sandbox for a read that the web app also makes for a chat that does not exist yet: another user's
+   * thread or claim reads exactly like a missing thread (null), so these routes reveal nothing about other users.
    */
-  const list = async (request: FastifyRequest<ThreadParams>) => {
-    let sandbox: ReturnType<typeof threadSandbox> = null;
+  const readableSandbox = (request: FastifyRequest, threadId: string) => {
     try {
-      sandbox = threadSandbox(request, request.params.thread_id, false);
+      return threadSandbox(request, threadId, false);
     } catch (err) {
-      if (!(DeerflowError.isInstance(err) && err.code === "not_found")) throw err;
+      if (err instanceof NotFoundError) return null;
+      throw err;
     }
+  };
+
+  app.get<ThreadParams>("/threads/:thread_id/uploads", { preHandler: requireThread, schema: doc("uploads", "List the thread's uploaded files (404 for a missing thread)") }, async (request) => {
+    const thread = threadOf(request);
+    const files = await listUploads(provider.sandboxFor(thread.thread_id, thread.owner_id));
+    return { files, count: files.length };
+  });
+
+  app.get<ThreadParams>("/threads/:thread_id/uploads/list", { schema: doc("uploads", "List the thread's uploaded files (empty for a chat that does not exist yet)") }, async (request) => {
+    const sandbox = readableSandbox(request, request.params.thread_id);
     const files = sandbox ? await listUploads(sandbox) : [];
     return { files, count: files.length };
-  };
-  app.get<ThreadParams>("/threads/:thread_id/uploads", { schema: doc("uploads", "List the thread's uploaded files") }, list);
-  app.get<ThreadParams>("/threads/:thread_id/uploads/list", { schema: doc("uploads", "List the thread's uploaded files") }, list);
+  });
 
   app.get<ThreadParams>("/threads/:thread_id/uploads/limits", { schema: doc("uploads", "Upload limits (files per request, bytes per file, bytes per request)") }, async (request) => {
-    // The limits are the server's, not the thread's: the same answer for any valid id (no existence leak).
-    assertThreadId(request.params.thread_id);
+    readableSandbox(request, request.params.thread_id);
     const { max_files, max_file_size, max_total_size } = getAppConfig().uploads;
     return { max_files, max_file_size, max_total_size };
   });

@@ -14,7 +14,9 @@ export function routeFor(url: string, gatewayPort: number, appPort: number): [nu
 export async function startProxy(gatewayPort: number, appPort: number): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     const [port, target] = routeFor(req.url ?? "/", gatewayPort, appPort);
-    const upstream = http.request({ host: "127.0.0.1", port, method: req.method, path: target, headers: { ...req.headers, host: `127.0.0.1:${port}` } }, (up) => {
+    // The browser's Host header goes through unchanged (nginx `proxy_set_header Host $http_host`): the gateway
+    // compares Origin with it on the login routes.
+    const upstream = http.request({ host: "127.0.0.1", port, method: req.method, path: target, headers: { ...req.headers, "x-forwarded-for": req.socket.remoteAddress ?? "" } }, (up) => {
       res.writeHead(up.statusCode ?? 502, up.headers);
       up.pipe(res);
     });

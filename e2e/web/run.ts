@@ -13,6 +13,10 @@ import { portOf, startProxy } from "./proxy.js";
 import { runScenario } from "./scenario.js";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+/** Sign in with a real account (auth on, as shipped); `E2E_AUTH=0` runs with `DEER_FLOW_AUTH_DISABLED=1` instead. */
+const WITH_AUTH = process.env.E2E_AUTH !== "0";
+/** The first admin the run creates when auth is on. */
+export const E2E_ACCOUNT = { email: "e2e-admin@example.com", password: "correct horse battery staple 42" };
 const FRONTEND_SOURCE = process.env.DEER_FLOW_FRONTEND_DIR ?? path.resolve(REPO, "..", "shared", "reference", "frontend");
 
 const GATEWAY_CONFIG = `models:
@@ -94,14 +98,22 @@ async function main(): Promise<void> {
   const gatewayEnv = {
     ...process.env, HOST: "127.0.0.1", PORT: String(gatewayPort), LOG_LEVEL: "warn", DEER_FLOW_PROJECT_ROOT: work,
     DEER_FLOW_CONFIG_PATH: path.join(work, "config.yaml"), DEER_FLOW_HOME: path.join(work, ".deer-flow"),
-    DEER_FLOW_AGENTS_DIR: path.join(work, "agents"), DEER_FLOW_SKILLS_DIR: path.join(work, "skills"), DEER_FLOW_AUTH_DISABLED: "1",
+    DEER_FLOW_AGENTS_DIR: path.join(work, "agents"), DEER_FLOW_SKILLS_DIR: path.join(work, "skills"),
   };
+  // Inherited from the caller or not, the mode is this run's choice.
+  delete (gatewayEnv as NodeJS.ProcessEnv).DEER_FLOW_AUTH_DISABLED;
+  if (!WITH_AUTH) (gatewayEnv as NodeJS.ProcessEnv).DEER_FLOW_AUTH_DISABLED = "1";
   start("gateway", process.execPath, ["--import", "tsx", path.join(REPO, "src", "server.ts")], REPO, gatewayEnv);
   start("app", nextBin(appDir), ["start", "-p", String(appPort), "-H", "127.0.0.1"], appDir, {
-    ...process.env, NODE_ENV: "production", DEER_FLOW_AUTH_DISABLED: "1", DEER_FLOW_INTERNAL_GATEWAY_BASE_URL: `http://127.0.0.1:${gatewayPort}`, NEXT_TELEMETRY_DISABLED: "1",
+    ...process.env, NODE_ENV: "production", DEER_FLOW_AUTH_DISABLED: WITH_AUTH ? "" : "1", DEER_FLOW_INTERNAL_GATEWAY_BASE_URL: `http://127.0.0.1:${gatewayPort}`, NEXT_TELEMETRY_DISABLED: "1",
   }, true);
   await waitFor(`http://127.0.0.1:${gatewayPort}/health`, 60_000);
   await waitFor(`http://127.0.0.1:${appPort}/`, 120_000);
+  if (WITH_AUTH) {
+    // The first admin account (what the app's setup page would do); the browser then signs in on the login page.
+    const res = await fetch(`http://127.0.0.1:${gatewayPort}/api/v1/auth/initialize`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(E2E_ACCOUNT) });
+    if (res.status !== 201) throw new Error(`creating the first admin answered ${res.status}: ${await res.text()}`);
+  }
   const proxy = await startProxy(gatewayPort, appPort);
   const baseUrl = `http://127.0.0.1:${portOf(proxy)}`;
   console.log(`[e2e] app ${baseUrl} (gateway :${gatewayPort}, next :${appPort}), work dir ${work}`);
@@ -114,7 +126,7 @@ async function main(): Promise<void> {
   });
   let failed = false;
   try {
-    const result = await runScenario(browser, baseUrl, shots, work);
+    const result = await runScenario(browser, baseUrl, shots, work, WITH_AUTH ? E2E_ACCOUNT : null);
     for (const s of result.screenshots) console.log(`[e2e] screenshot ${s}`);
     for (const step of result.steps) console.log(`[e2e] ${step.ok ? "ok  " : "FAIL"} ${step.name}${step.error ? `: ${step.error}` : ""}`);
     for (const p of result.problems) console.log(`[e2e] problem: ${p}`);

@@ -1,6 +1,6 @@
 // The browser walk-through of `npm run e2e:web`: each step drives the app like a user and checks what it shows.
 import path from "node:path";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { Browser, ElementHandle, Page } from "puppeteer-core";
 
 /** Outcome of one step. */
@@ -21,7 +21,7 @@ export interface ScenarioResult {
 /** Responses >= 400 the app asks for on purpose and handles (method, path regexp, status). */
 const EXPECTED_FAILURES: { method?: string; path: RegExp; status: number }[] = [];
 
-export async function runScenario(browser: Browser, baseUrl: string, shotsDir: string, workDir: string): Promise<ScenarioResult> {
+export async function runScenario(browser: Browser, baseUrl: string, shotsDir: string, workDir: string, account: { email: string; password: string } | null): Promise<ScenarioResult> {
   const problems: string[] = [];
   const screenshots: string[] = [];
   const steps: StepResult[] = [];
@@ -76,6 +76,17 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
   };
   const errorToasts = (p: Page) => p.evaluate(() => [...document.querySelectorAll("[data-sonner-toast][data-type=error]")].map((t) => (t as HTMLElement).innerText));
   let threadUrl = "";
+
+  if (account) {
+    await step("sign in", async (p) => {
+      await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+      await p.waitForSelector('input[type="email"]', { visible: true, timeout: 30_000 });
+      await p.type('input[type="email"]', account.email);
+      await p.type('input[type="password"]', account.password);
+      await p.click('button[type="submit"]');
+      await p.waitForFunction(() => location.pathname.startsWith("/workspace"), { timeout: 30_000 });
+    });
+  }
 
   await step("new chat with an attached file, reply streamed", async (p) => {
     await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
@@ -166,7 +177,11 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
     const res = await saved;
     if (res.status() !== 200) throw new Error(`save answered ${res.status()}`);
     await waitText(p, "Artifact saved", 10_000);
-    const file = path.join(workDir, ".deer-flow", "users", "default", "threads", artifactThread, "user-data", "outputs", "report.md");
+    // Files live under the signed-in user's directory.
+    const usersDir = path.join(workDir, ".deer-flow", "users");
+    const owner = readdirSync(usersDir).find((u) => existsSync(path.join(usersDir, u, "threads", artifactThread)));
+    if (!owner) throw new Error(`no directory for thread ${artifactThread}`);
+    const file = path.join(usersDir, owner, "threads", artifactThread, "user-data", "outputs", "report.md");
     const text = readFileSync(file, "utf8");
     if (!text.includes("Edited in the browser") || !text.includes("Draft line")) throw new Error(`file not saved: ${JSON.stringify(text)}`);
   });

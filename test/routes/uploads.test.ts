@@ -120,7 +120,7 @@ describe("POST /api/threads/{id}/uploads", () => {
   it("answers 404 for a thread claimed by another user, 422 for a bad thread id, 400 without files or multipart", async () => {
     claimPendingThread(process.env.DEER_FLOW_HOME!, "someone-elses", "other-user");
     expect((await upload([{ name: "a.txt", content: "x" }], "someone-elses")).status).toBe(404);
-    // Listing answers as for an unused id (empty), never revealing the claim.
+    expect((await fetch(`${h.url}/api/threads/someone-elses/uploads`)).status).toBe(404);
     expect(await (await fetch(`${h.url}/api/threads/someone-elses/uploads/list`)).json()).toEqual({ files: [], count: 0 });
     expect((await upload([{ name: "a.txt", content: "x" }], "bad..id")).status).toBe(422);
     const empty = multipart([]);

@@ -70,9 +70,9 @@ describe("new chat with an attached file", () => {
     claimPendingThread(process.env.DEER_FLOW_HOME!, "claimed", "someone-else");
     const up = await fetch(`${h.url}/api/threads/claimed/uploads`, { method: "POST", body: uploadForm("a.txt", "x") });
     expect(up.status).toBe(404);
-    // Read-only routes answer as for an unused id: the limits are the server's, the list is empty.
+    // The reads the app makes for a new chat answer as for a missing thread: nothing about the other user shows.
+    expect(await getJson("/api/threads/claimed/uploads/list")).toEqual(await getJson("/api/threads/never-used/uploads/list"));
     expect((await getJson("/api/threads/claimed/uploads/limits")).status).toBe(200);
-    expect((await getJson("/api/threads/claimed/uploads/list")).body).toEqual({ files: [], count: 0 });
     expect((await postJson(`${h.url}/api/threads`, { thread_id: "claimed" })).status).toBe(409);
     expect(existsSync(path.join(process.env.DEER_FLOW_HOME!, "users", "default", "threads", "claimed"))).toBe(false);
   });
