@@ -10,7 +10,7 @@ import { postJson, startHarness, type Harness } from "../support/harness.js";
 const CONFIG = "models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\nuploads:\n  max_files: 5\n  max_file_size: 1000\n  max_total_size: 3000\n";
 // The first run of a file pays for importing the whole agent stack; on a loaded 2-core machine that alone can
 // take most of the default 20 s.
-vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 let h: Harness;
 beforeEach(async () => {
   h = await startHarness(CONFIG);
