@@ -122,8 +122,14 @@ describe("A's data, as B", () => {
     expect((await (await a.fetch(`/api/threads/${thread}/uploads`)).json()).files.map((f: { filename: string }) => f.filename)).toEqual(["notes.txt"]);
   });
 
+  it("GET .../uploads of A's thread answers as for a missing thread", async () => {
+    const { theirs, missing } = await asB("GET", (t) => `/api/threads/${t}/uploads`);
+    expect(theirs.status).toBe(404);
+    expect(theirs).toEqual({ ...missing, body: missing.body.replace("no-such-thread", thread) });
+  });
+
   it("lists A's uploads as empty, exactly as for an unused thread id (the web app lists before its first upload)", async () => {
-    for (const route of ["uploads", "uploads/list"]) {
+    for (const route of ["uploads/list"]) {
       const { theirs, missing } = await asB("GET", (t) => `/api/threads/${t}/${route}`);
       expect(theirs.status).toBe(200);
       expect(theirs.status).toBe(missing.status);
