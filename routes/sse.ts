@@ -30,6 +30,15 @@ export async function streamRunEvents(reply: FastifyReply, bridge: StreamBridge,
   // Node holds written headers until the first body byte: a pending or enqueued run would keep its client (and the
   // Content-Location naming the run) waiting for the first event or heartbeat. Send them now.
   reply.raw.flushHeaders();
+  // Shutdown of a process that shares its runs (Redis bridge): cut the stream without `end`, so the client
+  // reconnects with Last-Event-ID to another process and follows the run there.
+  const closing = reply.server.deerflow.distributed ? reply.server.deerflow.closing.signal : undefined;
+  const cut = () => {
+    stop.abort();
+    reply.raw.destroy();
+  };
+  closing?.addEventListener("abort", cut, { once: true });
+  if (closing?.aborted) cut();
   let clientGone = false;
   for await (const item of bridge.subscribe(run.record.run_id, { lastEventId: options.lastEventId, signal: stop.signal })) {
     const message =
@@ -45,6 +54,8 @@ export async function streamRunEvents(reply: FastifyReply, bridge: StreamBridge,
     }
     if (item.kind !== "event") break;
   }
+  closing?.removeEventListener("abort", cut);
+  if (closing?.aborted) return;
   if ((clientGone || stop.signal.aborted) && options.cancelOnDisconnect && run.finished === false && !run.cancelAction) {
     await reply.server.deerflow.runs.cancel(run.record.thread_id, run.record.run_id, "interrupt", false).catch(() => undefined);
   }

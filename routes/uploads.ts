@@ -47,10 +47,10 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
    * is claimed by its first uploader (`claim`), or must already be claimed by the caller (404 otherwise).
    * @returns null when the thread neither exists nor was claimed and `claim` is false.
    */
-  const threadSandbox = (request: FastifyRequest, threadId: string, claim: boolean) => {
+  const threadSandbox = async (request: FastifyRequest, threadId: string, claim: boolean) => {
     assertThreadId(threadId);
     const userId = principalOf(request).id;
-    const thread = persistence.threads.get(threadId);
+    const thread = await persistence.threads.get(threadId);
     if (thread) {
       if (thread.owner_id !== userId) throw new NotFoundError(`Thread ${threadId} not found`);
     } else {
@@ -66,7 +66,7 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
 
   app.post<ThreadParams>("/threads/:thread_id/uploads", { schema: doc("uploads", "Upload files (multipart) to the thread's /mnt/user-data/uploads") }, async (request, reply) => {
     if (!request.isMultipart()) throw new BadRequestError("Expected a multipart/form-data body with one or more files");
-    const sandbox = threadSandbox(request, request.params.thread_id, true)!;
+    const sandbox = (await threadSandbox(request, request.params.thread_id, true))!;
     const limits = getAppConfig().uploads;
     const batch = new UploadBatch(sandbox, limits);
     try {
@@ -91,9 +91,9 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
    * it is unused or another user's: the answer must not tell the two apart (the web app lists before it uploads).
    */
   const list = async (request: FastifyRequest<ThreadParams>) => {
-    let sandbox: ReturnType<typeof threadSandbox> = null;
+    let sandbox: Awaited<ReturnType<typeof threadSandbox>> = null;
     try {
-      sandbox = threadSandbox(request, request.params.thread_id, false);
+      sandbox = await threadSandbox(request, request.params.thread_id, false);
     } catch (err) {
       if (!(DeerflowError.isInstance(err) && err.code === "not_found")) throw err;
     }
@@ -111,7 +111,7 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.delete<FileParams>("/threads/:thread_id/uploads/:filename", { schema: doc("uploads", "Delete one uploaded file") }, async (request) => {
-    const sandbox = threadSandbox(request, request.params.thread_id, false);
+    const sandbox = await threadSandbox(request, request.params.thread_id, false);
     if (!sandbox) throw new NotFoundError(`Thread ${request.params.thread_id} not found`);
     await deleteUpload(sandbox, request.params.filename);
     return { success: true, message: `Deleted ${request.params.filename}` };

@@ -46,12 +46,12 @@ export class RunService {
       tid = fromConfig === undefined || fromConfig === null ? randomUUID() : (fromConfig as string);
       assertThreadId(tid);
       // A stateless run may name an existing thread only if the caller owns it; another user's reads as missing.
-      const existing = threads.get(tid);
+      const existing = await threads.get(tid);
       if (existing && existing.owner_id !== userId) throw new NotFoundError(`Thread ${tid} not found`);
     } else {
       assertThreadId(threadId);
       tid = threadId;
-      if (!threads.getOwned(tid, userId)) throw new NotFoundError(`Thread ${tid} not found`);
+      if (!(await threads.getOwned(tid, userId))) throw new NotFoundError(`Thread ${tid} not found`);
     }
     const appConfig = this.deps.getAppConfig();
     const runConfig = buildRunConfig(request, tid, { maxRecursionLimit: appConfig.max_recursion_limit, userId });
@@ -68,15 +68,15 @@ export class RunService {
     // Nothing to run: no input, no resume command, and no checkpoint waiting at an interrupt (LangGraph's
     // EmptyInputError, answered up front instead of as a failed run).
     if ((request.input === undefined || request.input === null) && !request.command && !checkpointId) {
-      const resumable = threadId !== null || threads.get(tid) ? ((await readThreadState(checkpointer, tid).catch(() => null))?.next.length ?? 0) > 0 : false;
+      const resumable = threadId !== null || (await threads.get(tid)) ? ((await readThreadState(checkpointer, tid).catch(() => null))?.next.length ?? 0) > 0 : false;
       if (!resumable) {
         throw new ValidationError("Run input is required: the thread has no interrupted run to resume", [
           { type: "missing", loc: ["body", "input"], msg: "Field required: send input (or command.resume), or resume a thread stopped at an interrupt" },
         ]);
       }
     }
-    if (threadId === null) threads.create(tid, {}, userId);
-    const run = this.deps.runs.admit({
+    if (threadId === null) await threads.create(tid, {}, userId);
+    const run = await this.deps.runs.admit({
       threadId: tid,
       assistantId: request.assistant_id ?? "lead_agent",
       metadata: runConfig.metadata,
@@ -84,7 +84,7 @@ export class RunService {
       onDisconnect: request.on_disconnect ?? "cancel",
       strategy: request.multitask_strategy ?? "reject",
     });
-    this.deps.bridge.open(run.record.run_id);
+    await this.deps.bridge.open(run.record.run_id);
     void runAgent(run, { input, runConfig, request }, this.deps);
     return { run, request };
   }
