@@ -102,6 +102,9 @@ function accountStores(db: Database.Database): { users: UserRepository; apiKeys:
   return { users: new SqliteUserRepository(db), apiKeys: new SqliteApiKeyRepository(db) };
 }
 
+/** Advisory-lock key serialising PostgresSaver.setup() across processes. */
+const CHECKPOINTER_SETUP_LOCK = 0x0de3f11;
+
 async function openPostgres(url: string, section: AppConfig["checkpointer"], recover: boolean, home: string): Promise<Persistence> {
   const { default: pg } = await import("pg");
   const { migratePostgres, PgRunStore, PgThreadStore } = await import("./pg-stores.js");
@@ -132,7 +135,16 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     checkpointer = new SqliteSaver(db);
     closeCheckpointer = async () => void db.close();
   } else {
-    const saver = await openCheckpointer(section?.connection_string ?? url);
+    // PostgresSaver.setup() is not safe against itself: processes starting together take turns.
+    const lock = await pool.connect();
+    let saver: Awaited<ReturnType<typeof openCheckpointer>>;
+    try {
+      await lock.query("SELECT pg_advisory_lock($1)", [CHECKPOINTER_SETUP_LOCK]);
+      saver = await openCheckpointer(section?.connection_string ?? url);
+    } finally {
+      await lock.query("SELECT pg_advisory_unlock($1)", [CHECKPOINTER_SETUP_LOCK]).catch(() => undefined);
+      lock.release();
+    }
     checkpointer = saver;
     closeCheckpointer = () => saver.end();
   }

@@ -34,10 +34,8 @@ export async function startGateway(port: number, env: Record<string, string>): P
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve((exitCode = code))));
   const url = `http://127.0.0.1:${port}`;
   try {
-    await until(async () => {
-      if (exitCode !== undefined) throw new Error("exited");
-      return (await fetch(`${url}/health`)).ok;
-    }, 30_000, 100);
+    const ready = until(async () => exitCode === undefined && (await fetch(`${url}/health`)).ok, 30_000, 100);
+    await Promise.race([ready, exited.then(() => Promise.reject(new Error("exited")))]);
   } catch {
     child.kill("SIGKILL");
     throw new Error(`gateway on ${port} did not start:\n${out}`);
