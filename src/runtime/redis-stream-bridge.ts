@@ -83,10 +83,13 @@ export class RedisStreamBridge extends MemoryStreamBridge {
 
   private fail = (err: Error) => this.options.logger.error({ err: err.message }, "redis stream bridge write failed");
 
-  override open(runId: string): void {
+  /** Declares the run locally and in Redis; resolves once Redis has it (a join on another process may follow at once). */
+  override async open(runId: string): Promise<void> {
     super.open(runId);
     const { redis, prefix, ttlMs } = this.options;
-    redis.set(openKey(prefix, runId), String(this.baseOf(runId)), "PX", ttlMs).catch(this.fail);
+    // A failed write is logged, not thrown: the run is already admitted and must still run (joins elsewhere may then
+    // end early).
+    await redis.set(openKey(prefix, runId), String(this.baseOf(runId)), "PX", ttlMs).catch(this.fail);
   }
 
   override publish(runId: string, event: string, data: unknown): string {

@@ -23,8 +23,11 @@ export interface SubscribeOptions {
  * implementation serves one process; a Redis implementation can serve several replicas behind the same interface.
  */
 export interface StreamBridge {
-  /** Declares a run's stream at admission, so subscribers wait for its events instead of ending at once. */
-  open(runId: string): void;
+  /**
+   * Declares a run's stream at admission, so subscribers wait for its events instead of ending at once. A
+   * networked bridge resolves once other processes can see the declaration.
+   */
+  open(runId: string): void | Promise<void>;
   /** Appends an event to the run's log and wakes its subscribers. Returns the event id. */
   publish(runId: string, event: string, data: unknown): string;
   /** Marks the run's stream finished; subscribers drain what is left and then get `end`. */

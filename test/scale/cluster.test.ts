@@ -55,5 +55,5 @@ describe("cluster mode", () => {
     } finally {
       expect(await g.stop("SIGTERM")).toBe(0);
     }
-  });
+  }, 90_000);
 });

@@ -47,6 +47,11 @@ describe("PostgreSQL stores", () => {
     await Promise.all([threads.patchMetadata("t-1", { b: 2 }), threads.patchMetadata("t-1", { c: 3 })]);
     expect((await threads.get("t-1"))!.metadata).toEqual({ a: 1, b: 2, c: 3 });
     expect(await threads.patchMetadata("nope", { x: 1 })).toBeNull();
+    expect(created.owner_id).toBe("default");
+    await threads.create("t-2", {}, "alice");
+    expect(await threads.getOwned("t-2", "alice")).toMatchObject({ thread_id: "t-2", owner_id: "alice" });
+    expect(await threads.getOwned("t-2", "bob")).toBeNull();
+    expect((await threads.search({ ownerId: "alice", limit: 10, offset: 0 })).map((t) => t.thread_id)).toEqual(["t-2"]);
     expect(await threads.delete("t-1")).toBe(true);
     expect(await threads.delete("t-1")).toBe(false);
   });
