@@ -102,24 +102,37 @@ const notes: string[] = [];
 const rates = new Map<number, number>();
 try {
   console.log(`deerflow-gateway scale-out benchmark: node ${process.version}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? "unknown"}), ${RUNS} runs per level`);
-  // Latency added by the Redis bridge (and PostgreSQL), one run at a time, one process each.
-  for (const variant of ["memory", "redis"] as const) {
-    const dir = mkdtempSync(path.join(os.tmpdir(), "dfgw-bench-scale-"));
-    const db = variant === "redis" ? await createDatabase(pgUrl) : null;
-    const shared = db ? `database:\n  backend: postgres\n  url: ${db.url}\nstream_bridge:\n  type: redis\n  url: ${redisUrl}\n  key_prefix: "bench:${randomUUID().slice(0, 8)}:"\n` : "";
-    const gw = await startGateway(dir, MODELS + shared, 1);
-    try {
-      await load(gw.url, 1, 30);
-      const { samples } = await load(gw.url, 1, 200);
-      results.push({ name: `c=1 whole run, ${variant === "memory" ? "SQLite + in-memory bridge" : "PostgreSQL + Redis bridge"}`, samples });
-    } finally {
-      await gw.stop();
-      await db?.drop();
-      rmSync(dir, { recursive: true, force: true });
+  // Latency, one run at a time, one process each: what PostgreSQL adds over SQLite, and what the Redis bridge adds
+  // over the in-memory one on the same database. The variants alternate for ROUNDS rounds, so a neighbour's load
+  // on a shared machine hits them alike.
+  const VARIANTS = [
+    { name: "SQLite + in-memory bridge", db: false, redis: false },
+    { name: "PostgreSQL + in-memory bridge", db: true, redis: false },
+    { name: "PostgreSQL + Redis bridge", db: true, redis: true },
+  ];
+  const latency = VARIANTS.map(() => [] as number[]);
+  for (let round = 0; round < Number(process.env.BENCH_ROUNDS ?? 3); round++) {
+    for (const [i, variant] of VARIANTS.entries()) {
+      const dir = mkdtempSync(path.join(os.tmpdir(), "dfgw-bench-scale-"));
+      const db = variant.db ? await createDatabase(pgUrl) : null;
+      const sections =
+        (db ? `database:\n  backend: postgres\n  url: ${db.url}\n` : "") +
+        (variant.redis ? `stream_bridge:\n  type: redis\n  url: ${redisUrl}\n  key_prefix: "bench:${randomUUID().slice(0, 8)}:"\n` : "");
+      const gw = await startGateway(dir, MODELS + sections, 1);
+      try {
+        await load(gw.url, 1, 30);
+        latency[i].push(...(await load(gw.url, 1, 100)).samples);
+      } finally {
+        await gw.stop();
+        await db?.drop();
+        rmSync(dir, { recursive: true, force: true });
+      }
     }
   }
-  const [mem, red] = results.map((r) => summarize(r.samples));
-  notes.push(`Redis bridge + PostgreSQL added latency per run (c=1): p50 +${(red.p50 - mem.p50).toFixed(2)} ms, p99 +${(red.p99 - mem.p99).toFixed(2)} ms`);
+  VARIANTS.forEach((v, i) => results.push({ name: `c=1 whole run, ${v.name}`, samples: latency[i] }));
+  const [lite, pgMem, pgRedis] = latency.map((s) => summarize(s));
+  notes.push(`PostgreSQL over SQLite, per run (c=1): p50 +${(pgMem.p50 - lite.p50).toFixed(2)} ms, p99 +${(pgMem.p99 - lite.p99).toFixed(2)} ms`);
+  notes.push(`Redis bridge over the in-memory bridge, per run (c=1, both on PostgreSQL): p50 +${(pgRedis.p50 - pgMem.p50).toFixed(2)} ms, p99 +${(pgRedis.p99 - pgMem.p99).toFixed(2)} ms`);
   for (const workers of WORKERS) {
     const dir = mkdtempSync(path.join(os.tmpdir(), "dfgw-bench-scale-"));
     const db = await createDatabase(pgUrl);
