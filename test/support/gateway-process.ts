@@ -24,7 +24,8 @@ export interface GatewayProcess {
 export async function startGateway(port: number, env: Record<string, string>): Promise<GatewayProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
     cwd: root,
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "warn", DEER_FLOW_HEARTBEAT_MS: "0", ...env },
+    // Auth off unless the test turns it on (DEER_FLOW_AUTH_DISABLED: "").
+    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "warn", DEER_FLOW_HEARTBEAT_MS: "0", DEER_FLOW_AUTH_DISABLED: "1", DEER_FLOW_ENV: "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
