@@ -12,7 +12,7 @@ import { RunManager, type ActiveRun, type AdmitInput, type CancelAction, type Ru
 /**
  * Admits a run on a thread. KEYS: thread zset, in-flight hash, sequence. ARGV: run id, process id, strategy,
  * thread id, heartbeat key prefix. In-flight runs whose process has no heartbeat do not count (the reaper marks
- * them). Returns `{"conflict"}` for `reject` on a busy thread, else `{"ok", <ids of the live in-flight runs>...}`.
+ * them); the admitting process's own runs always count (its heartbeat may lag under load, its runs do not). Returns `{"conflict"}` for `reject` on a busy thread, else `{"ok", <ids of the live in-flight runs>...}`.
  */
 const ADMIT_SCRIPT = `
 local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
@@ -21,7 +21,7 @@ for _, id in ipairs(ids) do
   local v = redis.call('HGET', KEYS[2], id)
   if v then
     local owner = string.match(v, '^([^|]*)')
-    if redis.call('EXISTS', ARGV[5] .. owner) == 1 then table.insert(alive, id) end
+    if owner == ARGV[2] or redis.call('EXISTS', ARGV[5] .. owner) == 1 then table.insert(alive, id) end
   else
     redis.call('ZREM', KEYS[1], id)
   end
@@ -155,22 +155,26 @@ export class DistributedRunManager extends RunManager {
     );
   }
 
-  /** Ids among `ids` still in flight on `threadId` in a process with a live heartbeat. */
-  private async liveAmong(threadId: string, ids: string[]): Promise<string[]> {
+  /**
+   * Ids among `ids` still in flight in a process with a live heartbeat. This process's own runs are judged by its
+   * own state, never by its heartbeat key (which may lag when the event loop is busy).
+   */
+  private async liveAmong(ids: string[]): Promise<string[]> {
     if (!ids.length) return [];
     const { redis } = this.options;
     const owners = (await redis.hmget(this.inflightKey, ...ids)) as (string | null)[];
     const candidates = ids.map((id, i) => ({ id, owner: owners[i]?.split("|")[0] })).filter((c) => c.owner);
-    if (!candidates.length) return [];
-    const alive = await redis.mget(...candidates.map((c) => this.procKey(c.owner!)));
-    void threadId;
-    return candidates.filter((_, i) => alive[i] !== null).map((c) => c.id);
+    const own = candidates.filter((c) => c.owner === this.processId && this.live.get(c.id)?.finished === false).map((c) => c.id);
+    const others = candidates.filter((c) => c.owner !== this.processId);
+    if (!others.length) return own;
+    const alive = await redis.mget(...others.map((c) => this.procKey(c.owner!)));
+    return [...own, ...others.filter((_, i) => alive[i] !== null).map((c) => c.id)];
   }
 
   /** Resolves when none of `ids` is in flight any more (woken by `done` messages, re-checked every second). */
-  private async waitGone(threadId: string, ids: string[], signal?: AbortSignal): Promise<void> {
+  private async waitGone(ids: string[], signal?: AbortSignal): Promise<void> {
     while (!signal?.aborted && !this.stopped) {
-      if (!(await this.liveAmong(threadId, ids)).length) return;
+      if (!(await this.liveAmong(ids)).length) return;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, 1_000);
         function done() {
@@ -206,7 +210,7 @@ export class DistributedRunManager extends RunManager {
     if (reply[0] === "conflict") throw new ConflictError(`Thread ${input.threadId} already has an active run`);
     const inFlight = reply.slice(1);
     // Stored before the in-flight runs are cancelled: a store error releases the admission and cancels nothing.
-    const run = this.register(input, runId, this.waitGone(input.threadId, inFlight));
+    const run = this.register(input, runId, this.waitGone(inFlight));
     try {
       await this.store.save(run.record);
     } catch (err) {
@@ -247,7 +251,7 @@ export class DistributedRunManager extends RunManager {
    */
   protected override async cancelElsewhere(record: RunRecord, action: CancelAction, wait: boolean): Promise<void> {
     const { redis, prefix } = this.options;
-    if (!(await this.liveAmong(record.thread_id, [record.run_id])).length) return;
+    if (!(await this.liveAmong([record.run_id])).length) return;
     const ack = `${prefix}ack:${randomUUID()}`;
     const reader = redis.duplicate({ enableAutoPipelining: false });
     try {
@@ -256,19 +260,19 @@ export class DistributedRunManager extends RunManager {
     } finally {
       reader.disconnect();
     }
-    if (wait) await this.waitGone(record.thread_id, [record.run_id]);
+    if (wait) await this.waitGone([record.run_id]);
   }
 
   override async settled(runId: string): Promise<void> {
     await super.settled(runId);
     const record = await this.store.get(runId);
-    if (record) await this.waitGone(record.thread_id, [runId]);
+    if (record) await this.waitGone([runId]);
   }
 
   override async hasInFlight(threadId: string): Promise<boolean> {
     if (await super.hasInFlight(threadId)) return true;
     const ids = await this.options.redis.zrange(this.threadKey(threadId), "0", "-1");
-    return (await this.liveAmong(threadId, ids)).length > 0;
+    return (await this.liveAmong(ids)).length > 0;
   }
 
   /**
@@ -286,7 +290,8 @@ export class DistributedRunManager extends RunManager {
       if (!entries.length) return 0;
       const owners = [...new Set(entries.map(([, v]) => v.split("|")[0]))];
       const alive = await redis.mget(...owners.map((o) => this.procKey(o)));
-      const dead = new Set(owners.filter((_, i) => alive[i] === null));
+      // Never this process: its runs are alive while it runs this pass, whatever its heartbeat key says.
+      const dead = new Set(owners.filter((o, i) => alive[i] === null && o !== this.processId));
       for (const [runId, value] of entries) {
         const [owner, threadId] = value.split("|");
         if (!dead.has(owner)) continue;

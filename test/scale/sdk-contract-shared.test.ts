@@ -18,5 +18,5 @@ afterAll(async () => {
   expect(counts.runs).toBeGreaterThan(10);
   expect(counts.checkpoints).toBeGreaterThan(10);
 });
-setContractBackend(sharedSections(db.url, testPrefix(), 2_000));
+setContractBackend(sharedSections(db.url, testPrefix(), 10_000));
 await import("../e2e/sdk-contract.test.js");

@@ -10,7 +10,7 @@ import { until } from "../support/wait.js";
 
 // Two real gateway processes (src/server.ts) on one PostgreSQL database and one Redis, sharing DEER_FLOW_HOME:
 // whichever process a request lands on, runs, streams, cancels and multitask strategies behave as one service.
-const LEASE_MS = 1_500;
+const LEASE_MS = 3_000;
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let dir: string;
 let env: Record<string, string>;
