@@ -44,7 +44,7 @@ async function startGateway(dir: string, config: string, workers: number): Promi
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
     cwd: ROOT,
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), WORKERS: String(workers), DEER_FLOW_CONFIG_PATH: path.join(dir, "config.yaml"), DEER_FLOW_HOME: path.join(dir, "home"), LOG_LEVEL: "warn" },
+    env: { ...process.env, DEER_FLOW_AUTH_DISABLED: "1", DEER_FLOW_ENV: "", HOST: "127.0.0.1", PORT: String(port), WORKERS: String(workers), DEER_FLOW_CONFIG_PATH: path.join(dir, "config.yaml"), DEER_FLOW_HOME: path.join(dir, "home"), LOG_LEVEL: "warn" },
     stdio: "ignore",
   });
   const url = `http://127.0.0.1:${port}`;
