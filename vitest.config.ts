@@ -20,6 +20,7 @@ export default defineConfig({
   ],
   test: {
     include: ["test/**/*.test.ts"],
+    globalSetup: ["./vitest.global-setup.ts"],
     pool: "forks",
     testTimeout: 20_000,
     hookTimeout: 30_000,

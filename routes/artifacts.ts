@@ -69,7 +69,7 @@ export async function artifactRoutes(app: FastifyInstance): Promise<void> {
   app.put<ArtifactRequest>("/threads/:thread_id/artifacts/*", { preHandler: requireThread, schema: doc("artifacts", "Save an edited text artifact under outputs (expected_sha256 precondition)", { body: UpdateSchema }) }, async (request) => {
     const thread = threadOf(request);
     const body = parseOr422(UpdateSchema, request.body);
-    if (runs.hasInFlight(thread.thread_id)) throw new ConflictError("Thread has a run in flight. Save after the run finishes.");
+    if (await runs.hasInFlight(thread.thread_id)) throw new ConflictError("Thread has a run in flight. Save after the run finishes.");
     return saveArtifact(provider.sandboxFor(thread.thread_id, thread.owner_id), request.params["*"], body.content, body.expected_sha256);
   });
 }

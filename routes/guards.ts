@@ -21,7 +21,7 @@ declare module "fastify" {
 export async function requireThread(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
   const threadId = (request.params as { thread_id?: unknown }).thread_id;
   assertThreadId(threadId);
-  const thread = request.server.deerflow.persistence.threads.getOwned(threadId, principalOf(request).id);
+  const thread = await request.server.deerflow.persistence.threads.getOwned(threadId, principalOf(request).id);
   if (!thread) throw new NotFoundError(`Thread ${threadId} not found`);
   request.thread = thread;
 }

@@ -27,21 +27,21 @@ export async function replayRoutes(app: FastifyInstance): Promise<void> {
 
   app.post<ThreadParams>("/threads/:thread_id/runs/regenerate/prepare", { schema: doc("runs", "Prepare regenerating the latest assistant message", { body: RegenerateBody }) }, async (request) => {
     const threadId = request.params.thread_id;
-    ownedThread(app, request, threadId);
+    await ownedThread(app, request, threadId);
     const body = parseOr422(RegenerateBody, request.body);
-    return prepareRegenerate(persistence.checkpointer, threadId, runsOf(threadId), body.message_id);
+    return prepareRegenerate(persistence.checkpointer, threadId, await runsOf(threadId), body.message_id);
   });
 
   app.post<ThreadParams>("/threads/:thread_id/runs/edit-regenerate/prepare", { schema: doc("runs", "Prepare editing and rerunning the latest user turn", { body: EditBody }) }, async (request) => {
     const threadId = request.params.thread_id;
-    ownedThread(app, request, threadId);
+    await ownedThread(app, request, threadId);
     const body = parseOr422(EditBody, request.body);
-    return prepareEditRegenerate(persistence.checkpointer, threadId, runsOf(threadId), body.human_message_id, body.replacement_text);
+    return prepareEditRegenerate(persistence.checkpointer, threadId, await runsOf(threadId), body.human_message_id, body.replacement_text);
   });
 
   app.post<ThreadParams>("/threads/:thread_id/branches", { schema: doc("threads", "Branch a new thread from a completed assistant turn", { body: BranchBody }) }, async (request) => {
     const threadId = request.params.thread_id;
-    const source = ownedThread(app, request, threadId);
+    const source = await ownedThread(app, request, threadId);
     const body = parseOr422(BranchBody, request.body);
     const userId = principalOf(request).id;
     const newThreadId = randomUUID();
@@ -52,7 +52,7 @@ export async function replayRoutes(app: FastifyInstance): Promise<void> {
     });
     const { is_branch, ...rest } = result.metadata;
     // Owned by the caller; carries the caller-visible metadata of the source (assistant/agent), then the branch markers.
-    persistence.threads.create(newThreadId, { ...source.metadata, ...rest, is_branch }, userId);
+    await persistence.threads.create(newThreadId, { ...source.metadata, ...rest, is_branch }, userId);
     await ensureInitialCheckpoint(persistence.checkpointer, newThreadId);
     const { metadata: _metadata, ...answer } = result;
     return answer;

@@ -46,8 +46,8 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
   };
 
   /** The run of a guarded route's thread (the guard has checked the id and the caller's ownership). */
-  const findRun = (threadId: string, runId: string) => {
-    const record = runs.get(runId, threadId);
+  const findRun = async (threadId: string, runId: string) => {
+    const record = await runs.get(runId, threadId);
     if (!record) throw new NotFoundError(`Run ${runId} not found`);
     return record;
   };
@@ -83,14 +83,14 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
     return runs.list(request.params.thread_id, { limit: query.limit, offset: query.offset, status: query.status as RunStatus | undefined });
   });
 
-  app.get<RunParams>("/threads/:thread_id/runs/:run_id", { preHandler: requireThread, schema: doc("runs", "Get a run") }, async (request) => findRun(request.params.thread_id, request.params.run_id));
+  app.get<RunParams>("/threads/:thread_id/runs/:run_id", { preHandler: requireThread, schema: doc("runs", "Get a run") }, async (request) => await findRun(request.params.thread_id, request.params.run_id));
 
   app.delete<RunParams>("/threads/:thread_id/runs/:run_id", { preHandler: requireThread, schema: doc("runs", "Delete a finished run") }, async (request, reply) => {
-    const record = findRun(request.params.thread_id, request.params.run_id);
+    const record = await findRun(request.params.thread_id, request.params.run_id);
     if (!isTerminal(record.status) || runs.getActive(record.run_id)?.finished === false) {
       throw new ConflictError(`Run ${record.run_id} is still active; cancel it first`);
     }
-    runs.delete(record.run_id);
+    await runs.delete(record.run_id);
     return reply.code(204).send();
   });
 
@@ -102,19 +102,24 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
   });
 
   app.get<RunParams>("/threads/:thread_id/runs/:run_id/join", { preHandler: requireThread, schema: doc("runs", "Wait for a run and get the final values", { querystring: JoinQuerySchema }) }, async (request) => {
-    const record = findRun(request.params.thread_id, request.params.run_id);
+    let record = await findRun(request.params.thread_id, request.params.run_id);
     const query = parse(JoinQuerySchema, request.query, "query");
     const run = runs.getActive(record.run_id);
     if (run && !run.finished) {
       cancelOnClientGone(request, run, query.cancel_on_disconnect);
       return runService.result(run);
     }
+    if (!isTerminal(record.status)) {
+      // Running in another gateway process: wait for it there, then answer from the stored record.
+      await runs.settled(record.run_id);
+      record = (await runs.get(record.run_id)) ?? record;
+    }
     return runService.resultOf(record);
   });
 
   /** Joins a run's event stream: replay from `Last-Event-ID` (everything retained for a malformed id), then live. */
   const joinStream = async (request: FastifyRequest<RunParams>, reply: FastifyReply, action?: "interrupt" | "rollback", waitFirst = false) => {
-    const record = findRun(request.params.thread_id, request.params.run_id);
+    const record = await findRun(request.params.thread_id, request.params.run_id);
     const query = parse(JoinQuerySchema, request.query, "query");
     if (action) {
       await runs.cancel(record.thread_id, record.run_id, action, waitFirst);

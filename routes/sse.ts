@@ -42,6 +42,15 @@ export async function streamRunEvents(reply: FastifyReply, bridge: StreamBridge,
 /** Writes the bridge events until `end`, a gap or the client going away; cancels the run when the policy says so. */
 async function pump(reply: FastifyReply, bridge: StreamBridge, run: StreamableRun, options: StreamRunOptions, stop: AbortController, closed: Promise<"closed">): Promise<void> {
   const sse = reply.sse;
+  // Shutdown of a process that shares its runs (Redis bridge): cut the stream without `end`, so the client
+  // reconnects with Last-Event-ID to another process and follows the run there.
+  const closing = reply.server.deerflow.distributed ? reply.server.deerflow.closing.signal : undefined;
+  const cut = () => {
+    stop.abort();
+    reply.raw.destroy();
+  };
+  closing?.addEventListener("abort", cut, { once: true });
+  if (closing?.aborted) cut();
   let clientGone = false;
   for await (const item of bridge.subscribe(run.record.run_id, { lastEventId: options.lastEventId, signal: stop.signal })) {
     const message =
@@ -57,6 +66,8 @@ async function pump(reply: FastifyReply, bridge: StreamBridge, run: StreamableRu
     }
     if (item.kind !== "event") break;
   }
+  closing?.removeEventListener("abort", cut);
+  if (closing?.aborted) return;
   if ((clientGone || stop.signal.aborted) && options.cancelOnDisconnect && run.finished === false && !run.cancelAction) {
     await reply.server.deerflow.runs.cancel(run.record.thread_id, run.record.run_id, "interrupt", false).catch(() => undefined);
   }

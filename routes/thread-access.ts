@@ -12,9 +12,9 @@ import type { ThreadRecord } from "../src/runtime/thread-store.js";
  * The thread `threadId` if it exists and belongs to the caller.
  * @throws ValidationError (422) for a malformed id; NotFoundError (404) when missing or owned by another user.
  */
-export function ownedThread(app: FastifyInstance, request: FastifyRequest, threadId: string): ThreadRecord {
+export async function ownedThread(app: FastifyInstance, request: FastifyRequest, threadId: string): Promise<ThreadRecord> {
   assertThreadId(threadId);
-  const thread = app.deerflow.persistence.threads.getOwned(threadId, principalOf(request).id);
+  const thread = await app.deerflow.persistence.threads.getOwned(threadId, principalOf(request).id);
   if (!thread) throw new NotFoundError(`Thread ${threadId} not found`);
   return thread;
 }
@@ -23,9 +23,9 @@ export function ownedThread(app: FastifyInstance, request: FastifyRequest, threa
  * The run `runId` of the caller's thread `threadId`.
  * @throws NotFoundError (404) when the thread is not the caller's or the run is not one of its runs.
  */
-export function ownedRun(app: FastifyInstance, request: FastifyRequest, threadId: string, runId: string): RunRecord {
-  ownedThread(app, request, threadId);
-  const run = app.deerflow.persistence.runs.get(runId);
+export async function ownedRun(app: FastifyInstance, request: FastifyRequest, threadId: string, runId: string): Promise<RunRecord> {
+  await ownedThread(app, request, threadId);
+  const run = await app.deerflow.persistence.runs.get(runId);
   if (!run || run.thread_id !== threadId) throw new NotFoundError(`Run ${runId} not found`);
   return run;
 }

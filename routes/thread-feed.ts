@@ -58,10 +58,10 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
 
   app.get<ThreadParams>("/threads/:thread_id/messages/page", { schema: doc("threads", "Newest-first page of the thread's visible messages", { querystring: PageQuery }) }, async (request) => {
     const threadId = request.params.thread_id;
-    ownedThread(app, request, threadId);
+    await ownedThread(app, request, threadId);
     if (request.query && typeof request.query === "object" && "after_seq" in request.query) throw new ValidationError("after_seq is not supported by this backward-only endpoint");
     const query = parseOr422(PageQuery, request.query, "query");
-    const page = pageRows(await loadThreadMessageRows(persistence.checkpointer, threadId, persistence.runs.list(threadId, { limit: 10_000 })), query.limit, query.before_seq);
+    const page = pageRows(await loadThreadMessageRows(persistence.checkpointer, threadId, (await persistence.runs.list(threadId, { limit: 10_000 }))), query.limit, query.before_seq);
     // Feedback belongs on the last AI message of each run (upstream `_enrich_thread_message_page`).
     const ratings = feedback.byRun(threadId, principalOf(request).id);
     const lastAiSeq = new Map<string, number>();
@@ -75,13 +75,13 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
 
   app.get<ThreadParams>("/threads/:thread_id/token-usage", { schema: doc("threads", "Token usage of the thread, by model and caller") }, async (request) => {
     const threadId = request.params.thread_id;
-    ownedThread(app, request, threadId);
-    const rows = await loadThreadMessageRows(persistence.checkpointer, threadId, persistence.runs.list(threadId, { limit: 10_000 }));
-    return aggregateTokenUsage(threadId, rows, persistence.runs.list(threadId, { limit: 10_000 }));
+    await ownedThread(app, request, threadId);
+    const rows = await loadThreadMessageRows(persistence.checkpointer, threadId, (await persistence.runs.list(threadId, { limit: 10_000 })));
+    return aggregateTokenUsage(threadId, rows, (await persistence.runs.list(threadId, { limit: 10_000 })));
   });
 
   app.get<RunParams>("/threads/:thread_id/runs/:run_id/events", { schema: doc("runs", "The run's stored event log", { querystring: EventsQuery }) }, async (request) => {
-    ownedRun(app, request, request.params.thread_id, request.params.run_id);
+    await ownedRun(app, request, request.params.thread_id, request.params.run_id);
     const query = parseOr422(EventsQuery, request.query, "query");
     return runEvents.list(request.params.run_id, {
       eventTypes: query.event_types ? query.event_types.split(",").map((s) => s.trim()).filter(Boolean) : undefined,
@@ -92,7 +92,7 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.get<RunParams>("/threads/:thread_id/runs/:run_id/workspace-changes", { schema: doc("runs", "Workspace changes of a run (not tracked by this gateway)") }, async (request) => {
-    ownedRun(app, request, request.params.thread_id, request.params.run_id);
+    await ownedRun(app, request, request.params.thread_id, request.params.run_id);
     // The app hides its changes badge when `available` is false.
     return {
       available: false, version: 1, files: [], limits: {},
@@ -102,18 +102,18 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
 
   const upsertFeedback = async (request: import("fastify").FastifyRequest<RunParams>) => {
     const { thread_id: threadId, run_id: runId } = request.params;
-    ownedRun(app, request, threadId, runId);
+    await ownedRun(app, request, threadId, runId);
     const body = parseOr422(FeedbackBody, request.body);
     return feedback.upsert(threadId, runId, principalOf(request).id, body);
   };
   app.put<RunParams>("/threads/:thread_id/runs/:run_id/feedback", { schema: doc("runs", "Create or replace your feedback on a run", { body: FeedbackBody }) }, upsertFeedback);
   app.post<RunParams>("/threads/:thread_id/runs/:run_id/feedback", { schema: doc("runs", "Create or replace your feedback on a run", { body: FeedbackBody }) }, upsertFeedback);
   app.get<RunParams>("/threads/:thread_id/runs/:run_id/feedback", { schema: doc("runs", "Your feedback on a run") }, async (request) => {
-    ownedRun(app, request, request.params.thread_id, request.params.run_id);
+    await ownedRun(app, request, request.params.thread_id, request.params.run_id);
     return feedback.list(request.params.thread_id, request.params.run_id, principalOf(request).id);
   });
   app.delete<RunParams>("/threads/:thread_id/runs/:run_id/feedback", { schema: doc("runs", "Delete your feedback on a run") }, async (request) => {
-    ownedRun(app, request, request.params.thread_id, request.params.run_id);
+    await ownedRun(app, request, request.params.thread_id, request.params.run_id);
     const removed = feedback.delete(request.params.thread_id, request.params.run_id, principalOf(request).id);
     if (!removed) throw new NotFoundError("No feedback for this run");
     return { success: true };
@@ -121,20 +121,20 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
 
   app.post<ThreadParams>("/threads/:thread_id/compact", { schema: doc("threads", "Summarize the older part of the thread now", { body: CompactBody }) }, async (request) => {
     const threadId = request.params.thread_id;
-    ownedThread(app, request, threadId);
+    await ownedThread(app, request, threadId);
     const body = parseOr422(CompactBody, request.body);
-    if (app.deerflow.runs.hasInFlight(threadId)) throw new ConflictError("Thread has a run in flight. Compact after the run finishes.");
+    if ((await app.deerflow.runs.hasInFlight(threadId))) throw new ConflictError("Thread has a run in flight. Compact after the run finishes.");
     return compactThread(persistence.checkpointer, threadId, app.deerflow.getAppConfig(), { keep: body.keep as never, modelName: body.model_name });
   });
 
   app.get<ThreadParams>("/threads/:thread_id/goal", { schema: doc("threads", "The thread's goal (null when none)") }, async (request) => {
-    ownedThread(app, request, request.params.thread_id);
+    await ownedThread(app, request, request.params.thread_id);
     const state = await readThreadState(persistence.checkpointer, request.params.thread_id);
     return { goal: visibleGoal(state.values.goal) };
   });
 
   app.put<ThreadParams>("/threads/:thread_id/goal", { schema: doc("threads", "Set or replace the thread's goal", { body: GoalBody }) }, async (request) => {
-    ownedThread(app, request, request.params.thread_id);
+    await ownedThread(app, request, request.params.thread_id);
     const body = parseOr422(GoalBody, request.body);
     const now = new Date().toISOString();
     const goal = {
@@ -146,7 +146,7 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.delete<ThreadParams>("/threads/:thread_id/goal", { schema: doc("threads", "Clear the thread's goal") }, async (request) => {
-    ownedThread(app, request, request.params.thread_id);
+    await ownedThread(app, request, request.params.thread_id);
     const state = await readThreadState(persistence.checkpointer, request.params.thread_id);
     const goal = visibleGoal(state.values.goal) as Record<string, unknown> | null;
     if (goal) {

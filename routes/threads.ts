@@ -71,20 +71,20 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
     const threadId = body.thread_id ?? randomUUID();
     assertThreadId(threadId);
     const userId = principalOf(request).id;
-    const existing = threads.get(threadId);
+    const existing = await threads.get(threadId);
     // Another user's thread id is taken, whatever if_exists says: never hand out (or reveal) their thread.
     if (existing && (body.if_exists === "raise" || existing.owner_id !== userId)) throw new ConflictError(`Thread ${threadId} already exists`);
     // So is an id another user claimed by uploading to it before it existed (routes/uploads.ts).
     const claimedBy = pendingThreadOwner(app.deerflow.sandbox.baseDir, threadId);
     if (claimedBy !== null && claimedBy !== userId) throw new ConflictError(`Thread ${threadId} already exists`);
-    const thread = threads.create(threadId, body.metadata ?? {}, userId);
+    const thread = await threads.create(threadId, body.metadata ?? {}, userId);
     await ensureInitialCheckpoint(persistence.checkpointer, threadId);
     return threadView(thread);
   });
 
   app.post("/threads/search", { schema: doc("threads", "Search threads by metadata and status", { body: ThreadSearchSchema }) }, async (request) => {
     const body = parse(ThreadSearchSchema, request.body);
-    const found = threads.search({
+    const found = await threads.search({
       ownerId: principalOf(request).id,
       metadata: body.metadata ?? undefined,
       status: body.status ?? undefined,
@@ -111,7 +111,7 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
 
   app.patch<ThreadParams>("/threads/:thread_id", { preHandler: requireThread, schema: doc("threads", "Merge thread metadata", { body: ThreadPatchSchema }) }, async (request) => {
     const body = parse(ThreadPatchSchema, request.body);
-    return threadView(threads.patchMetadata(request.params.thread_id, body.metadata ?? {})!);
+    return threadView((await threads.patchMetadata(request.params.thread_id, body.metadata ?? {}))!);
   });
 
   app.delete<ThreadParams>("/threads/:thread_id", { preHandler: requireThread, schema: doc("threads", "Delete a thread, its checkpoints, runs and files") }, async (request) => {

@@ -50,10 +50,10 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
    * is claimed by its first uploader (`claim`), or must already be claimed by the caller (404 otherwise).
    * @returns null when the thread neither exists nor was claimed and `claim` is false.
    */
-  const threadSandbox = (request: FastifyRequest, threadId: string, claim: boolean) => {
+  const threadSandbox = async (request: FastifyRequest, threadId: string, claim: boolean) => {
     assertThreadId(threadId);
     const userId = principalOf(request).id;
-    const thread = persistence.threads.get(threadId);
+    const thread = await persistence.threads.get(threadId);
     if (thread) {
       if (thread.owner_id !== userId) throw new NotFoundError(`Thread ${threadId} not found`);
     } else {
@@ -69,7 +69,7 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
 
   app.post<ThreadParams>("/threads/:thread_id/uploads", { schema: doc("uploads", "Upload files (multipart) to the thread's /mnt/user-data/uploads") }, async (request, reply) => {
     if (!request.isMultipart()) throw new BadRequestError("Expected a multipart/form-data body with one or more files");
-    const sandbox = threadSandbox(request, request.params.thread_id, true)!;
+    const sandbox = (await threadSandbox(request, request.params.thread_id, true))!;
     const limits = getAppConfig().uploads;
     const batch = new UploadBatch(sandbox, limits);
     try {
@@ -93,9 +93,9 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
    * The caller's sandbox for a read that the web app also makes for a chat that does not exist yet: another user's
    * thread or claim reads exactly like a missing thread (null), so these routes reveal nothing about other users.
    */
-  const readableSandbox = (request: FastifyRequest, threadId: string) => {
+  const readableSandbox = async (request: FastifyRequest, threadId: string) => {
     try {
-      return threadSandbox(request, threadId, false);
+      return await threadSandbox(request, threadId, false);
     } catch (err) {
       if (err instanceof NotFoundError) return null;
       throw err;
@@ -109,19 +109,19 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.get<ThreadParams>("/threads/:thread_id/uploads/list", { schema: doc("uploads", "List the thread's uploaded files (empty for a chat that does not exist yet)") }, async (request) => {
-    const sandbox = readableSandbox(request, request.params.thread_id);
+    const sandbox = await readableSandbox(request, request.params.thread_id);
     const files = sandbox ? await listUploads(sandbox) : [];
     return { files, count: files.length };
   });
 
   app.get<ThreadParams>("/threads/:thread_id/uploads/limits", { schema: doc("uploads", "Upload limits (files per request, bytes per file, bytes per request)") }, async (request) => {
-    readableSandbox(request, request.params.thread_id);
+    await readableSandbox(request, request.params.thread_id);
     const { max_files, max_file_size, max_total_size } = getAppConfig().uploads;
     return { max_files, max_file_size, max_total_size };
   });
 
   app.delete<FileParams>("/threads/:thread_id/uploads/:filename", { schema: doc("uploads", "Delete one uploaded file") }, async (request) => {
-    const sandbox = threadSandbox(request, request.params.thread_id, false);
+    const sandbox = await threadSandbox(request, request.params.thread_id, false);
     if (!sandbox) throw new NotFoundError(`Thread ${request.params.thread_id} not found`);
     await deleteUpload(sandbox, request.params.filename);
     return { success: true, message: `Deleted ${request.params.filename}` };

@@ -71,7 +71,7 @@ export async function webFeatureRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post<ThreadParams>("/threads/:thread_id/suggestions", { schema: doc("features", "Generate follow-up questions with the configured model", { body: SuggestionsBody }) }, async (request) => {
-    ownedThread(app, request, request.params.thread_id);
+    await ownedThread(app, request, request.params.thread_id);
     const body = parseOr422(SuggestionsBody, request.body);
     const cfg = suggestionsConfig();
     if (!cfg.enabled || body.messages.length === 0) return { suggestions: [] };
@@ -108,7 +108,7 @@ export async function webFeatureRoutes(app: FastifyInstance): Promise<void> {
   // Scheduled tasks: empty lists (upstream's answer when the scheduler is off); actions are refused.
   app.get("/scheduled-tasks", async () => []);
   app.get<ThreadParams>("/threads/:thread_id/scheduled-tasks", async (request) => {
-    ownedThread(app, request, request.params.thread_id);
+    await ownedThread(app, request, request.params.thread_id);
     return [];
   });
   app.post("/scheduled-tasks", async () => { throw new NotOfferedError("Scheduled tasks"); });
@@ -126,7 +126,7 @@ export async function webFeatureRoutes(app: FastifyInstance): Promise<void> {
 
   // MCP background tasks and browser control: off in /features; the list reads as empty.
   app.get<ThreadParams>("/threads/:thread_id/mcp-tasks", async (request) => {
-    ownedThread(app, request, request.params.thread_id);
+    await ownedThread(app, request, request.params.thread_id);
     return [];
   });
   app.get("/threads/:thread_id/mcp-tasks/:task_id", async () => { throw new NotOfferedError("MCP tasks"); });

@@ -18,11 +18,12 @@ import { getLogger } from "./logger.js";
 import { createAuthRuntime } from "./auth/create-auth.js";
 import { installAuth } from "./auth/auth-plugin.js";
 import { resolveAgentFactory, type AgentFactory } from "./runtime/agent-factory.js";
-import { openPersistence, type Persistence } from "./runtime/persistence.js";
-import { RunManager } from "./runtime/run-manager.js";
+import { databaseUrl, openPersistence, type Persistence } from "./runtime/persistence.js";
+import type { RunManager } from "./runtime/run-manager.js";
 import { RunService } from "./runtime/run-service.js";
 import { ThreadService } from "./runtime/thread-service.js";
-import { MemoryStreamBridge, type StreamBridge } from "./runtime/stream-bridge.js";
+import { openRunCoordination, streamBridgeUrl } from "./runtime/scale-out.js";
+import type { StreamBridge } from "./runtime/stream-bridge.js";
 import { RecordingStreamBridge, RunEventLog } from "./runtime/web/run-event-log.js";
 import type { LocalSandboxProvider } from "./sandbox/local-provider.js";
 import { createSandboxProvider } from "./sandbox/security.js";
@@ -52,7 +53,7 @@ export interface BuildAppOptions {
   heartbeatMs?: number;
   /** How long finished runs stay replayable, in ms (default 60000). */
   cleanupDelayMs?: number;
-  /** Events retained per run by the stream bridge (default 256). */
+  /** Events retained per run by the stream bridge (default `stream_bridge.queue_maxsize`, 256). */
   queueMaxSize?: number;
   /** Browser origins allowed by CORS (`*` = any); an origin matches with or without a port. Default localhost only. */
   corsOrigins?: string[];
@@ -94,6 +95,10 @@ export interface GatewayServices {
   memoryQueue: MemoryUpdateQueue;
   /** Per-user run limits and their counts (src/limits). */
   admission: RunAdmission;
+  /** True when runs and their events are shared with other gateway processes (Redis bridge). */
+  distributed: boolean;
+  /** Aborted when the process starts shutting down: new requests get 503, SSE streams are cut (src/server.ts). */
+  closing: AbortController;
 }
 
 declare module "fastify" {
@@ -118,15 +123,25 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
   // Checked before anything is opened: auth disabled in production stops the start here.
   const auth = createAuthRuntime({ home, authDisabled: options.authDisabled, trustedProxies: options.trustedProxies, corsOrigins, originAllowed: corsOriginAllowed });
-  const persistence = await openPersistence(appConfig, home);
+  // With Redis and a shared database, other processes' runs are live: only the reaper may mark them.
+  const sharedRuns = streamBridgeUrl(appConfig) !== null && databaseUrl(appConfig) !== null;
+  const persistence = await openPersistence(appConfig, home, { recoverOrphans: !sharedRuns });
   // What writers killed mid-write left (agent staging dirs, upload parts, temp files) goes before serving.
   const swept = sweepLeftovers(getAgentsDir(), home);
   if (Object.values(swept).some((n) => n > 0)) logger.info({ swept }, "removed files left by interrupted writes");
   const agentFactory = options.agentFactory ?? resolveAgentFactory();
+  let coordination: Awaited<ReturnType<typeof openRunCoordination>>;
+  try {
+    coordination = await openRunCoordination(appConfig, persistence, logger, options.queueMaxSize);
+  } catch (err) {
+    await persistence.close();
+    throw err;
+  }
+  const { runs } = coordination;
   // Every run's events are also kept on disk for `GET .../runs/{run_id}/events` (the bridge forgets them).
   const runEvents = new RunEventLog(path.join(home, "data", "run-events"));
-  const bridge = new RecordingStreamBridge(new MemoryStreamBridge(options.queueMaxSize ?? 256), runEvents);
-  const runs = new RunManager(persistence.runs);
+  const bridge = new RecordingStreamBridge(coordination.bridge, runEvents);
+  const closing = new AbortController();
   // Batches memory writes for a second: a busy gateway writes each memory file once per batch, not once per run.
   const memoryQueue = new MemoryUpdateQueue(undefined, { debounceMs: 1_000 });
   const sandbox = createSandboxProvider(appConfig, home);
@@ -173,10 +188,14 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   });
   installAuth(app, auth.runtime(persistence, logger));
   app.decorateRequest("thread", null);
+  app.addHook("onRequest", async (_request, reply) => {
+    // Shutting down behind a load balancer: send the client to another process (it retries or reconnects).
+    if (closing.signal.aborted) return reply.code(503).header("connection", "close").header("retry-after", "1").send({ detail: "Server is shutting down" });
+  });
   app.decorate("metrics", metrics);
   installHttpObservability(app, metrics, options.tracing);
   const stopReloadCount = onAppConfigReload((result) => metrics.configReloads.inc({ result }));
-  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, admission, runEvents, memoryQueue });
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, admission, runEvents, memoryQueue, distributed: coordination.distributed, closing });
   // Every JSON body is bounded in depth and size here, before any route, store or graph sees it.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     try {
@@ -206,7 +225,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     await runs.drain(5_000);
     await memoryQueue.flush();
     await closeMcpClients();
-    bridge.close();
+    await bridge.close();
+    await coordination.close();
     await persistence.close();
     // Last, so the spans of the runs drained above are exported.
     await options.tracing?.shutdown();

@@ -1,6 +1,8 @@
 // The only file that listens: loads the config, builds the app, serves, and shuts down cleanly on SIGTERM/SIGINT.
 import type { FSWatcher } from "chokidar";
+import cluster from "node:cluster";
 import { buildApp } from "./app.js";
+import { clusterProblem, runPrimary } from "./cluster.js";
 import { getAppConfig, getAppConfigStatus } from "./config/app-config.js";
 import { applyProviderEnvDefaults } from "./config/process-env-defaults.js";
 import { readServerEnv } from "./config/server-env.js";
@@ -22,6 +24,13 @@ async function main(): Promise<void> {
     process.stderr.write(`deerflow-gateway: ${(err as Error).message}\n`);
     process.exit(1);
   }
+  const problem = clusterProblem(getAppConfig(), env.workers);
+  if (problem) {
+    logger.fatal(problem);
+    process.stderr.write(`deerflow-gateway: ${problem}\n`);
+    process.exit(1);
+  }
+  if (env.workers > 1 && runPrimary(env.workers, logger)) return;
   const configPath = getAppConfigStatus().path;
   const tracing = env.otlpTracesEndpoint ? startTracing({ endpoint: env.otlpTracesEndpoint, serviceName: env.otelServiceName, headers: env.otlpHeaders }, logger) : undefined;
   if (tracing) logger.info({ endpoint: env.otlpTracesEndpoint }, "OpenTelemetry tracing on");
@@ -34,6 +43,9 @@ async function main(): Promise<void> {
     closing = true;
     logger.info({ signal }, "shutting down: interrupting in-flight runs (up to 5 s)");
     const force = setTimeout(() => process.exit(1), 10_000).unref();
+    // Shared runs: refuse new requests and cut open streams first; clients reconnect to another process and
+    // follow the runs this one finishes during the drain.
+    if (app.deerflow.distributed) app.deerflow.closing.abort();
     await watcher?.close();
     // Interrupt runs before closing the server: open SSE streams end with the runs, so close() is not held up.
     await app.deerflow.runs.drain(5_000);
@@ -45,7 +57,7 @@ async function main(): Promise<void> {
   process.once("SIGINT", () => void shutdown("SIGINT"));
 
   await app.listen({ host: env.host, port: env.port });
-  logger.info({ config: configPath, host: env.host, port: env.port }, "deerflow-gateway ready");
+  logger.info({ config: configPath, host: env.host, port: env.port, ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}) }, "deerflow-gateway ready");
 }
 
 main().catch((err: Error) => {

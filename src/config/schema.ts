@@ -88,6 +88,8 @@ export const SubagentsConfigSchema = z.looseObject({
 export const DatabaseConfigSchema = z.looseObject({
   backend: z.enum(["memory", "sqlite", "postgres"]).default("sqlite"),
   sqlite_dir: z.string().default(".deer-flow/data"),
+  /** PostgreSQL connection string (`url` and DeerFlow's `postgres_url` are synonyms). */
+  url: nullish(z.string()),
   postgres_url: nullish(z.string()),
 });
 
@@ -95,9 +97,15 @@ export const DatabaseConfigSchema = z.looseObject({
 export const StreamBridgeConfigSchema = z.looseObject({
   type: z.enum(["memory", "redis"]).default("memory"),
   queue_maxsize: z.number().int().min(1).default(256),
+  /** Redis URL (`url` and DeerFlow's `redis_url` are synonyms). */
+  url: nullish(z.string()),
   redis_url: nullish(z.string()),
   max_connections: nullish(z.number().int().positive()),
   stream_ttl_seconds: z.number().int().positive().default(86_400),
+  /** Redis only: a process silent for this long (ms) is dead; its runs are marked interrupted, threads idle. */
+  lease_ms: z.number().int().min(100).default(10_000),
+  /** Redis only: prefix of every key and channel, so several deployments can share one Redis. */
+  key_prefix: z.string().min(1).default("deerflow:"),
 });
 
 /** `uploads`: limits of `POST /api/threads/{id}/uploads` (bytes). */

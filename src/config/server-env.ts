@@ -16,6 +16,8 @@ export interface ServerEnv {
   otelServiceName: string;
   /** Headers for the OTLP exporter (`OTEL_EXPORTER_OTLP_HEADERS`, `k=v,k2=v2`). */
   otlpHeaders: Record<string, string>;
+  /** Gateway processes to run on this machine (`WORKERS`, default 1); more than one needs Redis and PostgreSQL. */
+  workers: number;
 }
 
 /** Origins allowed when `DEER_FLOW_CORS_ORIGINS` is unset: local development front ends on any port. */
@@ -30,7 +32,8 @@ export const DEFAULT_CORS_ORIGINS = ["http://localhost", "http://127.0.0.1", "ht
  * OpenTelemetry variables: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the full URL), else `OTEL_EXPORTER_OTLP_ENDPOINT`
  * + `/v1/traces`; off when neither is set or `OTEL_TRACES_EXPORTER=none`; `OTEL_SERVICE_NAME` (default
  * `deerflow-gateway`), `OTEL_EXPORTER_OTLP_HEADERS`.
- * @throws Error when `PORT` or `DEER_FLOW_HEARTBEAT_MS` is not a non-negative integer.
+ * `WORKERS` (processes sharing the port, default 1).
+ * @throws Error when `PORT` or `DEER_FLOW_HEARTBEAT_MS` is not a non-negative integer, or `WORKERS` not >= 1.
  */
 export function readServerEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
   const int = (name: string, fallback: number, min: number): number => {
@@ -45,6 +48,7 @@ export function readServerEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     port: int("PORT", 8001, 0),
     logLevel: env.LOG_LEVEL?.trim() || "info",
     heartbeatMs: int("DEER_FLOW_HEARTBEAT_MS", 15_000, 0),
+    workers: int("WORKERS", 1, 1),
     corsOrigins: env.DEER_FLOW_CORS_ORIGINS?.trim()
       ? env.DEER_FLOW_CORS_ORIGINS.split(",").map((o) => o.trim().replace(/\/+$/, "")).filter(Boolean)
       : DEFAULT_CORS_ORIGINS,

@@ -1,4 +1,5 @@
-// Durable runtime state: LangGraph checkpoints and the thread table, in one SQLite file by default.
+// Durable runtime state: LangGraph checkpoints and the thread and run tables; one SQLite file by default,
+// PostgreSQL when several gateway processes share them.
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
@@ -7,41 +8,76 @@ import Database from "better-sqlite3";
 import type { AppConfig } from "../config/schema.js";
 import type { ApiKeyRepository, UserRepository } from "../auth/repositories.js";
 import { SqliteApiKeyRepository, SqliteUserRepository } from "../auth/sqlite-repositories.js";
+import type { RunRepository, ThreadRepository } from "./repositories.js";
 import { RunStore } from "./run-store.js";
 import { ThreadStore } from "./thread-store.js";
 import { UsageLedger } from "./limits/usage-ledger.js";
 
-/** The checkpointer, the thread store and how to close them. */
+/** The checkpointer, the thread and run repositories, and how to close them. */
 export interface Persistence {
   checkpointer: BaseCheckpointSaver;
-  threads: ThreadStore;
-  runs: RunStore;
+  threads: ThreadRepository;
+  runs: RunRepository;
   /** Accounts (same database as the thread table). */
   users: UserRepository;
   /** API keys, stored hashed (same database). */
   apiKeys: ApiKeyRepository;
-  /** Token usage per user and UTC day (the gateway database's `token_usage` table). */
+  /** Token usage per user and UTC day (the `token_usage` table; local SQLite even with PostgreSQL: quotas are per process there). */
   usage: UsageLedger;
-  /** Human-readable location (file path or `memory`), for logs. */
+  /** Human-readable location (file path, `memory` or `postgres`), for logs. Never holds credentials. */
   location: string;
+  /** True when threads, runs and checkpoints live in a database other processes can share (PostgreSQL). */
+  shared: boolean;
   close(): Promise<void>;
 }
 
+/** Options of {@link openPersistence}. */
+export interface OpenPersistenceOptions {
+  /**
+   * Marks runs left `pending`/`running` as interrupted and `busy` threads as idle on open (default true): right
+   * for a single process, where nothing runs yet. Off when other live processes share the database (the Redis
+   * coordinator reaps only the runs of dead processes).
+   */
+  recoverOrphans?: boolean;
+}
+
+/** The PostgreSQL URL of the `database` section, or null when its backend is not postgres. */
+export function databaseUrl(appConfig: AppConfig): string | null {
+  const db = appConfig.database;
+  if (db?.backend !== "postgres") return null;
+  const url = db.url ?? db.postgres_url;
+  if (!url) throw new Error("database.backend postgres needs database.url (or database.postgres_url)");
+  return url;
+}
+
+async function openCheckpointer(connectionString: string): Promise<BaseCheckpointSaver & { end(): Promise<void> }> {
+  const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
+  const saver = PostgresSaver.fromConnString(connectionString);
+  await saver.setup();
+  return saver;
+}
+
 /**
- * Opens persistence from the `checkpointer` section (restart-only). Default and `type: sqlite`: one SQLite file
- * (`connection_string` relative to `home`, default `<home>/data/deerflow.sqlite`, WAL mode) shared by the
- * checkpoints and the `threads` and `runs` tables. `type: memory`: a MemorySaver and an in-memory thread table (lost on
- * restart). `type: postgres`: PostgresSaver on `connection_string`, threads in SQLite under `home`.
+ * Opens persistence (restart-only).
+ * - `database.backend: postgres` (`url`): threads and runs in PostgreSQL (migrations applied, idempotent);
+ *   checkpoints there too unless a `checkpointer` section says otherwise.
+ * - Otherwise the `checkpointer` section: default and `type: sqlite`: one SQLite file (`connection_string`
+ *   relative to `home`, default `<home>/data/deerflow.sqlite`, WAL mode) holding the checkpoints and the `threads`
+ *   and `runs` tables; `type: memory`: all in memory (lost on restart); `type: postgres`: PostgresSaver on
+ *   `connection_string`, threads and runs in SQLite under `home`.
  * @param home The runtime home (`DEER_FLOW_HOME`).
- * @throws Error when the database cannot be opened.
+ * @throws Error when a database cannot be opened or a section lacks its URL.
  */
-export async function openPersistence(appConfig: AppConfig, home: string): Promise<Persistence> {
-  const section = appConfig.checkpointer ?? { type: "sqlite" as const, connection_string: null };
-  if (section.type === "memory") {
+export async function openPersistence(appConfig: AppConfig, home: string, options: OpenPersistenceOptions = {}): Promise<Persistence> {
+  const recover = options.recoverOrphans ?? true;
+  const section = appConfig.checkpointer ?? null;
+  const pgUrl = databaseUrl(appConfig);
+  if (pgUrl) return openPostgres(pgUrl, section, recover, home);
+  if (section?.type === "memory" || appConfig.database?.backend === "memory") {
     const db = new Database(":memory:");
-    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), runs: new RunStore(db), ...accountStores(db), usage: new UsageLedger(db), location: "memory", close: async () => void db.close() };
+    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), runs: new RunStore(db), ...accountStores(db), usage: new UsageLedger(db), location: "memory", shared: false, close: async () => void db.close() };
   }
-  const file = section.type === "sqlite" && section.connection_string ? path.resolve(home, section.connection_string) : path.join(home, "data", "deerflow.sqlite");
+  const file = section?.type === "sqlite" && section.connection_string ? path.resolve(home, section.connection_string) : path.join(home, "data", "deerflow.sqlite");
   mkdirSync(path.dirname(file), { recursive: true });
   const db = new Database(file);
   db.pragma("journal_mode = WAL");
@@ -51,21 +87,88 @@ export async function openPersistence(appConfig: AppConfig, home: string): Promi
   db.pragma("busy_timeout = 5000");
   const threads = new ThreadStore(db);
   const runs = new RunStore(db);
-  const usage = new UsageLedger(db);
-  // Nothing runs yet in this process: a busy thread or a running run is left over from a crash.
-  threads.resetBusy();
-  if (section.type === "postgres") {
-    if (!section.connection_string) throw new Error("checkpointer.type postgres needs checkpointer.connection_string");
-    const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
-    const saver = PostgresSaver.fromConnString(section.connection_string);
-    await saver.setup();
-    return { checkpointer: saver, threads, runs, usage, ...accountStores(db), location: "postgres", close: async () => { await saver.end(); db.close(); } };
+  if (recover) {
+    // Nothing runs yet in this process: a busy thread or a running run is left over from a crash.
+    await threads.resetBusy();
+    await runs.interruptOrphans();
   }
-  const saver = new SqliteSaver(db);
-  return { checkpointer: saver, threads, runs, usage, ...accountStores(db), location: file, close: async () => void db.close() };
+  if (section?.type === "postgres") {
+    if (!section.connection_string) throw new Error("checkpointer.type postgres needs checkpointer.connection_string");
+    const saver = await openCheckpointer(section.connection_string);
+    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: "postgres", shared: false, close: async () => { await saver.end(); db.close(); } };
+  }
+  return { checkpointer: new SqliteSaver(db), threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: file, shared: false, close: async () => void db.close() };
 }
 
 /** The account and API-key repositories over `db`. */
 function accountStores(db: Database.Database): { users: UserRepository; apiKeys: ApiKeyRepository } {
   return { users: new SqliteUserRepository(db), apiKeys: new SqliteApiKeyRepository(db) };
+}
+
+/** Advisory-lock key serialising PostgresSaver.setup() across processes. */
+const CHECKPOINTER_SETUP_LOCK = 0x0de3f11;
+
+async function openPostgres(url: string, section: AppConfig["checkpointer"], recover: boolean, home: string): Promise<Persistence> {
+  const { default: pg } = await import("pg");
+  const { migratePostgres, PgRunStore, PgThreadStore } = await import("./pg-stores.js");
+  const { PgApiKeyRepository, PgUserRepository } = await import("../auth/pg-repositories.js");
+  const pool = new pg.Pool({ connectionString: url, max: 20 });
+  // An idle client that loses its server emits 'error' on the pool; without a listener that kills the process.
+  pool.on("error", () => undefined);
+  try {
+    await migratePostgres(pool);
+  } catch (err) {
+    await pool.end();
+    throw new Error(`cannot open database.url: ${(err as Error).message}`);
+  }
+  const threads = new PgThreadStore(pool);
+  const runs = new PgRunStore(pool);
+  if (recover) {
+    await threads.resetBusy();
+    await runs.interruptOrphans();
+  }
+  let checkpointer: BaseCheckpointSaver;
+  let closeCheckpointer = async () => {};
+  if (section?.type === "memory") checkpointer = new MemorySaver();
+  else if (section?.type === "sqlite") {
+    const file = section.connection_string ? path.resolve(home, section.connection_string) : path.join(home, "data", "deerflow.sqlite");
+    mkdirSync(path.dirname(file), { recursive: true });
+    const db = new Database(file);
+    db.pragma("journal_mode = WAL");
+    checkpointer = new SqliteSaver(db);
+    closeCheckpointer = async () => void db.close();
+  } else {
+    // PostgresSaver.setup() is not safe against itself: processes starting together take turns.
+    const lock = await pool.connect();
+    let saver: Awaited<ReturnType<typeof openCheckpointer>>;
+    try {
+      await lock.query("SELECT pg_advisory_lock($1)", [CHECKPOINTER_SETUP_LOCK]);
+      saver = await openCheckpointer(section?.connection_string ?? url);
+    } finally {
+      await lock.query("SELECT pg_advisory_unlock($1)", [CHECKPOINTER_SETUP_LOCK]).catch(() => undefined);
+      lock.release();
+    }
+    checkpointer = saver;
+    closeCheckpointer = () => saver.end();
+  }
+  // The token ledger stays in a local SQLite file (daily quotas are enforced per process when scaled out).
+  mkdirSync(path.join(home, "data"), { recursive: true });
+  const ledgerDb = new Database(path.join(home, "data", "usage.sqlite"));
+  ledgerDb.pragma("journal_mode = WAL");
+  ledgerDb.pragma("busy_timeout = 5000");
+  return {
+    checkpointer,
+    threads,
+    runs,
+    usage: new UsageLedger(ledgerDb),
+    users: new PgUserRepository(pool),
+    apiKeys: new PgApiKeyRepository(pool),
+    location: "postgres",
+    shared: section?.type !== "memory" && section?.type !== "sqlite",
+    close: async () => {
+      await closeCheckpointer();
+      await pool.end();
+      ledgerDb.close();
+    },
+  };
 }

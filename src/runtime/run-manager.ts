@@ -1,7 +1,7 @@
 // Port of DeerFlow's RunManager: run records, per-thread admission with multitask strategies, and cancellation.
 import { randomUUID } from "node:crypto";
 import { ConflictError, NotFoundError } from "../errors.js";
-import type { RunStore } from "./run-store.js";
+import type { RunRepository } from "./repositories.js";
 
 import type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
 
@@ -55,35 +55,50 @@ export interface AdmitInput {
 }
 
 /**
- * Keeps run records (durably, in the {@link RunStore}) and admits runs per thread. A run counts as in flight until
+ * Keeps run records (durably, in the {@link RunRepository}) and admits runs per thread. A run counts as in flight until
  * its worker has finished (a cancelled run still finalising blocks `reject`). Strategies: `reject` (409),
  * `interrupt` / `rollback` (cancel the in-flight runs with that action, then start after they finish),
  * `enqueue` (start after the in-flight runs finish).
  */
 export class RunManager {
-  private readonly live = new Map<string, ActiveRun & { resolveDone: () => void }>();
-  private readonly byThread = new Map<string, string[]>();
+  protected readonly live = new Map<string, ActiveRun & { resolveDone: () => void }>();
+  protected readonly byThread = new Map<string, string[]>();
 
-  constructor(private readonly store: RunStore) {
-    store.interruptOrphans();
-  }
+  /** @param store Where run records live (orphans of a previous process are recovered when it is opened). */
+  constructor(protected readonly store: RunRepository) {}
 
-  private inFlightOn(threadId: string): ActiveRun[] {
+  protected inFlightOn(threadId: string): ActiveRun[] {
     return (this.byThread.get(threadId) ?? []).map((id) => this.live.get(id)!).filter((r) => r && !r.finished);
   }
 
   /**
-   * Admits a run (status `pending`) according to `strategy`. Atomic: the record is stored before anything is
-   * registered in memory or any in-flight run is cancelled, so a store error leaves the thread as it was.
-   * @throws whatever the store throws (nothing registered then).
+   * Admits a run (status `pending`) according to `strategy`. Atomic: the run is registered before the (async)
+   * store write, so a concurrent admission on the thread sees it, and unregistered again when the store refuses the
+   * record; in-flight runs are cancelled only once the record is stored, so a store error leaves the thread as it was.
+   * @throws whatever the store throws (nothing left registered then).
    * @throws ConflictError "Thread <id> already has an active run" for `reject` when a run is in flight.
    */
-  admit(input: AdmitInput): ActiveRun {
+  async admit(input: AdmitInput): Promise<ActiveRun> {
     const inFlight = this.inFlightOn(input.threadId);
     if (inFlight.length && input.strategy === "reject") throw new ConflictError(`Thread ${input.threadId} already has an active run`);
+    const run = this.register(input, randomUUID(), Promise.all(inFlight.map((r) => r.done)).then(() => undefined));
+    try {
+      await this.store.save(run.record);
+    } catch (err) {
+      this.unregister(run.record.run_id);
+      throw err;
+    }
+    if (input.strategy === "interrupt" || input.strategy === "rollback") {
+      for (const r of inFlight) this.cancelRun(r, input.strategy);
+    }
+    return run;
+  }
+
+  /** Creates the control object of an admitted run and tracks it in this process (not stored here). */
+  protected register(input: AdmitInput, runId: string, predecessors: Promise<void>): ActiveRun {
     const now = new Date().toISOString();
     const record: RunRecord = {
-      run_id: randomUUID(),
+      run_id: runId,
       thread_id: input.threadId,
       assistant_id: input.assistantId,
       status: "pending",
@@ -93,42 +108,38 @@ export class RunManager {
       created_at: now,
       updated_at: now,
     };
-    // Stored first: when the store refuses the record (a disk error, a value it cannot encode) the error reaches the
-    // caller and nothing is registered, cancelled or left blocking the thread.
-    this.store.save(record);
-    if (input.strategy === "interrupt" || input.strategy === "rollback") {
-      for (const run of inFlight) this.cancelRun(run, input.strategy);
-    }
     let resolveDone!: () => void;
     const done = new Promise<void>((r) => (resolveDone = r));
-    const run = {
-      record,
-      controller: new AbortController(),
-      predecessors: Promise.all(inFlight.map((r) => r.done)).then(() => undefined),
-      done,
-      finished: false,
-      onDisconnect: input.onDisconnect,
-      resolveDone,
-    };
+    const run = { record, controller: new AbortController(), predecessors, done, finished: false, onDisconnect: input.onDisconnect, resolveDone };
     this.live.set(record.run_id, run);
     this.byThread.set(input.threadId, [...(this.byThread.get(input.threadId) ?? []).filter((id) => !this.live.get(id)?.finished), record.run_id]);
     return run;
   }
 
+  /** Forgets a run whose admission failed; anything queued behind it goes on. */
+  protected unregister(runId: string): void {
+    const run = this.live.get(runId);
+    if (!run) return;
+    this.live.delete(runId);
+    this.byThread.set(run.record.thread_id, (this.byThread.get(run.record.thread_id) ?? []).filter((id) => id !== runId));
+    run.finished = true;
+    run.resolveDone();
+  }
+
   /** Updates a run's status (and error), durably. */
-  setStatus(runId: string, status: RunStatus, error?: string): void {
+  async setStatus(runId: string, status: RunStatus, error?: string): Promise<void> {
     const run = this.live.get(runId);
     if (!run) return;
     run.record.status = status;
     run.record.updated_at = new Date().toISOString();
     if (error !== undefined) run.record.error = error;
-    this.store.save(run.record);
+    await this.store.save(run.record);
   }
 
   /** Saves the record as it is now (after the worker updated metadata). */
-  touch(runId: string): void {
+  async touch(runId: string): Promise<void> {
     const run = this.live.get(runId);
-    if (run) this.store.save(run.record);
+    if (run) await this.store.save(run.record);
   }
 
   /** Marks the worker finished: the thread admits the next run and `done` settles. */
@@ -141,10 +152,10 @@ export class RunManager {
     setTimeout(() => this.live.delete(runId), 60_000).unref();
   }
 
-  private cancelRun(run: ActiveRun, action: CancelAction): void {
+  protected cancelRun(run: ActiveRun, action: CancelAction): void {
     if (run.cancelAction || run.finished) return;
     run.cancelAction = action;
-    if (action === "interrupt") this.setStatus(run.record.run_id, "interrupted");
+    if (action === "interrupt") void this.setStatus(run.record.run_id, "interrupted").catch(() => undefined);
     run.controller.abort(new Error(`Run cancelled (${action})`));
   }
 
@@ -157,9 +168,10 @@ export class RunManager {
    */
   async cancel(threadId: string, runId: string, action: CancelAction, wait: boolean): Promise<void> {
     const run = this.live.get(runId);
-    const record = run?.record ?? this.store.get(runId);
+    const record = run?.record ?? (await this.store.get(runId));
     if (!record || record.thread_id !== threadId) throw new NotFoundError(`Run ${runId} not found`);
     if (!run || run.finished) {
+      if (!run && (record.status === "pending" || record.status === "running")) return this.cancelElsewhere(record, action, wait);
       if (record.status === "interrupted" || record.status === "pending" || record.status === "running") return;
       throw new ConflictError(`Run ${runId} is not cancellable (status: ${record.status})`);
     }
@@ -170,6 +182,20 @@ export class RunManager {
     if (wait) await run.done;
   }
 
+  /**
+   * Cancels a run this process does not hold. A single process holds every run it admitted, so a stored
+   * in-flight run without a control object is an orphan: nothing to stop. The Redis coordinator overrides this.
+   */
+  protected async cancelElsewhere(_record: RunRecord, _action: CancelAction, _wait: boolean): Promise<void> {}
+
+  /**
+   * Resolves once a run no longer runs anywhere (its worker finished, here or in another process). Used by
+   * `join` for a run this process does not hold.
+   */
+  async settled(runId: string): Promise<void> {
+    await this.live.get(runId)?.done;
+  }
+
   /** The live control object of a run in this process, if any (only when it belongs to `threadId`, if given). */
   getActive(runId: string, threadId?: string): ActiveRun | undefined {
     const run = this.live.get(runId);
@@ -177,18 +203,18 @@ export class RunManager {
   }
 
   /** The run record (live or stored), only when it belongs to `threadId` (when given). */
-  get(runId: string, threadId?: string): RunRecord | undefined {
-    const record = this.live.get(runId)?.record ?? this.store.get(runId) ?? undefined;
+  async get(runId: string, threadId?: string): Promise<RunRecord | undefined> {
+    const record = this.live.get(runId)?.record ?? (await this.store.get(runId)) ?? undefined;
     return record && (threadId === undefined || record.thread_id === threadId) ? record : undefined;
   }
 
   /** Runs of a thread, newest first. */
-  list(threadId: string, options: { limit?: number; offset?: number; status?: RunStatus } = {}): RunRecord[] {
+  list(threadId: string, options: { limit?: number; offset?: number; status?: RunStatus } = {}): Promise<RunRecord[]> {
     return this.store.list(threadId, options);
   }
 
   /** Whether a thread has a run whose worker has not finished. */
-  hasInFlight(threadId: string): boolean {
+  async hasInFlight(threadId: string): Promise<boolean> {
     return this.inFlightOn(threadId).length > 0;
   }
 
@@ -207,15 +233,15 @@ export class RunManager {
   }
 
   /** Deletes one finished run's record. */
-  delete(runId: string): void {
+  async delete(runId: string): Promise<void> {
     this.live.delete(runId);
-    this.store.delete(runId);
+    await this.store.delete(runId);
   }
 
   /** Forgets a thread's runs (thread deletion). */
-  forgetThread(threadId: string): void {
+  async forgetThread(threadId: string): Promise<void> {
     for (const id of this.byThread.get(threadId) ?? []) this.live.delete(id);
     this.byThread.delete(threadId);
-    this.store.deleteThread(threadId);
+    await this.store.deleteThread(threadId);
   }
 }

@@ -57,12 +57,12 @@ export class RunService {
       tid = fromConfig === undefined || fromConfig === null ? randomUUID() : (fromConfig as string);
       assertThreadId(tid);
       // A stateless run may name an existing thread only if the caller owns it; another user's reads as missing.
-      const existing = threads.get(tid);
+      const existing = await threads.get(tid);
       if (existing && existing.owner_id !== userId) throw new NotFoundError(`Thread ${tid} not found`);
     } else {
       assertThreadId(threadId);
       tid = threadId;
-      if (!threads.getOwned(tid, userId)) throw new NotFoundError(`Thread ${tid} not found`);
+      if (!(await threads.getOwned(tid, userId))) throw new NotFoundError(`Thread ${tid} not found`);
     }
     const appConfig = this.deps.getAppConfig();
     const runConfig = buildRunConfig(request, tid, { maxRecursionLimit: appConfig.max_recursion_limit, userId });
@@ -79,19 +79,19 @@ export class RunService {
     // Nothing to run: no input, no resume command, and no checkpoint waiting at an interrupt (LangGraph's
     // EmptyInputError, answered up front instead of as a failed run).
     if ((request.input === undefined || request.input === null) && !request.command && !checkpointId) {
-      const resumable = threadId !== null || threads.get(tid) ? ((await readThreadState(checkpointer, tid).catch(() => null))?.next.length ?? 0) > 0 : false;
+      const resumable = threadId !== null || (await threads.get(tid)) ? ((await readThreadState(checkpointer, tid).catch(() => null))?.next.length ?? 0) > 0 : false;
       if (!resumable) {
         throw new ValidationError("Run input is required: the thread has no interrupted run to resume", [
           { type: "missing", loc: ["body", "input"], msg: "Field required: send input (or command.resume), or resume a thread stopped at an interrupt" },
         ]);
       }
     }
-    // From here to admit() nothing awaits: the per-user limits are checked and counted atomically with admission.
+    // The per-user limits are checked and counted synchronously here, before anything awaits; released if admission fails.
     const release = this.deps.admission?.acquire(userId, appConfig);
-    if (threadId === null) threads.create(tid, {}, userId);
     let run: ActiveRun;
     try {
-      run = this.deps.runs.admit({
+      if (threadId === null) await threads.create(tid, {}, userId);
+      run = await this.deps.runs.admit({
         threadId: tid,
         assistantId: request.assistant_id ?? "lead_agent",
         metadata: origin.requestId ? { ...runConfig.metadata, request_id: origin.requestId } : runConfig.metadata,
@@ -104,7 +104,7 @@ export class RunService {
       throw err;
     }
     if (release) void run.done.then(release, release);
-    this.deps.bridge.open(run.record.run_id);
+    await this.deps.bridge.open(run.record.run_id);
     const log = this.deps.logger.child({ run_id: run.record.run_id, thread_id: tid, ...(origin.requestId ? { request_id: origin.requestId } : {}) });
     const observation = this.deps.observer?.begin({ runId: run.record.run_id, threadId: tid, assistantId: run.record.assistant_id, userId, requestId: origin.requestId, log });
     const job: RunJob = { input, runConfig, request, requestId: origin.requestId, log, observation };

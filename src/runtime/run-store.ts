@@ -1,5 +1,6 @@
 // The run table: finished and in-flight run records, durable next to the threads and checkpoints.
 import type Database from "better-sqlite3";
+import type { RunListOptions, RunRepository } from "./repositories.js";
 import type { RunRecord, RunStatus } from "./run-manager.js";
 
 interface Row {
@@ -15,15 +16,13 @@ interface Row {
   error: string | null;
 }
 
-/** Filters of {@link RunStore.list}. */
-export interface RunListOptions {
-  limit?: number;
-  offset?: number;
-  status?: RunStatus;
-}
+export type { RunListOptions };
 
-/** Run records in a better-sqlite3 database (synchronous, so each call is atomic within the process). */
-export class RunStore {
+/**
+ * Run records in a better-sqlite3 database. The statements are synchronous (each call is atomic within the
+ * process); the methods are async only to share {@link RunRepository} with PostgreSQL.
+ */
+export class RunStore implements RunRepository {
   constructor(private readonly db: Database.Database) {
     db.exec(`CREATE TABLE IF NOT EXISTS runs (
       run_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, assistant_id TEXT NOT NULL, status TEXT NOT NULL,
@@ -39,7 +38,7 @@ export class RunStore {
   }
 
   /** Inserts or replaces a run record. */
-  save(record: RunRecord): void {
+  async save(record: RunRecord): Promise<void> {
     this.db
       .prepare(`INSERT OR REPLACE INTO runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, error)
         VALUES (@run_id, @thread_id, @assistant_id, @status, @metadata, @kwargs, @multitask_strategy, @created_at, @updated_at, @error)`)
@@ -47,12 +46,12 @@ export class RunStore {
   }
 
   /** The run, or null. */
-  get(runId: string): RunRecord | null {
+  async get(runId: string): Promise<RunRecord | null> {
     return RunStore.toRecord(this.db.prepare("SELECT * FROM runs WHERE run_id = ?").get(runId) as Row | undefined);
   }
 
   /** Runs of a thread, newest first. */
-  list(threadId: string, options: RunListOptions = {}): RunRecord[] {
+  async list(threadId: string, options: RunListOptions = {}): Promise<RunRecord[]> {
     const rows = this.db
       .prepare(`SELECT * FROM runs WHERE thread_id = ? ${options.status ? "AND status = ?" : ""} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`)
       .all(...[threadId, ...(options.status ? [options.status] : []), options.limit ?? 10, options.offset ?? 0]) as Row[];
@@ -60,22 +59,25 @@ export class RunStore {
   }
 
   /** Deletes one run. */
-  delete(runId: string): void {
+  async delete(runId: string): Promise<void> {
     this.db.prepare("DELETE FROM runs WHERE run_id = ?").run(runId);
   }
 
   /** Deletes a thread's runs. */
-  deleteThread(threadId: string): void {
+  async deleteThread(threadId: string): Promise<void> {
     this.db.prepare("DELETE FROM runs WHERE thread_id = ?").run(threadId);
   }
 
   /**
-   * Marks runs left `pending` or `running` by a previous process as `interrupted` (they cannot be resumed).
+   * Marks runs left `pending` or `running` by a previous process (or only `runIds`) as `interrupted` (they
+   * cannot be resumed).
    * @returns how many were marked.
    */
-  interruptOrphans(): number {
+  async interruptOrphans(runIds?: string[]): Promise<number> {
+    if (runIds && !runIds.length) return 0;
+    const only = runIds ? `AND run_id IN (${runIds.map(() => "?").join(",")})` : "";
     return this.db
-      .prepare("UPDATE runs SET status = 'interrupted', updated_at = ?, error = 'Interrupted by a server restart' WHERE status IN ('pending', 'running')")
-      .run(new Date().toISOString()).changes;
+      .prepare(`UPDATE runs SET status = 'interrupted', updated_at = ?, error = 'Interrupted by a server restart' WHERE status IN ('pending', 'running') ${only}`)
+      .run(new Date().toISOString(), ...(runIds ?? [])).changes;
   }
 }

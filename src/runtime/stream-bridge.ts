@@ -23,8 +23,11 @@ export interface SubscribeOptions {
  * implementation serves one process; a Redis implementation can serve several replicas behind the same interface.
  */
 export interface StreamBridge {
-  /** Declares a run's stream at admission, so subscribers wait for its events instead of ending at once. */
-  open(runId: string): void;
+  /**
+   * Declares a run's stream at admission, so subscribers wait for its events instead of ending at once. A
+   * networked bridge resolves once other processes can see the declaration.
+   */
+  open(runId: string): void | Promise<void>;
   /** Appends an event to the run's log and wakes its subscribers. Returns the event id. */
   publish(runId: string, event: string, data: unknown): string;
   /** Marks the run's stream finished; subscribers drain what is left and then get `end`. */
@@ -35,11 +38,12 @@ export interface StreamBridge {
   exists(runId: string): boolean;
   /** Drops the run's log after `delayMs` (ms). */
   cleanup(runId: string, delayMs: number): void;
-  /** Drops every log and timer. */
-  close(): void;
+  /** Drops every log and timer (and, for a networked bridge, flushes what is queued and disconnects). */
+  close(): void | Promise<void>;
 }
 
-interface RunLog {
+/** One run's retained events in this process. */
+export interface RunLog {
   events: BridgeEvent[];
   /** Sequence number of `events[0]`. */
   offset: number;
@@ -60,12 +64,17 @@ export function parseEventSeq(id: string | null | undefined): number | null {
  * `gap` and stops; the run is not affected.
  */
 export class MemoryStreamBridge implements StreamBridge {
-  private readonly runs = new Map<string, RunLog>();
+  protected readonly runs = new Map<string, RunLog>();
 
   /** @param queueMaxSize Events retained per run (default 256). */
   constructor(private readonly queueMaxSize = 256) {}
 
-  private log(runId: string): RunLog {
+  /** The id of the run's event number `seq` (0-based): `<epoch_ms>-<seq>`. */
+  protected eventId(_runId: string, seq: number): string {
+    return `${Date.now()}-${seq}`;
+  }
+
+  protected log(runId: string): RunLog {
     let log = this.runs.get(runId);
     if (!log) {
       log = { events: [], offset: 0, ended: false, waiters: new Set() };
@@ -86,7 +95,7 @@ export class MemoryStreamBridge implements StreamBridge {
   publish(runId: string, event: string, data: unknown): string {
     const log = this.log(runId);
     const seq = log.offset + log.events.length;
-    const id = `${Date.now()}-${seq}`;
+    const id = this.eventId(runId, seq);
     log.events.push({ id, event, data });
     if (log.events.length > this.queueMaxSize) {
       log.events.shift();

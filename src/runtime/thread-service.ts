@@ -45,8 +45,8 @@ export class ThreadService {
   constructor(private readonly deps: ThreadServiceDeps) {}
 
   /** The thread (routes have already checked the caller owns it). @throws NotFoundError for an unknown thread. */
-  private requireThread(threadId: string): ThreadRecord {
-    const thread = this.deps.persistence.threads.get(threadId);
+  private async requireThread(threadId: string): Promise<ThreadRecord> {
+    const thread = await this.deps.persistence.threads.get(threadId);
     if (!thread) throw new NotFoundError(`Thread ${threadId} not found`);
     return thread;
   }
@@ -60,8 +60,8 @@ export class ThreadService {
  *   "Invalid state values: ..." for values a channel refuses; 422 `server_owned_field` for server-owned channels.
    */
   async updateState(threadId: string, update: StateUpdate): Promise<ThreadStateResponse> {
-    const thread = this.requireThread(threadId);
-    if (this.deps.runs.hasInFlight(threadId)) throw new ConflictError(`Thread ${threadId} has a run in flight; wait for it or cancel it first`);
+    const thread = await this.requireThread(threadId);
+    if (await this.deps.runs.hasInFlight(threadId)) throw new ConflictError(`Thread ${threadId} has a run in flight; wait for it or cancel it first`);
     const values = { ...(update.values ?? {}) };
     const unknown = Object.keys(values).filter((k) => !(THREAD_STATE_FIELDS as readonly string[]).includes(k));
     if (unknown.length) throw new ValidationError(`Unknown thread-state field(s): ${unknown.join(", ")}`);
@@ -114,11 +114,11 @@ export class ThreadService {
    * @throws NotFoundError for an unknown thread; ConflictError while a run is in flight (the thread survives).
    */
   async delete(threadId: string): Promise<void> {
-    const thread = this.requireThread(threadId);
-    if (this.deps.runs.hasInFlight(threadId)) throw new ConflictError(`Thread ${threadId} has work in flight; cancel its runs before deleting it`);
+    const thread = await this.requireThread(threadId);
+    if (await this.deps.runs.hasInFlight(threadId)) throw new ConflictError(`Thread ${threadId} has work in flight; cancel its runs before deleting it`);
     await this.deps.persistence.checkpointer.deleteThread(threadId);
-    this.deps.runs.forgetThread(threadId);
-    this.deps.persistence.threads.delete(threadId);
+    await this.deps.runs.forgetThread(threadId);
+    await this.deps.persistence.threads.delete(threadId);
     this.deps.sandboxProvider?.removeThread(threadId, thread.owner_id);
     rmSync(threadDir(this.deps.home, thread.owner_id, threadId), { recursive: true, force: true });
   }

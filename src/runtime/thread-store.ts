@@ -1,6 +1,7 @@
 // The thread table (LangGraph "threads"): ids, status, metadata and timestamps. State lives in checkpoints.
 import type Database from "better-sqlite3";
 import { DEFAULT_USER_ID } from "../agents/run-context.js";
+import type { ThreadRepository, ThreadSearchQuery } from "./repositories.js";
 
 import type { ThreadStatus } from "./wire-enums.js";
 
@@ -29,8 +30,11 @@ interface Row {
   updated_at: string;
 }
 
-/** Threads in a better-sqlite3 database (synchronous, so every call is atomic within the process). */
-export class ThreadStore {
+/**
+ * Threads in a better-sqlite3 database. The statements are synchronous (every call is atomic within the
+ * process); the methods are async only to share {@link ThreadRepository} with PostgreSQL.
+ */
+export class ThreadStore implements ThreadRepository {
   constructor(private readonly db: Database.Database) {
     db.exec(`CREATE TABLE IF NOT EXISTS threads (
       thread_id TEXT PRIMARY KEY, status TEXT NOT NULL, metadata TEXT NOT NULL,
@@ -53,13 +57,17 @@ export class ThreadStore {
   }
 
   /** The thread whoever owns it, or null. Routes use {@link getOwned}; this is for the server's own bookkeeping. */
-  get(threadId: string): ThreadRecord | null {
+  async get(threadId: string): Promise<ThreadRecord | null> {
+    return this.getSync(threadId);
+  }
+
+  private getSync(threadId: string): ThreadRecord | null {
     return ThreadStore.toRecord(this.db.prepare("SELECT * FROM threads WHERE thread_id = ?").get(threadId) as Row | undefined);
   }
 
   /** The thread when `ownerId` owns it, else null (a thread of another user reads exactly as a missing one). */
-  getOwned(threadId: string, ownerId: string): ThreadRecord | null {
-    const thread = this.get(threadId);
+  async getOwned(threadId: string, ownerId: string): Promise<ThreadRecord | null> {
+    const thread = this.getSync(threadId);
     return thread && thread.owner_id === ownerId ? thread : null;
   }
 
@@ -67,25 +75,25 @@ export class ThreadStore {
    * Creates the thread if absent, owned by `ownerId` (idempotent: an existing thread is returned unchanged, whoever
    * owns it; callers that must not touch another user's thread check {@link getOwned} first).
    */
-  create(threadId: string, metadata: Record<string, unknown> = {}, ownerId: string = DEFAULT_USER_ID): ThreadRecord {
+  async create(threadId: string, metadata: Record<string, unknown> = {}, ownerId: string = DEFAULT_USER_ID): Promise<ThreadRecord> {
     const now = new Date().toISOString();
     this.db
       .prepare("INSERT OR IGNORE INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES (?, ?, 'idle', ?, ?, ?)")
       .run(threadId, ownerId, JSON.stringify(ThreadStore.cleanMetadata(metadata)), now, now);
-    return this.get(threadId)!;
+    return this.getSync(threadId)!;
   }
 
   /** Merges `metadata` into the thread's metadata (server-owned keys dropped); null for an unknown thread. */
-  patchMetadata(threadId: string, metadata: Record<string, unknown>): ThreadRecord | null {
-    const thread = this.get(threadId);
+  async patchMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord | null> {
+    const thread = this.getSync(threadId);
     if (!thread) return null;
     const merged = { ...thread.metadata, ...ThreadStore.cleanMetadata(metadata) };
     this.db.prepare("UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?").run(JSON.stringify(merged), new Date().toISOString(), threadId);
-    return this.get(threadId);
+    return this.getSync(threadId);
   }
 
   /** Deletes the thread row; returns whether it existed. */
-  delete(threadId: string): boolean {
+  async delete(threadId: string): Promise<boolean> {
     return this.db.prepare("DELETE FROM threads WHERE thread_id = ?").run(threadId).changes > 0;
   }
 
@@ -93,7 +101,7 @@ export class ThreadStore {
    * Threads matching every key of `metadata` (JSON equality per key) and `status`, optionally restricted to `ids`,
    * sorted (`sort_by` one of thread_id, status, created_at, updated_at; default `updated_at desc`) and paged.
    */
-  search(query: { ownerId?: string; metadata?: Record<string, unknown>; status?: ThreadStatus; ids?: string[]; limit: number; offset: number; sortBy?: string; sortOrder?: "asc" | "desc" }): ThreadRecord[] {
+  async search(query: ThreadSearchQuery): Promise<ThreadRecord[]> {
     const column = ["thread_id", "status", "created_at", "updated_at"].includes(query.sortBy ?? "") ? query.sortBy : "updated_at";
     const order = query.sortOrder === "asc" ? "ASC" : "DESC";
     const where: string[] = [];
@@ -123,12 +131,12 @@ export class ThreadStore {
   }
 
   /** Threads left `busy` by a process that died mid-run go back to `idle`; returns how many. */
-  resetBusy(): number {
+  async resetBusy(): Promise<number> {
     return this.db.prepare("UPDATE threads SET status = 'idle', updated_at = ? WHERE status = 'busy'").run(new Date().toISOString()).changes;
   }
 
   /** Sets the status (and `updated_at`). No-op for an unknown thread. */
-  setStatus(threadId: string, status: ThreadStatus): void {
+  async setStatus(threadId: string, status: ThreadStatus): Promise<void> {
     this.db.prepare("UPDATE threads SET status = ?, updated_at = ? WHERE thread_id = ?").run(status, new Date().toISOString(), threadId);
   }
 }

@@ -106,8 +106,8 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     }
     started = true;
     observation?.started();
-    runs.setStatus(runId, "running");
-    persistence.threads.setStatus(threadId, "busy");
+    await runs.setStatus(runId, "running");
+    await persistence.threads.setStatus(threadId, "busy");
     bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: 1 });
     before = await latestCheckpoint(persistence.checkpointer, threadId);
     const context = buildRunContext({
@@ -131,7 +131,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     agent.checkpointer = persistence.checkpointer;
     const metadata = { ...baseMetadata, ...(agent.resolved?.metadata ?? {}) };
     run.record.metadata = { ...run.record.metadata, ...metadata };
-    runs.touch(runId);
+    await runs.touch(runId);
     if (signal.aborted) throw signal.reason;
     const subgraphs = Boolean(request.stream_subgraphs);
     const chunks = await streamAgent(agent, job.input, {
@@ -184,12 +184,12 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
         error = "Rolled back by user";
       }
       if (observation?.scope.fallbacks.length) run.record.metadata = { ...run.record.metadata, model_fallbacks: observation.scope.fallbacks };
-      runs.setStatus(runId, status, error);
+      await runs.setStatus(runId, status, error);
       if (started || status === "interrupted") {
         let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";
         // A run that stopped at interrupt_before/after (or a graph interrupt) leaves nodes pending: the thread waits.
         if (status === "success" && (await readThreadState(persistence.checkpointer, threadId).catch(() => null))?.next.length) threadStatus = "interrupted";
-        persistence.threads.setStatus(threadId, threadStatus);
+        await persistence.threads.setStatus(threadId, threadStatus);
       }
     } catch (err) {
       log.error({ err: (err as Error).message }, "recording the run's outcome failed");

@@ -1,5 +1,6 @@
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { contractBackend } from "../support/contract-backend.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 import { until } from "../support/wait.js";
@@ -18,7 +19,7 @@ const CONFIG = `models:
 let h: Harness;
 let c: Client;
 beforeAll(async () => {
-  h = await startHarness(CONFIG, { heartbeatMs: 200 });
+  h = await startHarness(CONFIG + contractBackend(), { heartbeatMs: 200 });
   c = new Client({ apiUrl: h.url, apiKey: null, callerOptions: { maxRetries: 0 } });
 });
 afterAll(async () => h.close());

@@ -110,9 +110,9 @@ describe("run admission", () => {
     const save = store.save.bind(store);
     let calls = 0;
     // The first save (admission) works; every later one (running, final status) fails.
-    store.save = (record) => {
+    store.save = async (record) => {
       if (++calls > 1) throw new Error("disk full");
-      save(record);
+      await save(record);
     };
     try {
       const res = await postJson(`${h.url}/threads/outcome/runs/wait`, say("one"));

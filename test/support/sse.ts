@@ -27,3 +27,29 @@ export function parseSse(text: string): { frames: SseFrame[]; comments: string[]
   }
   return { frames, comments };
 }
+
+/**
+ * Reads SSE frames from a streaming response as they arrive, until `stop(frames)` is true or the stream ends
+ * (then `ended` is true); `abort()` closes the connection. Frames are parsed as in {@link parseSse}.
+ */
+export async function readFramesUntil(res: Response, stop: (frames: SseFrame[]) => boolean): Promise<{ frames: SseFrame[]; ended: boolean; cancel(): Promise<void> }> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  const frames: SseFrame[] = [];
+  for (;;) {
+    let chunk: ReadableStreamReadResult<Uint8Array>;
+    try {
+      chunk = await reader.read();
+    } catch {
+      return { frames, ended: true, cancel: async () => {} };
+    }
+    if (chunk.done) return { frames, ended: true, cancel: async () => {} };
+    buffer += decoder.decode(chunk.value, { stream: true });
+    const cut = buffer.lastIndexOf("\n\n");
+    if (cut === -1) continue;
+    frames.push(...parseSse(buffer.slice(0, cut + 2)).frames);
+    buffer = buffer.slice(cut + 2);
+    if (stop(frames)) return { frames, ended: false, cancel: () => reader.cancel().catch(() => undefined) };
+  }
+}

@@ -99,8 +99,8 @@ export class RunEventLog {
 export class RecordingStreamBridge implements StreamBridge {
   constructor(private readonly inner: StreamBridge, readonly log: RunEventLog) {}
 
-  open(runId: string): void {
-    this.inner.open(runId);
+  open(runId: string): void | Promise<void> {
+    return this.inner.open(runId);
   }
 
   publish(runId: string, event: string, data: unknown): string {
@@ -130,7 +130,7 @@ export class RecordingStreamBridge implements StreamBridge {
     this.inner.cleanup(runId, delayMs);
   }
 
-  close(): void {
-    this.inner.close();
+  close(): void | Promise<void> {
+    return this.inner.close();
   }
 }

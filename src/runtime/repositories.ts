@@ -1,0 +1,69 @@
+// The repository interfaces the runtime stores threads and runs through, implemented on SQLite (thread-store.ts,
+// run-store.ts; the embedded default) and PostgreSQL (pg-stores.ts; shared by several gateway processes).
+import type { RunRecord, RunStatus } from "./run-manager.js";
+import type { ThreadRecord, ThreadStatus } from "./thread-store.js";
+
+/** Filters of {@link RunRepository.list}. */
+export interface RunListOptions {
+  limit?: number;
+  offset?: number;
+  status?: RunStatus;
+}
+
+/** Query of {@link ThreadRepository.search}. */
+export interface ThreadSearchQuery {
+  /** Only threads of this owner. */
+  ownerId?: string;
+  /** Every key must equal (same JSON type and value) the thread's metadata key. */
+  metadata?: Record<string, unknown>;
+  status?: ThreadStatus;
+  /** Restricts the result to these ids. */
+  ids?: string[];
+  limit: number;
+  offset: number;
+  /** One of thread_id, status, created_at, updated_at (anything else: updated_at). */
+  sortBy?: string;
+  sortOrder?: "asc" | "desc";
+}
+
+/** The LangGraph `threads` table. Every method is atomic on its own. */
+export interface ThreadRepository {
+  /** The thread whoever owns it, or null (for the server's own bookkeeping; routes use `getOwned`). */
+  get(threadId: string): Promise<ThreadRecord | null>;
+  /** The thread when `ownerId` owns it, else null (another user's thread reads exactly as a missing one). */
+  getOwned(threadId: string, ownerId: string): Promise<ThreadRecord | null>;
+  /**
+   * Creates the thread if absent, owned by `ownerId` (default user when omitted); idempotent: an existing thread
+   * is returned unchanged, whoever owns it.
+   */
+  create(threadId: string, metadata?: Record<string, unknown>, ownerId?: string): Promise<ThreadRecord>;
+  /** Merges `metadata` into the thread's metadata (server-owned keys dropped); null for an unknown thread. */
+  patchMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord | null>;
+  /** Deletes the thread row; resolves whether it existed. */
+  delete(threadId: string): Promise<boolean>;
+  /** Threads matching the query, sorted (default `updated_at desc`) and paged. */
+  search(query: ThreadSearchQuery): Promise<ThreadRecord[]>;
+  /** Threads left `busy` by a process that died mid-run go back to `idle`; resolves how many. */
+  resetBusy(): Promise<number>;
+  /** Sets the status (and `updated_at`). No-op for an unknown thread. */
+  setStatus(threadId: string, status: ThreadStatus): Promise<void>;
+}
+
+/** The run table: finished and in-flight run records. */
+export interface RunRepository {
+  /** Inserts or replaces a run record. */
+  save(record: RunRecord): Promise<void>;
+  /** The run, or null. */
+  get(runId: string): Promise<RunRecord | null>;
+  /** Runs of a thread, newest first (default 10 from offset 0). */
+  list(threadId: string, options?: RunListOptions): Promise<RunRecord[]>;
+  /** Deletes one run. */
+  delete(runId: string): Promise<void>;
+  /** Deletes a thread's runs. */
+  deleteThread(threadId: string): Promise<void>;
+  /**
+   * Marks runs left `pending` or `running` as `interrupted` (error "Interrupted by a server restart"); with
+   * `runIds`, only those. Resolves how many were marked.
+   */
+  interruptOrphans(runIds?: string[]): Promise<number>;
+}

@@ -1,0 +1,75 @@
+// Builds the stream bridge and run manager from the `stream_bridge` section: in memory for one process (the
+// default), or on Redis (`type: redis`) so that several gateway processes behave as one service.
+import type { Logger } from "pino";
+import type { AppConfig } from "../config/schema.js";
+import type { Persistence } from "./persistence.js";
+import { RunManager } from "./run-manager.js";
+import { MemoryStreamBridge, type StreamBridge } from "./stream-bridge.js";
+
+/** The run-coordination services and how to stop them. */
+export interface RunCoordination {
+  bridge: StreamBridge;
+  runs: RunManager;
+  /** True when runs, events and cancels are shared with other processes (Redis bridge). */
+  distributed: boolean;
+  /** Stops heartbeats and closes connections; call after the bridge was closed. */
+  close(): Promise<void>;
+}
+
+/** The Redis URL of the `stream_bridge` section, or null when it is the in-memory bridge. */
+export function streamBridgeUrl(appConfig: AppConfig): string | null {
+  const section = appConfig.stream_bridge;
+  if (section?.type !== "redis") return null;
+  const url = section.url ?? section.redis_url;
+  if (!url) throw new Error("stream_bridge.type redis needs stream_bridge.url (or stream_bridge.redis_url)");
+  return url;
+}
+
+/**
+ * Opens run coordination (restart-only). `stream_bridge.type: redis` connects to `url` (fails fast when Redis is
+ * unreachable) and returns a {@link RedisStreamBridge} and a {@link DistributedRunManager} sharing one command
+ * connection; otherwise a {@link MemoryStreamBridge} and a process-local {@link RunManager}.
+ * @param queueMaxSize Events retained per run (overrides `stream_bridge.queue_maxsize` when given).
+ * @throws Error "cannot connect to stream_bridge.url: ..." when Redis does not answer.
+ */
+export async function openRunCoordination(appConfig: AppConfig, persistence: Persistence, logger: Logger, queueMaxSize?: number): Promise<RunCoordination> {
+  const url = streamBridgeUrl(appConfig);
+  const section = appConfig.stream_bridge;
+  const maxSize = queueMaxSize ?? section?.queue_maxsize ?? 256;
+  if (!url || !section) {
+    return { bridge: new MemoryStreamBridge(maxSize), runs: new RunManager(persistence.runs), distributed: false, close: async () => {} };
+  }
+  const { Redis } = await import("ioredis");
+  const { RedisStreamBridge } = await import("./redis-stream-bridge.js");
+  const { DistributedRunManager } = await import("./distributed-run-manager.js");
+  const redis = new Redis(url, { enableAutoPipelining: true, lazyConnect: true, maxRetriesPerRequest: 3, connectTimeout: 5_000 });
+  // Errors surface on the commands; without a listener ioredis would also log each reconnect attempt loudly.
+  redis.on("error", () => undefined);
+  try {
+    await redis.connect();
+    await redis.ping();
+  } catch (err) {
+    redis.disconnect();
+    throw new Error(`cannot connect to stream_bridge.url: ${(err as Error).message}`);
+  }
+  const ttlMs = section.stream_ttl_seconds * 1000;
+  const bridge = new RedisStreamBridge({ redis, prefix: section.key_prefix, queueMaxSize: maxSize, ttlMs, logger });
+  const runs = await DistributedRunManager.start({
+    redis,
+    prefix: section.key_prefix,
+    runs: persistence.runs,
+    threads: persistence.threads,
+    logger,
+    leaseMs: section.lease_ms,
+    streamTtlMs: ttlMs,
+  });
+  return {
+    bridge,
+    runs,
+    distributed: true,
+    close: async () => {
+      await runs.stop();
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}

@@ -1,0 +1,68 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Session, signUp } from "../support/auth-client.js";
+import { freePort, startGateway, type GatewayProcess } from "../support/gateway-process.js";
+import { createTestDatabase, sharedSections, testPrefix } from "../support/services.js";
+
+// Accounts, sessions and API keys with auth on, across two gateway processes on one PostgreSQL, one Redis and a
+// shared DEER_FLOW_HOME (where the session signing secret is created once, whoever starts first).
+const PASSWORD = "correct-horse-battery";
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+let dir: string;
+let a: GatewayProcess;
+let b: GatewayProcess;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  dir = mkdtempSync(path.join(tmpdir(), "dfgw-scale-auth-"));
+  const config = path.join(dir, "config.yaml");
+  writeFileSync(config, `models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n${sharedSections(db.url, testPrefix())}`);
+  const env = { DEER_FLOW_CONFIG_PATH: config, DEER_FLOW_HOME: path.join(dir, "home"), DEER_FLOW_AGENTS_DIR: path.join(dir, "agents"), DEER_FLOW_AUTH_DISABLED: "", AUTH_JWT_SECRET: "" };
+  [a, b] = await Promise.all([startGateway(await freePort(), env), startGateway(await freePort(), env)]);
+}, 60_000);
+afterAll(async () => {
+  await Promise.all([a?.stop("SIGKILL"), b?.stop("SIGKILL")]);
+  await db?.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The same browser (cookies) talking to another process. */
+function on(g: GatewayProcess, session: Session): Session {
+  const moved = new Session(g.url);
+  for (const [k, v] of session.cookies) moved.cookies.set(k, v);
+  return moved;
+}
+
+describe("accounts across two processes", () => {
+  it("creates exactly one first admin when /initialize reaches both processes at once", async () => {
+    const results = await Promise.all(
+      [a, b].map((g) => fetch(`${g.url}/api/v1/auth/initialize`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: `admin-${g.url.split(":").at(-1)}@example.com`, password: PASSWORD }) })),
+    );
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(results.find((r) => r.status !== 201)!.status).toBeGreaterThanOrEqual(400);
+  });
+
+  it("a session from A works on B; threads are owned across processes; another user's thread is 404 on both", async () => {
+    const alice = await signUp(a.url, "alice@example.com", PASSWORD);
+    const aliceOnB = on(b, alice);
+    expect((await (await aliceOnB.fetch("/api/v1/auth/me")).json()).email).toBe("alice@example.com");
+    const thread = await (await aliceOnB.fetch("/threads", { json: {} })).json();
+    expect((await alice.fetch(`/threads/${thread.thread_id}`)).status).toBe(200);
+    const bob = await signUp(b.url, "bob@example.com", PASSWORD);
+    expect((await bob.fetch(`/threads/${thread.thread_id}`)).status).toBe(404);
+    expect((await on(a, bob).fetch(`/threads/${thread.thread_id}`)).status).toBe(404);
+    const run = await alice.fetch(`/threads/${thread.thread_id}/runs/wait`, { json: { input: { messages: [{ type: "human", content: "hi" }] } } });
+    expect((await run.json()).messages.at(-1).content).toBe("You said: hi");
+  });
+
+  it("an API key created on A works on B, and revoking it on B stops it on A", async () => {
+    const carol = await signUp(a.url, "carol@example.com", PASSWORD);
+    const created = await (await carol.fetch("/api/v1/auth/api-keys", { json: { name: "ci" } })).json();
+    const me = await fetch(`${b.url}/api/v1/auth/me`, { headers: { "x-api-key": created.key } });
+    expect((await me.json()).email).toBe("carol@example.com");
+    expect((await on(b, carol).fetch(`/api/v1/auth/api-keys/${created.id}`, { method: "DELETE" })).status).toBe(204);
+    expect((await fetch(`${a.url}/api/v1/auth/me`, { headers: { "x-api-key": created.key } })).status).toBe(401);
+  });
+});

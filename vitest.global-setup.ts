@@ -1,0 +1,48 @@
+// Vitest global setup: makes sure PostgreSQL and Redis are reachable for the scale-out tests. When
+// DEERFLOW_TEST_PG_URL / DEERFLOW_TEST_REDIS_URL are set (CI, `eval "$(npm run -s services start)"`), they are used
+// as they are; otherwise scripts/services.sh starts a private pair (own data dir, free loopback ports) for this run
+// and stops it afterwards, so concurrent runs never share or stop each other's servers. A service that cannot
+// start fails the run: those tests never skip.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const script = path.join(path.dirname(fileURLToPath(import.meta.url)), "scripts", "services.sh");
+
+/** A loopback TCP port that was free a moment ago. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export default async function setup(): Promise<(() => void) | undefined> {
+  if (process.env.DEERFLOW_TEST_PG_URL && process.env.DEERFLOW_TEST_REDIS_URL) return undefined;
+  const dir = mkdtempSync(path.join(tmpdir(), "deerflow-test-services-"));
+  const env = { ...process.env, DEERFLOW_SERVICES_DIR: dir, DEERFLOW_PG_PORT: String(await freePort()), DEERFLOW_REDIS_PORT: String(await freePort()) };
+  const stop = () => {
+    execFileSync("bash", [script, "stop"], { env, stdio: "inherit" });
+    rmSync(dir, { recursive: true, force: true });
+  };
+  let out: string;
+  try {
+    out = execFileSync("bash", [script, "start"], { env, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  } catch (err) {
+    stop();
+    throw err;
+  }
+  for (const line of out.split("\n")) {
+    const m = /^export (DEERFLOW_TEST_(?:PG|REDIS)_URL)=(.+)$/.exec(line.trim());
+    if (m) process.env[m[1]] = m[2];
+  }
+  if (!process.env.DEERFLOW_TEST_PG_URL || !process.env.DEERFLOW_TEST_REDIS_URL) throw new Error("scripts/services.sh start did not report the service URLs");
+  return stop;
+}
