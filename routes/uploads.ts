@@ -69,14 +69,15 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
 
   app.post<ThreadParams>("/threads/:thread_id/uploads", { schema: doc("uploads", "Upload files (multipart) to the thread's /mnt/user-data/uploads") }, async (request, reply) => {
     if (!request.isMultipart()) throw new BadRequestError("Expected a multipart/form-data body with one or more files");
-    const sandbox = (await threadSandbox(request, request.params.thread_id, true))!;
     const limits = getAppConfig().uploads;
+    // The multipart reader is attached before the (async) thread lookup, so the body is consumed from its start.
+    // Busboy's own limits sit one above ours, so our checks (with clearer messages) fire first.
+    const parts = request.parts({
+      limits: { files: limits.max_files + 1, fileSize: limits.max_file_size + 1, fields: MAX_FIELDS, fieldSize: MAX_FIELD_BYTES, parts: limits.max_files + MAX_FIELDS + 1 },
+    });
+    const sandbox = (await threadSandbox(request, request.params.thread_id, true))!;
     const batch = new UploadBatch(sandbox, limits);
     try {
-      // Busboy's own limits sit one above ours, so our checks (with clearer messages) fire first.
-      const parts = request.parts({
-        limits: { files: limits.max_files + 1, fileSize: limits.max_file_size + 1, fields: MAX_FIELDS, fieldSize: MAX_FIELD_BYTES, parts: limits.max_files + MAX_FIELDS + 1 },
-      });
       for await (const part of parts) {
         if (part.type === "file") await batch.add(part.filename, part.file);
       }
