@@ -21,6 +21,7 @@ import { ThreadStateFields } from "../thread-state.js";
 import { buildMiddlewares } from "./middlewares.js";
 import { applyPromptTemplate } from "./prompt.js";
 import { LeadSubagentRuntime } from "./subagent-runtime.js";
+import { filterSubagentTools, getSubagentType, getSubagentTypes } from "./subagent-types.js";
 import { assembleLeadTools } from "./tools.js";
 import { buildTracingCallbacks } from "./tracing.js";
 import { runContextOf } from "../run-context.js";
@@ -191,7 +192,10 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
   });
 
   const subagentRuntime = subagentEnabled ? new LeadSubagentRuntime({ factory: _makeLeadAgent, appConfig }) : undefined;
-  const { tools, deferred } = await assembleLeadTools({
+  // A subagent build takes its role, tool filter and token budget from its type (unknown types never get here:
+  // the task tool refuses them; general-purpose is the safe reading of a hand-built marker).
+  const subagentType = subagent ? (getSubagentType(appConfig, subagent.type) ?? getSubagentType(appConfig, "general-purpose")!) : null;
+  const assembled = await assembleLeadTools({
     appConfig,
     branch,
     agentName,
@@ -206,6 +210,8 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     usableSkills,
     deferredDiscovery,
   });
+  const tools = subagentType ? filterSubagentTools(assembled.tools, subagentType) : assembled.tools;
+  const deferred = assembled.deferred;
 
   const systemPrompt = applyPromptTemplate({
     agentName: branch === "custom" ? agentName : null,
@@ -218,6 +224,8 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     memoryToolMode: appConfig.memory.enabled && appConfig.memory.mode === "tool" && !subagent,
     deferredToolsSection: deferred ? deferredToolsSection(deferred.names) : "",
     subagent: Boolean(subagent),
+    subagentRole: subagentType?.systemPrompt,
+    subagentTypes: subagentEnabled ? getSubagentTypes(appConfig).map((t) => ({ name: t.name, description: t.description })) : [],
   });
   const queue = runContextOf(config).memoryQueue;
   const middleware = buildMiddlewares({
@@ -236,6 +244,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     maxTotalSubagents,
     subagent: Boolean(subagent),
     modelFallback,
+    tokenBudget: subagentType?.tokenBudget ?? null,
   });
 
   const metadata: LeadAgentMetadata = {

@@ -27,6 +27,10 @@ export interface PromptOptions {
   deferredToolsSection?: string;
   /** Renders the prompt of a `task` subagent (its own role, no clarification) instead of the lead agent's. */
   subagent?: boolean;
+  /** The subagent type's role text (with `subagent`); default: the general-purpose role. */
+  subagentRole?: string;
+  /** Subagent types listed in `<subagent_system>` (name and description; only the first line is shown). */
+  subagentTypes?: readonly { name: string; description: string }[];
 }
 
 const MEMORY_TOOL_SECTION = [
@@ -39,8 +43,12 @@ const MEMORY_TOOL_SECTION = [
 
 const clamp = (n: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, n));
 
-function subagentParts(n: number, total: number) {
+const DEFAULT_SUBAGENT_TYPES = [{ name: "general-purpose", description: "Research, analysis and multi-step work in its own context." }];
+
+function subagentParts(n: number, total: number, types: readonly { name: string; description: string }[]) {
   const parallel = n > 1;
+  // Custom descriptions come from config.yaml: first line only, escaped (DeerFlow prompt.py does the same).
+  const listed = types.map((t) => `  - \`${escapePromptText(t.name)}\`: ${escapePromptText(t.description.split("\n")[0].trim())}`);
   return {
     thinking: parallel
       ? `- DELEGATION CHECK: before acting, decide whether independent parts of the task can run as parallel \`task\` calls (at most ${n} per response); delegate only when the parts are truly independent.`
@@ -51,7 +59,8 @@ function subagentParts(n: number, total: number) {
       "You can delegate focused work to subagents with the `task` tool (`description`, `prompt`, `subagent_type`).",
       `- MAXIMUM ${n} \`task\` CALLS PER RESPONSE.`,
       `- MAXIMUM ${total} \`task\` CALLS PER RUN.`,
-      "- Available subagents: `general-purpose` (research, analysis and multi-step work).",
+      "- Available subagents:",
+      ...listed,
       parallel
         ? "- Issue independent tasks together in one response so they run in parallel; wait for all results before the next batch."
         : "- Tasks run one at a time; give each a complete, self-contained prompt.",
@@ -74,7 +83,7 @@ export function applyPromptTemplate(options: PromptOptions = {}): string {
   const name = options.agentName || "DeerFlow 2.0";
   const n = clamp(options.maxConcurrentSubagents ?? 3, 1, 4);
   const total = clamp(options.maxTotalSubagents || 6, 1, 50); // 0 and null mean "default", as upstream `or`
-  const sub = options.subagentEnabled ? subagentParts(n, total) : { thinking: "", section: "", reminder: "" };
+  const sub = options.subagentEnabled ? subagentParts(n, total, options.subagentTypes?.length ? options.subagentTypes : DEFAULT_SUBAGENT_TYPES) : { thinking: "", section: "", reminder: "" };
   const soul = options.soul?.trim() ? `<soul>\n${escapePromptText(options.soul.trim())}\n</soul>\n` : "";
   const selfUpdate = options.agentName
     ? [
@@ -85,7 +94,7 @@ export function applyPromptTemplate(options: PromptOptions = {}): string {
       ].join("\n")
     : "";
   const role = options.subagent
-    ? `<role>\nYou are a general-purpose subagent of ${escapePromptText(name)}. You work on one delegated task on your own: you cannot ask the user questions. Finish with a complete, self-contained report of what you found or did.\n</role>`
+    ? `<role>\n${options.subagentRole?.trim() || `You are a general-purpose subagent of ${escapePromptText(name)}. You work on one delegated task on your own: you cannot ask the user questions. Finish with a complete, self-contained report of what you found or did.`}\n</role>`
     : `<role>\nYou are ${escapePromptText(name)}, an open-source super agent that researches, codes and creates by planning, using tools and working with files.\n</role>`;
   const parts = [
     role,
