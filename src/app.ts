@@ -11,7 +11,7 @@ import { MemoryUpdateQueue } from "./agents/memory/memory-queue.js";
 import { closeMcpClients } from "./tools/mcp-tools.js";
 import { AgentStore } from "./config/agent-store.js";
 import { getAppConfig, onAppConfigReload } from "./config/app-config.js";
-import { getAgentsDir, getRuntimeHome } from "./config/paths.js";
+import { getAgentsDir, getRuntimeHome, getSkillsRoot } from "./config/paths.js";
 import { DEFAULT_CORS_ORIGINS } from "./config/server-env.js";
 import type { AppConfig } from "./config/schema.js";
 import { getLogger } from "./logger.js";
@@ -129,7 +129,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const runs = new RunManager(persistence.runs);
   // Batches memory writes for a second: a busy gateway writes each memory file once per batch, not once per run.
   const memoryQueue = new MemoryUpdateQueue(undefined, { debounceMs: 1_000 });
-  const sandbox = createSandboxProvider(appConfig, home);
+  const sandbox = createSandboxProvider(appConfig, home, getSkillsRoot(appConfig.skills));
   const metrics = options.metrics ?? createGatewayMetrics();
   const admission = new RunAdmission(persistence.usage, metrics);
   const runService = new RunService({

@@ -1,12 +1,11 @@
 // Port of DeerFlow agents/lead_agent/agent.py: _make_lead_agent (app layer) and make_lead_agent (entry).
-import path from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { ReducedValue, StateSchema } from "@langchain/langgraph";
 import { z } from "zod";
 import { getAppConfig } from "../../config/app-config.js";
 import { loadAgentConfig, loadAgentSoul, validateAgentName, type AgentConfig } from "../../config/agent-config.js";
-import { getProjectRoot, getSkillsDir } from "../../config/paths.js";
+import { getSkillsRoot } from "../../config/paths.js";
 import { getModelConfig, type AppConfig } from "../../config/schema.js";
 import { NotFoundError } from "../../errors.js";
 import { getLogger } from "../../logger.js";
@@ -96,7 +95,7 @@ async function auxiliaryModel(name: string | null | undefined, appConfig: AppCon
 
 /** The skills root of a build: `skills.path` (relative to the project root) when set, else `DEER_FLOW_SKILLS_DIR` / `skills/`. */
 function skillsRoot(appConfig: AppConfig): string {
-  return appConfig.skills.path ? path.resolve(getProjectRoot(), appConfig.skills.path) : getSkillsDir();
+  return getSkillsRoot(appConfig.skills);
 }
 
 /** ThreadState plus `created_agent_name`, which `setup_agent` writes in a bootstrap run. */
