@@ -25,6 +25,7 @@ import { ThreadService } from "./runtime/thread-service.js";
 import { MemoryStreamBridge, type StreamBridge } from "./runtime/stream-bridge.js";
 import { RecordingStreamBridge, RunEventLog } from "./runtime/web/run-event-log.js";
 import type { LocalSandboxProvider } from "./sandbox/local-provider.js";
+import { flushTracing } from "./agents/lead-agent/tracing.js";
 import { createSandboxProvider } from "./sandbox/security.js";
 import { DEFAULT_SERVER_TIMEOUTS, installBodyLimits, type ServerTimeouts } from "./http/body-limits.js";
 import { parseClientJson } from "./http/json-limits.js";
@@ -206,6 +207,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     await runs.drain(5_000);
     await memoryQueue.flush();
     await closeMcpClients();
+    await flushTracing();
     bridge.close();
     await persistence.close();
     // Last, so the spans of the runs drained above are exported.
