@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { captureLogs } from "../support/capture-logs.js";
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
+import { applyPromptTemplate } from "../../src/agents/lead-agent/prompt.js";
+import { startFakeOpenAI, systemText, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
 // glob and grep, skills at /mnt/skills and sandbox.mounts, driven over HTTP by the fake OpenAI server calling tools.
@@ -122,6 +123,10 @@ describe("skills and sandbox.mounts in the sandbox", () => {
     expect(results[2]).toBe("OK");
     expect(readFileSync(path.join(rw, "out/result.txt"), "utf8")).toBe("written through the mount");
     expect(results[3]).toMatch(/^Error: Only paths under \/mnt\/user-data/);
+    // Spec agent-factory.md 4.7: the prompt lists the configured mounts with their access.
+    const system = systemText(fake.requests[0].body);
+    expect(system).toContain("**Custom Mounted Directories:**\n- Custom mount: `/mnt/reference` - a host directory mapped into the sandbox (read-only)\n- Custom mount: `/mnt/scratch/` - a host directory mapped into the sandbox (read-write)");
+    expect(applyPromptTemplate({})).not.toContain("Custom Mounted Directories");
     const warnings = logs.lines().filter((l) => l.level === 40).map((l) => String(l.msg));
     expect(warnings).toContain(`sandbox.mounts entry ${path.join(work, "missing")} -> /mnt/missing ignored: host_path does not exist`);
     expect(warnings).toContain(`sandbox.mounts entry ${rw} -> /mnt/user-data/sneaky ignored: container_path overlaps /mnt/user-data`);

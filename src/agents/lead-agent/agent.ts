@@ -224,6 +224,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     deferredToolsSection: deferred ? deferredToolsSection(deferred.names) : "",
     subagent: Boolean(subagent),
     subagentRole: subagentType?.systemPrompt,
+    customMounts: appConfig.sandbox.mounts,
     subagentTypes: subagentEnabled ? getSubagentTypes(appConfig).map((t) => ({ name: t.name, description: t.description })) : [],
   });
   const queue = runContextOf(config).memoryQueue;

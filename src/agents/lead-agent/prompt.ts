@@ -29,6 +29,8 @@ export interface PromptOptions {
   subagent?: boolean;
   /** The subagent type's role text (with `subagent`); default: the general-purpose role. */
   subagentRole?: string;
+  /** `sandbox.mounts` entries, listed under "Custom Mounted Directories" in `<working_directory>`. */
+  customMounts?: readonly { container_path: string; read_only?: boolean }[];
   /** Subagent types listed in `<subagent_system>` (name and description; only the first line is shown). */
   subagentTypes?: readonly { name: string; description: string }[];
 }
@@ -40,6 +42,16 @@ const MEMORY_TOOL_SECTION = [
   "Never store secrets or one-off details.",
   "</memory_tool_system>",
 ].join("\n");
+
+/** DeerFlow `_build_custom_mounts_section`: one line per configured mount with its access; "" when none. */
+function customMountsSection(mounts: readonly { container_path: string; read_only?: boolean }[]): string {
+  if (!mounts.length) return "";
+  return [
+    "**Custom Mounted Directories:**",
+    ...mounts.map((m) => `- Custom mount: \`${escapePromptText(m.container_path)}\` - a host directory mapped into the sandbox (${m.read_only ? "read-only" : "read-write"})`),
+    "- When the user needs files outside `/mnt/user-data` that live in one of these directories, use its absolute path directly.",
+  ].join("\n");
+}
 
 const clamp = (n: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, n));
 
@@ -127,8 +139,9 @@ export function applyPromptTemplate(options: PromptOptions = {}): string {
       "- Use paths relative to these directories in your answers; never expose host paths.",
       "- File Editing Workflow: read a file before changing it, edit with `str_replace` for small changes, write whole files with `write_file` (use `append=True` to extend a file).",
       "- Images you generate go to `/mnt/user-data/outputs/...` and are referenced by that path.",
+      customMountsSection(options.customMounts ?? []),
       "</working_directory>",
-    ].join("\n"),
+    ].filter(Boolean).join("\n"),
     [
       "<response_style>",
       "- Answer in the user's language. Lead with the answer, then the supporting detail.",
