@@ -9,6 +9,9 @@ import { NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.
 import { TEMP_FILE, type LocalSandbox } from "./local-sandbox.js";
 import { checkPathText, MAX_SEGMENT_BYTES, SandboxPathError, VIRTUAL_ROOT } from "./paths.js";
 
+// Document conversion lives in its own module; re-exported so the upload route reaches it through this service.
+export { convertUploads } from "./convert-document.js";
+
 /** Upload limits in bytes and files (config `uploads`). */
 export interface UploadLimits {
   max_files: number;
