@@ -64,5 +64,10 @@ describe("document conversion on upload", () => {
     const prompt = JSON.stringify(fake.requests.at(-1)!.body.messages);
     expect(prompt).toContain("PDF MARKER quarterly numbers");
     expect(prompt).toContain("**DOCX MARKER memo title**");
+
+    // Deleting the document deletes its Markdown twin (DeerFlow delete_file_safe).
+    expect((await fetch(`${h.url}/api/threads/${thread}/uploads/report.pdf`, { method: "DELETE" })).status).toBe(200);
+    expect(existsSync(path.join(uploads, "report.md"))).toBe(false);
+    expect(existsSync(path.join(uploads, "memo.md"))).toBe(true);
   });
 });
