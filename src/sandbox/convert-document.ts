@@ -26,7 +26,37 @@ export interface ConversionLimits {
 export const DEFAULT_CONVERSION_LIMITS: ConversionLimits = { maxInputBytes: 20 * 1024 * 1024, maxPages: 200, maxSheetRows: 1000, maxOutputChars: 1_000_000 };
 
 /** A document that cannot be converted (unsupported, too large, corrupt); the message is shown to the client. */
-export class ConversionError extends Error {}
+export class ConversionError extends Error {
+  override readonly name = "ConversionError";
+}
+
+/** Inputs at least this large (bytes) are converted in a worker thread (DeerFlow `_ASYNC_THRESHOLD_BYTES`). */
+export const WORKER_THRESHOLD_BYTES = 1024 * 1024;
+
+/**
+ * {@link convertToMarkdown} in a worker thread, so a large document's parsing does not block the event loop.
+ * The worker loads this module through tsx when the gateway runs from TypeScript sources.
+ * @throws ConversionError / Error with the worker's message.
+ */
+export async function convertInWorker(file: string, limits: ConversionLimits): Promise<string> {
+  const { Worker } = await import("node:worker_threads");
+  const entry = new URL(`./convert-worker.${import.meta.url.endsWith(".ts") ? "ts" : "js"}`, import.meta.url).href;
+  // From TypeScript sources the worker registers tsx's loader before importing its entry (worker execArgv cannot
+  // carry `--import`); a compiled build imports the .js entry directly.
+  const boot = entry.endsWith(".ts") ? `import("tsx/esm/api").then((m) => { m.register(); return import(${JSON.stringify(entry)}); })` : `import(${JSON.stringify(entry)})`;
+  const worker = new Worker(boot, { eval: true, workerData: { file, limits } });
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      worker.once("message", (m: { markdown?: string; error?: string; conversion?: boolean }) =>
+        m.error !== undefined ? reject(m.conversion ? new ConversionError(m.error) : new Error(m.error)) : resolve(m.markdown ?? ""),
+      );
+      worker.once("error", reject);
+      worker.once("exit", (code) => reject(new Error(`the converter stopped (exit code ${code})`)));
+    });
+  } finally {
+    void worker.terminate();
+  }
+}
 
 const cell = (v: unknown) => String(v ?? "").replace(/\|/g, "\\|").replace(/\r?\n/g, " ").trim();
 
@@ -159,7 +189,8 @@ export async function convertUploadedDocument(hostPath: string, limits: Conversi
   if (!CONVERTIBLE_EXTENSIONS.has(ext)) return null;
   const target = hostPath.slice(0, hostPath.length - ext.length) + ".md";
   try {
-    const md = await convertToMarkdown(hostPath, limits);
+    const large = (await stat(hostPath)).size >= WORKER_THRESHOLD_BYTES;
+    const md = large ? await convertInWorker(hostPath, limits) : await convertToMarkdown(hostPath, limits);
     await writeAtomic(target, md);
     return { markdown_file: path.basename(target) };
   } catch (err) {

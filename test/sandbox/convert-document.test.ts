@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { convertToMarkdown, DEFAULT_CONVERSION_LIMITS } from "../../src/sandbox/convert-document.js";
+import { convertToMarkdown, convertUploadedDocument, DEFAULT_CONVERSION_LIMITS, WORKER_THRESHOLD_BYTES } from "../../src/sandbox/convert-document.js";
 import { makeDocx, makePdf, makePptx, makeXlsx } from "../support/documents.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "convert-"));
@@ -32,5 +32,21 @@ describe("convertToMarkdown", () => {
     expect(await convertToMarkdown(file("r.xlsx", await makeXlsx("S", [["h"], [1], [2], [3]])), { ...limits, maxOutputChars: 1000 })).toContain("*(more rows not converted: the limit is 2 per sheet)*");
     expect(await convertToMarkdown(file("l.html", `<p>${"x".repeat(100)}</p>`), limits)).toContain("*(truncated: the converted text is longer than 20 characters)*");
     await expect(convertToMarkdown(file("big.html", "<p>big</p>"), { ...limits, maxInputBytes: 3 })).rejects.toThrow("documents over 3 bytes are not converted");
+  });
+});
+
+describe("convertUploadedDocument", () => {
+  it("converts a document over 1 MB in a worker thread and writes its Markdown twin", async () => {
+    const big = file("big.html", `<h1>Big</h1>${"<p>filler paragraph text</p>".repeat(45_000)}`);
+    expect(statSync(big).size).toBeGreaterThan(WORKER_THRESHOLD_BYTES);
+    expect(await convertUploadedDocument(big)).toEqual({ markdown_file: "big.md" });
+    const md = readFileSync(path.join(dir, "big.md"), "utf8");
+    expect(md.startsWith("# Big\n\nfiller paragraph text")).toBe(true);
+  });
+
+  it("reports a corrupt document as conversion_error instead of throwing", async () => {
+    const bad = file("bad.docx", "not a zip");
+    expect(await convertUploadedDocument(bad)).toEqual({ conversion_error: expect.stringMatching(/^Could not convert bad\.docx to Markdown: the file could not be read as DOCX/) });
+    expect(existsSync(path.join(dir, "bad.md"))).toBe(false);
   });
 });
