@@ -5,7 +5,7 @@ import { principalOf } from "../src/auth/principal.js";
 import { BadRequestError, NotFoundError, PayloadTooLargeError, DeerflowError } from "../src/errors.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
 import { requireThread, threadOf } from "./guards.js";
-import { deleteUpload, listUploads, UploadBatch } from "../src/sandbox/uploads.js";
+import { convertUploads, deleteUpload, listUploads, UploadBatch } from "../src/sandbox/uploads.js";
 import { claimPendingThread, pendingThreadOwner } from "../src/runtime/web/pending-threads.js";
 import { doc } from "./openapi.js";
 
@@ -82,7 +82,9 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
         if (part.type === "file") await batch.add(part.filename, part.file);
       }
       if (batch.count === 0) throw new BadRequestError("No files provided");
-      const files = await batch.commit();
+      const committed = await batch.commit();
+      // Conversion never fails the upload: a file it cannot convert carries `conversion_error` instead.
+      const files = getAppConfig().uploads.auto_convert_documents ? await convertUploads(sandbox, committed) : committed;
       return reply.send({ success: true, files, message: `Successfully uploaded ${files.length} file(s)`, skipped_files: [] });
     } catch (err) {
       await batch.abort();

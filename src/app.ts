@@ -11,7 +11,7 @@ import { MemoryUpdateQueue } from "./agents/memory/memory-queue.js";
 import { closeMcpClients } from "./tools/mcp-tools.js";
 import { AgentStore } from "./config/agent-store.js";
 import { getAppConfig, onAppConfigReload } from "./config/app-config.js";
-import { getAgentsDir, getRuntimeHome } from "./config/paths.js";
+import { getAgentsDir, getRuntimeHome, getSkillsRoot } from "./config/paths.js";
 import { DEFAULT_CORS_ORIGINS } from "./config/server-env.js";
 import type { AppConfig } from "./config/schema.js";
 import { getLogger } from "./logger.js";
@@ -26,6 +26,7 @@ import { openRunCoordination, streamBridgeUrl } from "./runtime/scale-out.js";
 import type { StreamBridge } from "./runtime/stream-bridge.js";
 import { RecordingStreamBridge, RunEventLog } from "./runtime/web/run-event-log.js";
 import type { LocalSandboxProvider } from "./sandbox/local-provider.js";
+import { flushTracing } from "./agents/lead-agent/tracing.js";
 import { createSandboxProvider } from "./sandbox/security.js";
 import { DEFAULT_SERVER_TIMEOUTS, installBodyLimits, type ServerTimeouts } from "./http/body-limits.js";
 import { parseClientJson } from "./http/json-limits.js";
@@ -144,7 +145,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const closing = new AbortController();
   // Batches memory writes for a second: a busy gateway writes each memory file once per batch, not once per run.
   const memoryQueue = new MemoryUpdateQueue(undefined, { debounceMs: 1_000 });
-  const sandbox = createSandboxProvider(appConfig, home);
+  const sandbox = createSandboxProvider(appConfig, home, getSkillsRoot(appConfig.skills));
   const metrics = options.metrics ?? createGatewayMetrics();
   const admission = new RunAdmission(persistence.usage, metrics);
   const runService = new RunService({
@@ -225,6 +226,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     await runs.drain(5_000);
     await memoryQueue.flush();
     await closeMcpClients();
+    await flushTracing();
     await bridge.close();
     await coordination.close();
     await persistence.close();

@@ -46,6 +46,11 @@ export function getSkillsDir(env: NodeJS.ProcessEnv = process.env): string {
   return raw ? path.resolve(getProjectRoot(env), raw) : path.join(getProjectRoot(env), "skills");
 }
 
+/** The skills root of a config: `skills.path` (relative to the project root) when set, else {@link getSkillsDir}. */
+export function getSkillsRoot(skills: { path?: string | null } | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  return skills?.path ? path.resolve(getProjectRoot(env), skills.path) : getSkillsDir(env);
+}
+
 /**
  * Resolves the `config.yaml` to load, first hit wins (mirrors DeerFlow `AppConfig.resolve_config_path`):
  * 1. `explicitPath` (must exist); 2. `DEER_FLOW_CONFIG_PATH` (must exist); 3. `<project root>/config.yaml`;

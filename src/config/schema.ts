@@ -7,6 +7,10 @@ import { TitleConfigSchema } from "../agents/middlewares/title.js";
 import { TokenBudgetConfigSchema } from "../agents/middlewares/token-budget.js";
 import { SandboxConfigSchema } from "../sandbox/sandbox-config.js";
 import { LimitsConfigSchema } from "./limits-config.js";
+import { SubagentsConfigSchema } from "./subagents-config.js";
+
+export { SubagentsConfigSchema } from "./subagents-config.js";
+export type { SubagentsConfig } from "./subagents-config.js";
 
 const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
 
@@ -76,12 +80,6 @@ export const SkillsConfigSchema = z.looseObject({
   path: nullish(z.string()),
   container_path: z.string().default("/mnt/skills"),
   deferred_discovery: z.boolean().default(false),
-});
-
-/** `subagents`: limits of the `task` tool. */
-export const SubagentsConfigSchema = z.looseObject({
-  max_total_per_run: z.number().int().min(1).max(50).default(6),
-  max_concurrent: z.number().int().min(1).max(4).default(3),
 });
 
 /** `database` (DeerFlow `database_config.py`): the relational store; a file config defaults to SQLite. Restart-only. */

@@ -24,6 +24,8 @@ export const USE_ALIASES: Readonly<Record<string, string>> = {
   "deerflow.sandbox.tools:bash_tool": "deerflow-gateway/sandbox:bashTool",
   "deerflow.sandbox.tools:ls_tool": "deerflow-gateway/sandbox:lsTool",
   "deerflow.sandbox.tools:read_file_tool": "deerflow-gateway/sandbox:readFileTool",
+  "deerflow.sandbox.tools:glob_tool": "deerflow-gateway/sandbox:globTool",
+  "deerflow.sandbox.tools:grep_tool": "deerflow-gateway/sandbox:grepTool",
   "deerflow.sandbox.tools:write_file_tool": "deerflow-gateway/sandbox:writeFileTool",
   "deerflow.sandbox.tools:str_replace_tool": "deerflow-gateway/sandbox:strReplaceTool",
   "deerflow.sandbox.local:LocalSandboxProvider": "deerflow-gateway/sandbox:LocalSandboxProvider",

@@ -5,6 +5,7 @@ import path from "node:path";
 import { threadDataPaths } from "../config/paths.js";
 import { getRuntimeHome } from "../config/paths.js";
 import { LocalSandbox } from "./local-sandbox.js";
+import type { SandboxMount } from "./mounts.js";
 import type { SandboxDirs } from "./paths.js";
 import type { SandboxProvider } from "./provider.js";
 
@@ -18,6 +19,8 @@ export interface LocalSandboxProviderOptions {
   baseDir?: string;
   /** LRU bound on cached sandboxes; an evicted thread's sandbox is rebuilt on its next use. */
   maxCachedThreads?: number;
+  /** Extra mounts every thread's sandbox sees (validated; see `resolveMounts`). */
+  mounts?: readonly SandboxMount[];
 }
 
 /** The host directories of a thread (`.../user-data` and its three areas). @throws Error for an unsafe id. */
@@ -35,11 +38,13 @@ export function sandboxDirs(baseDir: string, userId: string, threadId: string): 
 export class LocalSandboxProvider implements SandboxProvider {
   readonly baseDir: string;
   private readonly maxCached: number;
+  readonly mounts: readonly SandboxMount[];
   private readonly cache = new Map<string, LocalSandbox>();
 
   constructor(options: LocalSandboxProviderOptions = {}) {
     this.baseDir = options.baseDir ?? getRuntimeHome();
     this.maxCached = Math.max(1, options.maxCachedThreads ?? DEFAULT_MAX_CACHED_THREADS);
+    this.mounts = options.mounts ?? [];
   }
 
   /** The sandbox id of a thread (`local:<user>:<thread>`). */
@@ -72,7 +77,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     }
     const dirs = this.dirsFor(threadId, userId);
     for (const dir of [dirs.workspace, dirs.uploads, dirs.outputs]) mkdirSync(dir, { recursive: true });
-    const sandbox = new LocalSandbox(id, threadId, userId, dirs);
+    const sandbox = new LocalSandbox(id, threadId, userId, dirs, this.mounts);
     this.cache.set(id, sandbox);
     while (this.cache.size > this.maxCached) this.cache.delete(this.cache.keys().next().value!);
     return sandbox;

@@ -6,7 +6,8 @@ import { lstat, open, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { bubblewrapStatus } from "./bubblewrap.js";
 import { runHostCommand, toHostCommand, type RunResult } from "./host-bash.js";
-import { parseVirtualPath, resolveExisting, resolveForWrite, toHostPath, toVirtualPath, VIRTUAL_ROOT, type SandboxDirs } from "./paths.js";
+import { findMount, mountVirtualPath, readOnlyMountError, type SandboxMount } from "./mounts.js";
+import { checkPathText, parseVirtualPath, resolveExisting, resolveForWrite, toHostPath, toVirtualPath, VIRTUAL_ROOT, type SandboxDirs } from "./paths.js";
 
 /** Largest file `readFile` loads, in bytes; longer files are read up to this size and flagged. */
 export const MAX_READ_BYTES = 10 * 1024 * 1024;
@@ -45,6 +46,7 @@ export class LocalSandbox {
 
   /**
    * @param id Sandbox id (`local:<user>:<thread>`). @param dirs Host directories; they must exist.
+   * @param mounts Validated extra mounts (skills, `sandbox.mounts`; see `resolveMounts`).
    * @throws Error when `dirs.root` does not exist.
    */
   constructor(
@@ -52,6 +54,7 @@ export class LocalSandbox {
     readonly threadId: string,
     readonly userId: string,
     readonly dirs: SandboxDirs,
+    readonly mounts: readonly SandboxMount[] = [],
   ) {
     this.realRoot = realpathSync(dirs.root);
   }
@@ -62,6 +65,16 @@ export class LocalSandbox {
    * @throws SandboxPathError when the path is refused; ENOENT errors for missing targets (read/list).
    */
   async resolve(virtualPath: string, mode: "read" | "write" | "list"): Promise<string> {
+    if (this.mounts.length && typeof virtualPath === "string" && !virtualPath.startsWith(`${VIRTUAL_ROOT}/`) && virtualPath !== VIRTUAL_ROOT) {
+      checkPathText(virtualPath);
+      const hit = virtualPath.startsWith("/") ? findMount(this.mounts, virtualPath) : null;
+      if (hit) {
+        if (mode === "write" && hit.mount.readOnly) throw readOnlyMountError(virtualPath);
+        // Each mount is its own confinement root: symlinks inside it may not lead out of it.
+        const host = path.join(hit.mount.host, ...hit.segments);
+        return mode === "write" ? resolveForWrite(host, hit.mount.host, virtualPath) : resolveExisting(host, hit.mount.host, virtualPath);
+      }
+    }
     const parsed = parseVirtualPath(virtualPath, { allowRoot: mode === "list" });
     const host = toHostPath(this.dirs, parsed);
     return mode === "write" ? resolveForWrite(host, this.realRoot, virtualPath) : resolveExisting(host, this.realRoot, virtualPath);
@@ -69,13 +82,14 @@ export class LocalSandbox {
 
   /** Virtual path of a host path inside the sandbox. */
   toVirtual(hostPath: string): string {
-    return toVirtualPath(this.realRoot, hostPath);
+    return mountVirtualPath(this.mounts, hostPath) ?? toVirtualPath(this.realRoot, hostPath);
   }
 
   /** Replaces the host location of the thread's directories in tool output with `/mnt/user-data`. */
   maskOutput(text: string): string {
     let out = text;
     for (const root of new Set([this.realRoot, this.dirs.root])) out = out.split(root).join(VIRTUAL_ROOT);
+    for (const m of this.mounts) out = out.split(m.host).join(m.virtual);
     return out;
   }
 

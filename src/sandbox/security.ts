@@ -2,6 +2,7 @@
 import type { AppConfig } from "../config/schema.js";
 import { getLogger } from "../logger.js";
 import { bubblewrapStatus } from "./bubblewrap.js";
+import { resolveMounts } from "./mounts.js";
 import { LocalSandboxProvider } from "./local-provider.js";
 
 /** The tool result of a refused host bash call (DeerFlow `LOCAL_HOST_BASH_DISABLED_MESSAGE`). */
@@ -39,15 +40,19 @@ export function isHostBashTool(entry: { group?: string; use?: string }): boolean
  * The process's sandbox provider for `sandbox.use`. Only the local provider exists in this release: another
  * `use:` (e.g. DeerFlow's container sandbox) logs a warning and gets the local provider, with host bash still
  * gated by `allow_host_bash`.
+ * Every thread's sandbox also sees the skills root read-only at `skills.container_path` (DeerFlow's
+ * `/mnt/skills`) and the valid `sandbox.mounts` entries (bad ones are logged and skipped, see `resolveMounts`).
  * @param home Runtime home holding the thread directories.
+ * @param skillsHostRoot The skills root on the host (null: no skills mount).
  */
-export function createSandboxProvider(appConfig: Pick<AppConfig, "sandbox">, home: string): LocalSandboxProvider {
+export function createSandboxProvider(appConfig: Pick<AppConfig, "sandbox"> & Partial<Pick<AppConfig, "skills">>, home: string, skillsHostRoot: string | null = null): LocalSandboxProvider {
   const use = appConfig.sandbox?.use;
   if (use && !LOCAL_PROVIDER_USES.has(use)) {
     getLogger().warn({ use }, `sandbox provider '${use}' is not available in this release; using the local provider (host bash stays off unless sandbox.allow_host_bash is true)`);
   }
   if (isHostBashAllowed(appConfig)) warnAboutHostBash();
-  return new LocalSandboxProvider({ baseDir: home });
+  const mounts = resolveMounts({ mounts: appConfig.sandbox?.mounts ?? [], skillsHostRoot, skillsContainerPath: appConfig.skills?.container_path });
+  return new LocalSandboxProvider({ baseDir: home, mounts });
 }
 
 /** What host bash protects, said once at start-up (and returned, for tests). */

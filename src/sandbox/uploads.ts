@@ -9,6 +9,10 @@ import { NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.
 import { TEMP_FILE, type LocalSandbox } from "./local-sandbox.js";
 import { checkPathText, MAX_SEGMENT_BYTES, SandboxPathError, VIRTUAL_ROOT } from "./paths.js";
 
+// Document conversion lives in its own module; re-exported so the upload route reaches it through this service.
+export { convertUploads } from "./convert-document.js";
+import { CONVERTIBLE_EXTENSIONS } from "./convert-document.js";
+
 /** Upload limits in bytes and files (config `uploads`). */
 export interface UploadLimits {
   max_files: number;
@@ -97,6 +101,9 @@ export async function deleteUpload(sandbox: LocalSandbox, filename: string): Pro
   const info = await lstat(target).catch(() => null);
   if (!info || info.isDirectory()) throw new NotFoundError(`File not found: ${filename}`);
   await rm(target, { force: true });
+  // A converted document's Markdown twin goes with it (DeerFlow `delete_file_safe`).
+  const ext = path.extname(filename).toLowerCase();
+  if (CONVERTIBLE_EXTENSIONS.has(ext)) await rm(`${target.slice(0, -ext.length)}.md`, { force: true });
 }
 
 interface Staged {

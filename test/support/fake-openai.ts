@@ -27,6 +27,11 @@ export interface FakeOpenAI {
   /** Base URL including `/v1`, for `base_url:` in a model entry. */
   url: string;
   requests: RecordedRequest[];
+  /** Chat-completions requests being answered right now, and the most seen at once since the last reset. */
+  inFlight: number;
+  maxInFlight: number;
+  /** Requests whose client hung up before the reply was sent (aborted calls). */
+  abandoned: number;
   /** Decides each reply; default echoes the last user message as `Echo: <text>`. */
   respond: (body: Record<string, any>) => FakeReply;
   /** Forgets recorded requests and restores the echo reply (call between tests). */
@@ -57,9 +62,14 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
   const fake: FakeOpenAI = {
     url: "",
     requests: [],
+    inFlight: 0,
+    maxInFlight: 0,
+    abandoned: 0,
     respond: echoReply,
     reset() {
       fake.requests.length = 0;
+      fake.maxInFlight = fake.inFlight;
+      fake.abandoned = 0;
       fake.respond = echoReply;
     },
     close: () => new Promise((resolve) => server.close(() => resolve())),
@@ -75,11 +85,26 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
         return;
       }
       const reply = fake.respond(body);
+      fake.inFlight++;
+      fake.maxInFlight = Math.max(fake.maxInFlight, fake.inFlight);
+      let answered = false;
+      res.on("close", () => {
+        // A client that hangs up before the reply started (an aborted call) counts as abandoned.
+        if (!answered) fake.abandoned++;
+        answered = true;
+        fake.inFlight--;
+      });
+      const go = () => {
+        if (res.destroyed) return;
+        answered = true;
+        answer(req, res, body, { ...reply, delayMs: 0 });
+      };
       if (reply.delayMs) {
-        setTimeout(() => answer(req, res, body, { ...reply, delayMs: 0 }), reply.delayMs);
+        const timer = setTimeout(go, reply.delayMs);
+        res.on("close", () => clearTimeout(timer));
         return;
       }
-      answer(req, res, body, reply);
+      go();
     });
   });
   const answer = (_req: IncomingMessage, res: ServerResponse, body: Record<string, any>, reply: FakeReply) => {

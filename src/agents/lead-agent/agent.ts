@@ -1,12 +1,11 @@
 // Port of DeerFlow agents/lead_agent/agent.py: _make_lead_agent (app layer) and make_lead_agent (entry).
-import path from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { ReducedValue, StateSchema } from "@langchain/langgraph";
 import { z } from "zod";
 import { getAppConfig } from "../../config/app-config.js";
 import { loadAgentConfig, loadAgentSoul, validateAgentName, type AgentConfig } from "../../config/agent-config.js";
-import { getProjectRoot, getSkillsDir } from "../../config/paths.js";
+import { getSkillsRoot } from "../../config/paths.js";
 import { getModelConfig, type AppConfig } from "../../config/schema.js";
 import { NotFoundError } from "../../errors.js";
 import { getLogger } from "../../logger.js";
@@ -21,6 +20,7 @@ import { ThreadStateFields } from "../thread-state.js";
 import { buildMiddlewares } from "./middlewares.js";
 import { applyPromptTemplate } from "./prompt.js";
 import { LeadSubagentRuntime } from "./subagent-runtime.js";
+import { filterSubagentTools, getSubagentType, getSubagentTypes } from "./subagent-types.js";
 import { assembleLeadTools } from "./tools.js";
 import { buildTracingCallbacks } from "./tracing.js";
 import { runContextOf } from "../run-context.js";
@@ -95,7 +95,7 @@ async function auxiliaryModel(name: string | null | undefined, appConfig: AppCon
 
 /** The skills root of a build: `skills.path` (relative to the project root) when set, else `DEER_FLOW_SKILLS_DIR` / `skills/`. */
 function skillsRoot(appConfig: AppConfig): string {
-  return appConfig.skills.path ? path.resolve(getProjectRoot(), appConfig.skills.path) : getSkillsDir();
+  return getSkillsRoot(appConfig.skills);
 }
 
 /** ThreadState plus `created_agent_name`, which `setup_agent` writes in a bootstrap run. */
@@ -191,7 +191,10 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
   });
 
   const subagentRuntime = subagentEnabled ? new LeadSubagentRuntime({ factory: _makeLeadAgent, appConfig }) : undefined;
-  const { tools, deferred } = await assembleLeadTools({
+  // A subagent build takes its role, tool filter and token budget from its type (unknown types never get here:
+  // the task tool refuses them; general-purpose is the safe reading of a hand-built marker).
+  const subagentType = subagent ? (getSubagentType(appConfig, subagent.type) ?? getSubagentType(appConfig, "general-purpose")!) : null;
+  const assembled = await assembleLeadTools({
     appConfig,
     branch,
     agentName,
@@ -206,6 +209,8 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     usableSkills,
     deferredDiscovery,
   });
+  const tools = subagentType ? filterSubagentTools(assembled.tools, subagentType) : assembled.tools;
+  const deferred = assembled.deferred;
 
   const systemPrompt = applyPromptTemplate({
     agentName: branch === "custom" ? agentName : null,
@@ -218,6 +223,9 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     memoryToolMode: appConfig.memory.enabled && appConfig.memory.mode === "tool" && !subagent,
     deferredToolsSection: deferred ? deferredToolsSection(deferred.names) : "",
     subagent: Boolean(subagent),
+    subagentRole: subagentType?.systemPrompt,
+    customMounts: appConfig.sandbox.mounts,
+    subagentTypes: subagentEnabled ? getSubagentTypes(appConfig).map((t) => ({ name: t.name, description: t.description })) : [],
   });
   const queue = runContextOf(config).memoryQueue;
   const middleware = buildMiddlewares({
@@ -236,6 +244,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     maxTotalSubagents,
     subagent: Boolean(subagent),
     modelFallback,
+    tokenBudget: subagentType?.tokenBudget ?? null,
   });
 
   const metadata: LeadAgentMetadata = {
@@ -250,7 +259,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     // DeerFlow silently runs the default model for an unknown name; the run record says so.
     ...(requested && requested !== modelName ? { model_substitution: { requested: String(requested).slice(0, 200), used: modelName, reason: "not_configured" } } : {}),
   };
-  const callbacks = buildTracingCallbacks();
+  const callbacks = buildTracingCallbacks(undefined, { userId, threadId: runContextOf(config).threadId });
   log.debug({ agent: agentName ?? "default", branch, model: modelName, thinkingEnabled, reasoningEffort, isPlanMode, subagentEnabled, tools: tools.map((t) => t.name) }, "lead agent built");
   const agent = createDeerflowAgent(model, tools, {
     middleware,

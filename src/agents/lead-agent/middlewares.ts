@@ -19,7 +19,7 @@ import { SystemMessageCoalescingMiddleware } from "../middlewares/system-message
 import { ThreadDataMiddleware } from "../middlewares/thread-data.js";
 import { TitleMiddleware } from "../middlewares/title.js";
 import { TodoMiddleware } from "../middlewares/todo.js";
-import { TokenBudgetMiddleware } from "../middlewares/token-budget.js";
+import { TokenBudgetMiddleware, type TokenBudgetConfig } from "../middlewares/token-budget.js";
 import { TokenUsageMiddleware } from "../middlewares/token-usage.js";
 import { ToolErrorHandlingMiddleware } from "../middlewares/tool-error-handling.js";
 import { UploadsMiddleware } from "../middlewares/uploads.js";
@@ -60,6 +60,8 @@ export interface BuildMiddlewaresOptions {
   modelFallback?: AgentMiddleware | null;
   /** Clock of DynamicContextMiddleware (tests). */
   now?: () => Date;
+  /** A token budget that replaces `token_budget` for this build (a subagent type's `token_budget`). */
+  tokenBudget?: TokenBudgetConfig | null;
 }
 
 /**
@@ -117,7 +119,8 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
     chain.push(new SubagentLimitMiddleware({ maxConcurrent: options.maxConcurrentSubagents ?? 3, maxTotal: options.maxTotalSubagents || appConfig.subagents.max_total_per_run }));
   }
   if (appConfig.loop_detection.enabled) chain.push(new LoopDetectionMiddleware(appConfig.loop_detection));
-  if (appConfig.token_budget.enabled) chain.push(new TokenBudgetMiddleware(appConfig.token_budget));
+  const budget = options.tokenBudget ?? appConfig.token_budget;
+  if (budget.enabled) chain.push(new TokenBudgetMiddleware(budget));
   chain.push(...(options.custom ?? []));
   if (options.modelFallback) chain.push(options.modelFallback);
   if (appConfig.safety_finish_reason.enabled) chain.push(new SafetyFinishReasonMiddleware(appConfig.safety_finish_reason.detectors ?? null));

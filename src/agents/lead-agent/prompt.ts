@@ -27,6 +27,12 @@ export interface PromptOptions {
   deferredToolsSection?: string;
   /** Renders the prompt of a `task` subagent (its own role, no clarification) instead of the lead agent's. */
   subagent?: boolean;
+  /** The subagent type's role text (with `subagent`); default: the general-purpose role. */
+  subagentRole?: string;
+  /** `sandbox.mounts` entries, listed under "Custom Mounted Directories" in `<working_directory>`. */
+  customMounts?: readonly { container_path: string; read_only?: boolean }[];
+  /** Subagent types listed in `<subagent_system>` (name and description; only the first line is shown). */
+  subagentTypes?: readonly { name: string; description: string }[];
 }
 
 const MEMORY_TOOL_SECTION = [
@@ -37,10 +43,24 @@ const MEMORY_TOOL_SECTION = [
   "</memory_tool_system>",
 ].join("\n");
 
+/** DeerFlow `_build_custom_mounts_section`: one line per configured mount with its access; "" when none. */
+function customMountsSection(mounts: readonly { container_path: string; read_only?: boolean }[]): string {
+  if (!mounts.length) return "";
+  return [
+    "**Custom Mounted Directories:**",
+    ...mounts.map((m) => `- Custom mount: \`${escapePromptText(m.container_path)}\` - a host directory mapped into the sandbox (${m.read_only ? "read-only" : "read-write"})`),
+    "- When the user needs files outside `/mnt/user-data` that live in one of these directories, use its absolute path directly.",
+  ].join("\n");
+}
+
 const clamp = (n: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, n));
 
-function subagentParts(n: number, total: number) {
+const DEFAULT_SUBAGENT_TYPES = [{ name: "general-purpose", description: "Research, analysis and multi-step work in its own context." }];
+
+function subagentParts(n: number, total: number, types: readonly { name: string; description: string }[]) {
   const parallel = n > 1;
+  // Custom descriptions come from config.yaml: first line only, escaped (DeerFlow prompt.py does the same).
+  const listed = types.map((t) => `  - \`${escapePromptText(t.name)}\`: ${escapePromptText(t.description.split("\n")[0].trim())}`);
   return {
     thinking: parallel
       ? `- DELEGATION CHECK: before acting, decide whether independent parts of the task can run as parallel \`task\` calls (at most ${n} per response); delegate only when the parts are truly independent.`
@@ -51,7 +71,8 @@ function subagentParts(n: number, total: number) {
       "You can delegate focused work to subagents with the `task` tool (`description`, `prompt`, `subagent_type`).",
       `- MAXIMUM ${n} \`task\` CALLS PER RESPONSE.`,
       `- MAXIMUM ${total} \`task\` CALLS PER RUN.`,
-      "- Available subagents: `general-purpose` (research, analysis and multi-step work).",
+      "- Available subagents:",
+      ...listed,
       parallel
         ? "- Issue independent tasks together in one response so they run in parallel; wait for all results before the next batch."
         : "- Tasks run one at a time; give each a complete, self-contained prompt.",
@@ -74,7 +95,7 @@ export function applyPromptTemplate(options: PromptOptions = {}): string {
   const name = options.agentName || "DeerFlow 2.0";
   const n = clamp(options.maxConcurrentSubagents ?? 3, 1, 4);
   const total = clamp(options.maxTotalSubagents || 6, 1, 50); // 0 and null mean "default", as upstream `or`
-  const sub = options.subagentEnabled ? subagentParts(n, total) : { thinking: "", section: "", reminder: "" };
+  const sub = options.subagentEnabled ? subagentParts(n, total, options.subagentTypes?.length ? options.subagentTypes : DEFAULT_SUBAGENT_TYPES) : { thinking: "", section: "", reminder: "" };
   const soul = options.soul?.trim() ? `<soul>\n${escapePromptText(options.soul.trim())}\n</soul>\n` : "";
   const selfUpdate = options.agentName
     ? [
@@ -85,7 +106,7 @@ export function applyPromptTemplate(options: PromptOptions = {}): string {
       ].join("\n")
     : "";
   const role = options.subagent
-    ? `<role>\nYou are a general-purpose subagent of ${escapePromptText(name)}. You work on one delegated task on your own: you cannot ask the user questions. Finish with a complete, self-contained report of what you found or did.\n</role>`
+    ? `<role>\n${options.subagentRole?.trim() || `You are a general-purpose subagent of ${escapePromptText(name)}. You work on one delegated task on your own: you cannot ask the user questions. Finish with a complete, self-contained report of what you found or did.`}\n</role>`
     : `<role>\nYou are ${escapePromptText(name)}, an open-source super agent that researches, codes and creates by planning, using tools and working with files.\n</role>`;
   const parts = [
     role,
@@ -118,8 +139,9 @@ export function applyPromptTemplate(options: PromptOptions = {}): string {
       "- Use paths relative to these directories in your answers; never expose host paths.",
       "- File Editing Workflow: read a file before changing it, edit with `str_replace` for small changes, write whole files with `write_file` (use `append=True` to extend a file).",
       "- Images you generate go to `/mnt/user-data/outputs/...` and are referenced by that path.",
+      customMountsSection(options.customMounts ?? []),
       "</working_directory>",
-    ].join("\n"),
+    ].filter(Boolean).join("\n"),
     [
       "<response_style>",
       "- Answer in the user's language. Lead with the answer, then the supporting detail.",

@@ -11,9 +11,21 @@ import type { SubagentResult, SubagentRuntime, TaskInput } from "../../tools/bui
 import { toolCallIdOf } from "../../tools/builtins/write-todos.js";
 import type { DeerflowAgent } from "../factory.js";
 import { textOf } from "../middlewares/message-utils.js";
+import { getSubagentType, getSubagentTypes } from "./subagent-types.js";
 
-/** Subagent types the lead agent offers. */
-export const SUBAGENT_TYPES = ["general-purpose"] as const;
+/** DeerFlow's built-in subagent types (`bash` is offered only when host bash is allowed). */
+export const SUBAGENT_TYPES = ["general-purpose", "bash"] as const;
+
+/**
+ * Thrown into a subagent run that outlived its type's `timeout_seconds`: the child is aborted and the task fails
+ * with this message (upstream's wording, "Execution timed out after N seconds").
+ */
+export class SubagentTimeoutError extends Error {
+  override readonly name = "SubagentTimeoutError";
+  constructor(readonly subagentType: string, readonly timeoutSeconds: number) {
+    super(`Subagent '${subagentType}' execution timed out after ${timeoutSeconds} seconds`);
+  }
+}
 
 /** The factory that builds the child (the lead agent's `_makeLeadAgent`). */
 export type SubagentFactory = (config: { context: Record<string, unknown>; configurable: Record<string, unknown>; metadata: Record<string, unknown> }, options: { appConfig: AppConfig }) => Promise<DeerflowAgent>;
@@ -37,7 +49,7 @@ export interface LeadSubagentRuntimeOptions {
   factory: SubagentFactory;
   /** App config of the parent build, used when the tool's context carries none. */
   appConfig: AppConfig;
-  /** Recursion limit of a subagent run (default 100). */
+  /** Recursion limit of a subagent run (default: the type's `max_turns`). */
   recursionLimit?: number;
 }
 
@@ -52,11 +64,17 @@ export interface LeadSubagentRuntimeOptions {
  * `usage` (`{input_tokens, output_tokens, total_tokens}`) is the child's cumulative spend so far, as upstream's
  * task tool reports it, so the web app's subtask card shows it. The parent's abort
  * signal stops the child. How many run at once is bounded by SubagentLimitMiddleware (per response and per run).
+ * The requested type (see `getSubagentTypes`) decides the child's role, tools, skills, model, recursion limit
+ * (`max_turns`) and deadline: past `timeout_seconds` the child is aborted through its AbortSignal, a `task_failed`
+ * event carries the reason and the task fails with a {@link SubagentTimeoutError}.
  */
 export class LeadSubagentRuntime implements SubagentRuntime {
-  readonly types: readonly string[] = SUBAGENT_TYPES;
+  /** The types this build offers (see `getSubagentTypes`: built-ins, then `subagents.custom_agents`). */
+  readonly types: readonly string[];
 
-  constructor(private readonly options: LeadSubagentRuntimeOptions) {}
+  constructor(private readonly options: LeadSubagentRuntimeOptions) {
+    this.types = getSubagentTypes(options.appConfig).map((t) => t.name);
+  }
 
   /** Builds and runs one subagent; resolves with its final answer and token usage. @throws what the child throws. */
   async run(input: TaskInput, config: unknown): Promise<SubagentResult> {
@@ -72,6 +90,8 @@ export class LeadSubagentRuntime implements SubagentRuntime {
       }
     };
     const appConfig = isAppConfig(parent.app_config) ? parent.app_config : this.options.appConfig;
+    const type = getSubagentType(appConfig, input.subagent_type);
+    if (!type) throw new Error(`unknown subagent type '${input.subagent_type}'. Available subagent types: ${getSubagentTypes(appConfig).map((t) => t.name).join(", ")}`);
     const parentRun = runContextOf(cfg);
     const context = buildRunContext({
       threadId: parentRun.threadId ?? "",
@@ -81,7 +101,7 @@ export class LeadSubagentRuntime implements SubagentRuntime {
       memoryQueue: parentRun.memoryQueue,
       sandboxProvider: parentRun.sandboxProvider,
       options: {
-        model_name: metadata.model_name ?? parent.model_name,
+        model_name: type.model ?? metadata.model_name ?? parent.model_name,
         ...(typeof metadata.thinking_enabled === "boolean" ? { thinking_enabled: metadata.thinking_enabled } : {}),
         subagent_enabled: false,
         non_interactive: true,
@@ -90,11 +110,16 @@ export class LeadSubagentRuntime implements SubagentRuntime {
       subagent: {
         type: input.subagent_type,
         tool_groups: Array.isArray(metadata.tool_groups) ? (metadata.tool_groups as string[]) : null,
-        available_skills: Array.isArray(metadata.available_skills) ? (metadata.available_skills as string[]) : null,
+        available_skills: type.skills ?? (Array.isArray(metadata.available_skills) ? (metadata.available_skills as string[]) : null),
       },
     });
     const childConfig = { context, configurable: { thread_id: context.thread_id }, metadata: {} as Record<string, unknown> };
-    const requestedModel = metadata.model_name ?? parent.model_name;
+    const requestedModel = type.model ?? metadata.model_name ?? parent.model_name;
+    // The child stops on the parent's abort or on its own deadline, whichever comes first.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new SubagentTimeoutError(type.name, type.timeoutSeconds)), type.timeoutSeconds * 1000);
+    timer.unref?.();
+    const signal = cfg.signal ? AbortSignal.any([cfg.signal, deadline.signal]) : deadline.signal;
     let messages: BaseMessage[] = [];
     /** The child's token usage so far (sum over its AI messages) and the model that answered. */
     const progress = () => {
@@ -116,12 +141,14 @@ export class LeadSubagentRuntime implements SubagentRuntime {
       const resolved = (agent as { resolved?: { metadata?: Record<string, unknown>; callbacks?: unknown } }).resolved;
       const stream = await streamAgent(agent as StreamableAgent, { messages: [new HumanMessage(input.prompt)] }, {
         context,
-        configurable: childConfig.configurable,
+        // The child runs inside the parent's tool call, so LangGraph would inherit the parent's abort signals from
+        // the ambient config (`__pregel_abort_signals`) and never see this deadline: start the child's own set.
+        configurable: { ...childConfig.configurable, __pregel_abort_signals: {} },
         metadata: { ...childConfig.metadata, ...(resolved?.metadata ?? {}) },
         callbacks: resolved?.callbacks as never,
         streamMode: "values",
-        signal: cfg.signal,
-        recursionLimit: this.options.recursionLimit ?? 100,
+        signal,
+        recursionLimit: this.options.recursionLimit ?? type.maxTurns,
       });
       const reported = new Set<string>();
       let index = 0;
@@ -143,10 +170,14 @@ export class LeadSubagentRuntime implements SubagentRuntime {
       // langchain wraps errors raised under a middleware; the parent should see the child's own error.
       let root = err as Error;
       while (MiddlewareError.isInstance(root) && root.cause instanceof Error) root = root.cause;
+      // An abort surfaces as an AbortError from the model client or the graph; name the real reason instead.
+      if (deadline.signal.aborted && !cfg.signal?.aborted) root = deadline.signal.reason as SubagentTimeoutError;
       const message = root?.message ?? String(err);
       emit({ type: "task_failed", error: message, ...progress() });
       getLogger().warn({ task_id: taskId, err: message }, "subagent task failed");
       throw root;
+    } finally {
+      clearTimeout(timer);
     }
   }
 }

@@ -2,4 +2,5 @@
 // DeerFlow's `deerflow.sandbox.tools:<name>_tool` paths, see USE_ALIASES in src/models/resolve-use.ts).
 export { bashTool } from "./bash-tool.js";
 export { lsTool, readFileTool, strReplaceTool, writeFileTool } from "./file-tools.js";
+export { globTool, grepTool } from "./search-tools.js";
 export { LocalSandboxProvider } from "../../sandbox/local-provider.js";

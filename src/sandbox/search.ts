@@ -1,0 +1,146 @@
+// Port of DeerFlow sandbox/search.py (find_glob_matches, find_grep_matches): tree walks for the glob and grep
+// tools, with upstream's ignore list, size and line limits. Glob matching is picomatch's.
+import { open, readdir, realpath, stat } from "node:fs/promises";
+import path from "node:path";
+import picomatch from "picomatch";
+import { isWithin } from "./paths.js";
+
+/** Names never descended into or returned (DeerFlow `IGNORE_PATTERNS`). */
+export const IGNORE_PATTERNS = [
+  ".git", ".svn", ".hg", ".bzr", "node_modules", "__pycache__", ".venv", "venv", ".env", "env", ".tox", ".nox", ".eggs",
+  "*.egg-info", "site-packages", "dist", "build", ".next", ".nuxt", ".output", ".turbo", "target", "out", ".idea", ".vscode",
+  "*.swp", "*.swo", "*~", ".project", ".classpath", ".settings", ".DS_Store", "Thumbs.db", "desktop.ini", "*.lnk", "*.log",
+  "*.tmp", "*.temp", ".upload-*.part", ".write-*.part", "*.bak", "*.cache", ".cache", "logs", ".coverage", "coverage", ".nyc_output",
+  "htmlcov", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+] as const;
+/** Files larger than this (bytes) are not searched by grep (DeerFlow `DEFAULT_MAX_FILE_SIZE_BYTES`). */
+export const GREP_MAX_FILE_BYTES = 1_000_000;
+/** Matched lines are cut to this many characters (DeerFlow `DEFAULT_LINE_SUMMARY_LENGTH`). */
+export const LINE_SUMMARY_LENGTH = 200;
+
+const ignored = picomatch([...IGNORE_PATTERNS], { dot: true });
+/** True for a file or directory name the searches skip. */
+export const shouldIgnoreName = (name: string): boolean => ignored(name);
+
+/**
+ * A glob matcher over `/`-separated paths relative to the search root, read as DeerFlow's `path_matches`
+ * (Python `PurePosixPath.match`): a pattern without `/` matches the last component at any depth (`*.py` finds
+ * `a/b/c.py`); `**\/x` also matches `x` at the root.
+ */
+export function globMatcher(pattern: string): (relPath: string) => boolean {
+  const full = picomatch(pattern, { dot: true });
+  const base = pattern.includes("/") ? null : picomatch(pattern, { dot: true, basename: true });
+  const rest = pattern.startsWith("**/") ? picomatch(pattern.slice(3), { dot: true }) : null;
+  return (rel) => full(rel) || Boolean(base?.(rel)) || Boolean(rest?.(rel));
+}
+
+/** Walks `root` depth-first in name order, skipping ignored names and symlinks; yields files (and dirs when asked). */
+async function* walk(root: string, includeDirs: boolean): AsyncGenerator<{ full: string; rel: string; dir: boolean }> {
+  const stack: [string, string][] = [[root, ""]];
+  while (stack.length) {
+    const [dir, relDir] = stack.pop()!;
+    let entries;
+    try {
+      entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
+    } catch {
+      continue; // An unreadable subdirectory is skipped, as os.walk does.
+    }
+    const subdirs: [string, string][] = [];
+    for (const e of entries) {
+      if (shouldIgnoreName(e.name) || e.isSymbolicLink()) continue;
+      const full = path.join(dir, e.name);
+      const rel = relDir ? `${relDir}/${e.name}` : e.name;
+      if (e.isDirectory()) {
+        if (includeDirs) yield { full, rel, dir: true };
+        subdirs.push([full, rel]);
+      } else if (e.isFile()) yield { full, rel, dir: false };
+    }
+    for (const s of subdirs.reverse()) stack.push(s);
+  }
+}
+
+/**
+ * Host paths under `root` (a real directory) whose root-relative path matches `pattern`, in walk order, at most
+ * `maxResults`; `truncated` when more would follow. Mirrors DeerFlow `find_glob_matches`.
+ * @throws ENOENT / ENOTDIR errors for a missing root or a file.
+ */
+export async function findGlobMatches(root: string, pattern: string, options: { includeDirs?: boolean; maxResults: number }): Promise<{ matches: string[]; truncated: boolean }> {
+  if (!(await stat(root)).isDirectory()) throw Object.assign(new Error(`Not a directory: ${root}`), { code: "ENOTDIR" });
+  const matches: string[] = [];
+  const match = globMatcher(pattern);
+  for await (const entry of walk(root, options.includeDirs ?? false)) {
+    if (!match(entry.rel)) continue;
+    if (matches.length >= options.maxResults) return { matches, truncated: true };
+    matches.push(entry.full);
+  }
+  return { matches, truncated: false };
+}
+
+/** One grep hit: host path, 1-based line number, the line cut to {@link LINE_SUMMARY_LENGTH}. */
+export interface GrepMatch {
+  path: string;
+  lineNumber: number;
+  line: string;
+}
+
+/** Options of {@link findGrepMatches}. */
+export interface GrepOptions {
+  glob?: string | null;
+  literal?: boolean;
+  caseSensitive?: boolean;
+  maxResults: number;
+}
+
+const cut = (line: string) => (line.length <= LINE_SUMMARY_LENGTH ? line : `${line.slice(0, LINE_SUMMARY_LENGTH - 3)}...`);
+
+/**
+ * Lines matching `pattern` in `root` (a file, or every text file below a directory that passes the `glob`
+ * filter). Skipped: files over {@link GREP_MAX_FILE_BYTES}, binary files (a NUL in the first 8 KiB), symlinks,
+ * and lines longer than ten times {@link LINE_SUMMARY_LENGTH} (a guard against catastrophic regexes on minified
+ * files, as upstream). Case-insensitive unless `caseSensitive`. Mirrors DeerFlow `find_grep_matches`.
+ * @throws SyntaxError for an invalid regular expression; ENOENT for a missing root.
+ */
+export async function findGrepMatches(root: string, pattern: string, options: GrepOptions): Promise<{ matches: GrepMatch[]; truncated: boolean }> {
+  const source = options.literal ? pattern.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") : pattern;
+  const regex = new RegExp(source, options.caseSensitive ? "" : "i");
+  const info = await stat(root);
+  const filter = options.glob ? globMatcher(options.glob) : null;
+  const realRoot = await realpath(root);
+  const candidates = info.isFile()
+    ? (async function* () {
+        yield { full: root, rel: path.basename(root) };
+      })()
+    : walk(root, false);
+  const matches: GrepMatch[] = [];
+  const maxLine = LINE_SUMMARY_LENGTH * 10;
+  for await (const c of candidates) {
+    if (filter && !filter(c.rel)) continue;
+    let text: string;
+    try {
+      const real = await realpath(c.full);
+      if (!info.isFile() && !isWithin(realRoot, real)) continue;
+      const handle = await open(real, "r");
+      try {
+        const st = await handle.stat();
+        if (st.size > GREP_MAX_FILE_BYTES) continue;
+        const buf = Buffer.alloc(st.size);
+        await handle.read(buf, 0, st.size, 0);
+        if (buf.subarray(0, 8192).includes(0)) continue;
+        text = buf.toString("utf8");
+      } finally {
+        await handle.close();
+      }
+    } catch {
+      continue; // Unreadable files are skipped, as upstream's OSError branch.
+    }
+    const lines = text.split("\n");
+    if (lines.at(-1) === "") lines.pop();
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i].replace(/\r$/, "");
+      if (line.length > maxLine || !regex.test(line)) continue;
+      if (matches.length >= options.maxResults) return { matches, truncated: true };
+      matches.push({ path: c.full, lineNumber: i + 1, line: cut(line) });
+    }
+  }
+  return { matches, truncated: false };
+}
