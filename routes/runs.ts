@@ -39,7 +39,7 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
   /** Cancels `run` when the client goes away before it finished and the policy says so. */
   const cancelOnClientGone = (request: FastifyRequest, run: ActiveRun, enabled: boolean) => {
     const onClose = () => {
-      if (enabled && !run.finished) void runs.cancel(run.record.thread_id, run.record.run_id, "interrupt", false).catch(() => {});
+      if (enabled && !run.finished) void runs.cancel(run.record.thread_id, run.record.run_id).catch(() => {});
     };
     request.raw.socket?.once("close", onClose);
     void run.done.then(() => request.raw.socket?.off("close", onClose));
@@ -97,7 +97,7 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
   app.post<RunParams>("/threads/:thread_id/runs/:run_id/cancel", { preHandler: requireThread, schema: doc("runs", "Cancel a run (202, or 204 with wait)", { querystring: CancelQuerySchema }) }, async (request, reply) => {
     const { thread_id: threadId, run_id: runId } = request.params;
     const query = parse(CancelQuerySchema, request.query, "query");
-    await runs.cancel(threadId, runId, query.action, query.wait);
+    await runs.cancel(threadId, runId, { action: query.action, wait: query.wait });
     return reply.code(query.wait ? 204 : 202).send();
   });
 
@@ -122,7 +122,7 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
     const record = await findRun(request.params.thread_id, request.params.run_id);
     const query = parse(JoinQuerySchema, request.query, "query");
     if (action) {
-      await runs.cancel(record.thread_id, record.run_id, action, waitFirst);
+      await runs.cancel(record.thread_id, record.run_id, { action, wait: waitFirst });
       if (waitFirst) return reply.code(204).send();
     }
     const run = runs.getActive(record.run_id);

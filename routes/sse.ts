@@ -69,6 +69,6 @@ async function pump(reply: FastifyReply, bridge: StreamBridge, run: StreamableRu
   closing?.removeEventListener("abort", cut);
   if (closing?.aborted) return;
   if ((clientGone || stop.signal.aborted) && options.cancelOnDisconnect && run.finished === false && !run.cancelAction) {
-    await reply.server.deerflow.runs.cancel(run.record.thread_id, run.record.run_id, "interrupt", false).catch(() => undefined);
+    await reply.server.deerflow.runs.cancel(run.record.thread_id, run.record.run_id).catch(() => undefined);
   }
 }

@@ -162,11 +162,14 @@ export class RunManager {
   /**
    * Cancels a run (DeerFlow `cancel_run`): `interrupt` marks it `interrupted` at once; `rollback` ends it as `error`
    * once its writes are undone. Cancelling an already interrupted run is a no-op.
-   * @param wait When true, resolves only after the worker has finished.
+   * @param options.action `interrupt` (default) or `rollback`. @param options.wait When true, resolves only after
+   *   the worker has finished (default false).
    * @throws NotFoundError for an unknown run (or one of another thread); ConflictError "Run <id> is not
    *   cancellable (status: <s>)" for a run that already succeeded or failed.
    */
-  async cancel(threadId: string, runId: string, action: CancelAction, wait: boolean): Promise<void> {
+  async cancel(threadId: string, runId: string, options: { action?: CancelAction; wait?: boolean } = {}): Promise<void> {
+    const action = options.action ?? "interrupt";
+    const wait = options.wait ?? false;
     const run = this.live.get(runId);
     const record = run?.record ?? (await this.store.get(runId));
     if (!record || record.thread_id !== threadId) throw new NotFoundError(`Run ${runId} not found`);
