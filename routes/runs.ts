@@ -2,9 +2,8 @@
 // Every creating route goes through RunService.start (one run-creation path).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
+import { ConflictError, NotFoundError } from "../src/errors.js";
 import { isTerminal, type ActiveRun, type RunStatus } from "../src/runtime/run-manager.js";
-import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { RunCreateSchema } from "../src/runtime/run-request.js";
 import { principalOf } from "../src/auth/principal.js";
 import { CancelActionSchema, RunStatusSchema } from "../src/runtime/wire-enums.js";
@@ -20,12 +19,8 @@ const ListQuerySchema = z.looseObject({
   status: RunStatusSchema.optional(),
 });
 const JoinQuerySchema = z.looseObject({ cancel_on_disconnect: boolish.default(false) });
-
-function parse<T>(schema: z.ZodType<T>, value: unknown, root: string): T {
-  const parsed = schema.safeParse(value ?? {});
-  if (!parsed.success) throw new ValidationError(`Invalid ${root}`, zodIssuesToDetail(parsed.error.issues, root));
-  return parsed.data;
-}
+/** `POST .../runs/{run_id}/stream`: cancels first only when `action` is given. */
+const CancelStreamQuerySchema = z.looseObject({ wait: boolish.default(false), action: CancelActionSchema.optional(), cancel_on_disconnect: boolish.default(false) });
 
 type ThreadParams = { Params: { thread_id: string } };
 type RunParams = { Params: { thread_id: string; run_id: string } };
@@ -79,7 +74,7 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
   app.post("/runs", { schema: doc("runs", "Create a stateless background run", { body: RunCreateSchema }) }, (req, reply) => create(null, req.body, req, reply));
 
   app.get<ThreadParams>("/threads/:thread_id/runs", { preHandler: requireThread, schema: doc("runs", "List a thread's runs, newest first", { querystring: ListQuerySchema }) }, async (request) => {
-    const query = parse(ListQuerySchema, request.query, "query");
+    const query = (request.query as z.infer<typeof ListQuerySchema>);
     return runs.list(request.params.thread_id, { limit: query.limit, offset: query.offset, status: query.status as RunStatus | undefined });
   });
 
@@ -96,14 +91,14 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
 
   app.post<RunParams>("/threads/:thread_id/runs/:run_id/cancel", { preHandler: requireThread, schema: doc("runs", "Cancel a run (202, or 204 with wait)", { querystring: CancelQuerySchema }) }, async (request, reply) => {
     const { thread_id: threadId, run_id: runId } = request.params;
-    const query = parse(CancelQuerySchema, request.query, "query");
+    const query = (request.query as z.infer<typeof CancelQuerySchema>);
     await runs.cancel(threadId, runId, { action: query.action, wait: query.wait });
     return reply.code(query.wait ? 204 : 202).send();
   });
 
   app.get<RunParams>("/threads/:thread_id/runs/:run_id/join", { preHandler: requireThread, schema: doc("runs", "Wait for a run and get the final values", { querystring: JoinQuerySchema }) }, async (request) => {
     let record = await findRun(request.params.thread_id, request.params.run_id);
-    const query = parse(JoinQuerySchema, request.query, "query");
+    const query = (request.query as z.infer<typeof JoinQuerySchema>);
     const run = runs.getActive(record.run_id);
     if (run && !run.finished) {
       cancelOnClientGone(request, run, query.cancel_on_disconnect);
@@ -120,7 +115,7 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
   /** Joins a run's event stream: replay from `Last-Event-ID` (everything retained for a malformed id), then live. */
   const joinStream = async (request: FastifyRequest<RunParams>, reply: FastifyReply, action?: "interrupt" | "rollback", waitFirst = false) => {
     const record = await findRun(request.params.thread_id, request.params.run_id);
-    const query = parse(JoinQuerySchema, request.query, "query");
+    const query = (request.query as z.infer<typeof JoinQuerySchema>);
     if (action) {
       await runs.cancel(record.thread_id, record.run_id, { action, wait: waitFirst });
       if (waitFirst) return reply.code(204).send();
@@ -132,8 +127,8 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
 
   app.get<RunParams>("/threads/:thread_id/runs/:run_id/stream", { sse: "manual", preHandler: requireThread, schema: doc("runs", "Join a run's SSE stream (Last-Event-ID resumes)", { querystring: JoinQuerySchema }) }, (request, reply) => joinStream(request, reply));
 
-  app.post<RunParams>("/threads/:thread_id/runs/:run_id/stream", { sse: "manual", preHandler: requireThread, schema: doc("runs", "Cancel a run, then stream what remains", { querystring: CancelQuerySchema }) }, (request, reply) => {
-    const query = parse(CancelQuerySchema, request.query, "query");
-    return joinStream(request, reply, (request.query as Record<string, unknown>).action ? query.action : undefined, query.wait);
+  app.post<RunParams>("/threads/:thread_id/runs/:run_id/stream", { sse: "manual", preHandler: requireThread, schema: doc("runs", "Cancel a run, then stream what remains", { querystring: CancelStreamQuerySchema }) }, (request, reply) => {
+    const query = request.query as z.infer<typeof CancelStreamQuerySchema>;
+    return joinStream(request, reply, query.action, query.wait);
   });
 }

@@ -2,9 +2,8 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { BadRequestError, ConflictError, ValidationError } from "../src/errors.js";
+import { BadRequestError, ConflictError } from "../src/errors.js";
 import { ensureInitialCheckpoint } from "../src/runtime/rollback.js";
-import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
 import { readThreadState, readThreadStateAt } from "../src/runtime/thread-state-reader.js";
 import type { ThreadRecord } from "../src/runtime/thread-store.js";
@@ -41,12 +40,6 @@ const HistorySchema = z.looseObject({
   metadata: metadataSchema.nullish(),
 });
 
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const parsed = schema.safeParse(value ?? {});
-  if (!parsed.success) throw new ValidationError("Invalid request body", zodIssuesToDetail(parsed.error.issues));
-  return parsed.data;
-}
-
 type ThreadParams = { Params: { thread_id: string } };
 
 /** A thread row as the LangGraph API shows it (the owner is the caller, so it is not repeated). */
@@ -67,7 +60,7 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
   };
 
   app.post("/threads", { schema: doc("threads", "Create a thread (idempotent for a given thread_id)", { body: ThreadCreateSchema }) }, async (request) => {
-    const body = parse(ThreadCreateSchema, request.body);
+    const body = (request.body as z.infer<typeof ThreadCreateSchema>);
     const threadId = body.thread_id ?? randomUUID();
     assertThreadId(threadId);
     const userId = principalOf(request).id;
@@ -83,7 +76,7 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post("/threads/search", { schema: doc("threads", "Search threads by metadata and status", { body: ThreadSearchSchema }) }, async (request) => {
-    const body = parse(ThreadSearchSchema, request.body);
+    const body = (request.body as z.infer<typeof ThreadSearchSchema>);
     const found = await threads.search({
       ownerId: principalOf(request).id,
       metadata: body.metadata ?? undefined,
@@ -110,7 +103,7 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
   app.get<ThreadParams>("/threads/:thread_id", { preHandler: requireThread, schema: doc("threads", "Get a thread with its state values") }, async (request) => threadView(threadOf(request)));
 
   app.patch<ThreadParams>("/threads/:thread_id", { preHandler: requireThread, schema: doc("threads", "Merge thread metadata", { body: ThreadPatchSchema }) }, async (request) => {
-    const body = parse(ThreadPatchSchema, request.body);
+    const body = (request.body as z.infer<typeof ThreadPatchSchema>);
     return threadView((await threads.patchMetadata(request.params.thread_id, body.metadata ?? {}))!);
   });
 
@@ -128,17 +121,17 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post<ThreadParams>("/threads/:thread_id/state/checkpoint", { preHandler: requireThread, schema: doc("threads", "Thread state at a checkpoint (body {checkpoint: {checkpoint_id}})", { body: CheckpointQuerySchema }) }, async (request) => {
-    const body = parse(CheckpointQuerySchema, request.body);
+    const body = (request.body as z.infer<typeof CheckpointQuerySchema>);
     if (body.checkpoint.thread_id && body.checkpoint.thread_id !== request.params.thread_id) throw new BadRequestError("checkpoint thread_id does not match the thread");
     return readThreadStateAt(persistence.checkpointer, request.params.thread_id, body.checkpoint.checkpoint_id);
   });
 
   app.post<ThreadParams>("/threads/:thread_id/state", { preHandler: requireThread, schema: doc("threads", "Update thread state values", { body: StateUpdateSchema }) }, async (request) => {
-    return threadService.updateState(request.params.thread_id, parse(StateUpdateSchema, request.body));
+    return threadService.updateState(request.params.thread_id, (request.body as z.infer<typeof StateUpdateSchema>));
   });
 
   app.post<ThreadParams>("/threads/:thread_id/history", { preHandler: requireThread, schema: doc("threads", "Checkpoint history, newest first", { body: HistorySchema }) }, async (request) => {
-    const body = parse(HistorySchema, request.body);
+    const body = (request.body as z.infer<typeof HistorySchema>);
     return threadService.history(request.params.thread_id, { limit: body.limit, before: body.before ?? undefined, metadata: body.metadata ?? undefined });
   });
 }

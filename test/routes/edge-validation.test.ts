@@ -1,0 +1,74 @@
+// Validation at the edge: a route's zod body and querystring (declared once with doc()) are enforced by Fastify's
+// validator compiler before any hook or handler runs, and the handler receives the parsed values.
+import Fastify, { type FastifyInstance } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { installErrorHandlers } from "../../routes/errors.js";
+import { doc, registerOpenApi } from "../../routes/openapi.js";
+import { postJson, startHarness, type Harness } from "../support/harness.js";
+
+let app: FastifyInstance;
+const seen: unknown[] = [];
+let preHandlerCalls = 0;
+
+beforeAll(async () => {
+  app = Fastify();
+  installErrorHandlers(app);
+  await registerOpenApi(app);
+  const Body = z.strictObject({ n: z.coerce.number().int().default(5), tags: z.array(z.string()).default([]) });
+  const Query = z.looseObject({ mode: z.enum(["a", "b"]).default("a") });
+  app.post("/probe", { preHandler: async () => void preHandlerCalls++, schema: doc("probe", "probe", { body: Body, querystring: Query }) }, async (request) => {
+    seen.push({ body: request.body, query: request.query });
+    return { ok: true };
+  });
+  await app.ready();
+});
+afterAll(() => app.close());
+
+describe("zod validation at the edge", () => {
+  it("hands the handler parsed values: defaults applied, coercions done", async () => {
+    const res = await app.inject({ method: "POST", url: "/probe", payload: { n: "7" } });
+    expect(res.statusCode).toBe(200);
+    expect(seen.at(-1)).toEqual({ body: { n: 7, tags: [] }, query: { mode: "a" } });
+  });
+
+  it("answers 422 naming the field before any hook or handler runs", async () => {
+    const before = { seen: seen.length, hooks: preHandlerCalls };
+    const bad = await app.inject({ method: "POST", url: "/probe?mode=c", payload: { n: "1" } });
+    expect(bad.statusCode).toBe(422);
+    const locs = (bad.json().detail as { loc: unknown[] }[]).map((d) => d.loc);
+    expect(locs).toContainEqual(["query", "mode"]);
+    const body = await app.inject({ method: "POST", url: "/probe", payload: { n: "x", extra: 1 } });
+    expect((body.json().detail as { type: string; loc: unknown[] }[]).map((d) => [d.type, d.loc])).toEqual(
+      expect.arrayContaining([["extra_forbidden", ["body", "extra"]], [expect.any(String), ["body", "n"]]]),
+    );
+    expect({ seen: seen.length, hooks: preHandlerCalls }).toEqual(before);
+  });
+});
+
+describe("on the real routes", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness("models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n");
+  });
+  afterAll(() => h.close());
+
+  it("validates a run body before the thread guard: the same 422 for a missing thread as for an existing one", async () => {
+    await postJson(`${h.url}/threads`, { thread_id: "edge-t" });
+    const existing = await postJson(`${h.url}/threads/edge-t/runs`, { bogus: 1 });
+    const missing = await postJson(`${h.url}/threads/no-such-thread/runs`, { bogus: 1 });
+    expect(existing.status).toBe(422);
+    expect(missing.status).toBe(422);
+    expect(await existing.json()).toEqual(await missing.json());
+  });
+
+  it("only cancels on POST .../stream when action is given", async () => {
+    const created = await postJson(`${h.url}/threads/edge-t/runs/wait`, { input: { messages: [{ role: "user", content: "hi" }] } });
+    expect(created.status).toBe(200);
+    const runs = await (await fetch(`${h.url}/threads/edge-t/runs`)).json();
+    const res = await fetch(`${h.url}/threads/edge-t/runs/${runs[0].run_id}/stream`, { method: "POST" });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain("event: end");
+    expect((await (await fetch(`${h.url}/threads/edge-t/runs/${runs[0].run_id}`)).json()).status).toBe("success");
+  });
+});
