@@ -20,6 +20,7 @@ import type { RunRequest } from "./run-request.js";
 import type { StreamBridge } from "./stream-bridge.js";
 import { readThreadState } from "./thread-state-reader.js";
 import type { ThreadStatus } from "./thread-store.js";
+import { SettlingCheckpointer } from "./settling-checkpointer.js";
 import { graphStreamModes, toWireEvents } from "./wire-events.js";
 
 /** Resolves on the next turn of the event loop (after pending I/O callbacks). */
@@ -98,6 +99,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
   let error: string | undefined;
   let before: CheckpointTuple | undefined;
   let started = false;
+  let checkpointer: SettlingCheckpointer | undefined;
   try {
     await Promise.race([run.predecessors, new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }))]);
     if (signal.aborted) {
@@ -128,7 +130,9 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       tags: runConfig.tags,
       runName: runConfig.run_name,
     })) as Awaited<ReturnType<AgentFactory>> & ResolvedBuild;
-    agent.checkpointer = persistence.checkpointer;
+    // The run's own view of the checkpointer: a rollback first waits for the writes this run's graph started.
+    checkpointer = new SettlingCheckpointer(persistence.checkpointer);
+    agent.checkpointer = checkpointer;
     const metadata = { ...baseMetadata, ...(agent.resolved?.metadata ?? {}) };
     run.record.metadata = { ...run.record.metadata, ...metadata };
     await runs.touch(runId);
@@ -175,6 +179,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       if (status === "interrupted" && run.cancelAction === "rollback") {
         if (started) {
           try {
+            await checkpointer?.settle();
             await rollbackThread(persistence.checkpointer, threadId, before);
           } catch (err) {
             log.error({ err: (err as Error).message }, "rollback failed");
