@@ -77,7 +77,10 @@ export async function agentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.delete<NameParams>("/agents/:name", { schema: doc("agents", "Delete a custom agent (204)") }, async (request, reply) => {
-    await store.delete(validateAgentName(request.params.name), userId(request));
+    const name = validateAgentName(request.params.name);
+    await store.delete(name, userId(request));
+    // The agent's memory goes with it: a new agent of the same name must not inherit the old conversations.
+    await app.deerflow.memoryQueue.forget(userId(request), name);
     return reply.code(204).send();
   });
 

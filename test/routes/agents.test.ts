@@ -201,3 +201,21 @@ describe("agent files edited by hand", () => {
     expect((await req("GET", "/api/agents")).json().agents.map((a: any) => a.name)).toEqual(["good"]);
   });
 });
+
+describe("deleting an agent deletes its memory", () => {
+  it("a new agent of the same name starts with no memory of the old one's conversations", async () => {
+    expect((await req("POST", "/api/agents", { name: "research-bot", soul: "You research." })).statusCode).toBe(201);
+    const run = await req("POST", "/runs/wait", { assistant_id: "research-bot", input: { messages: [{ role: "user", content: "remember the secret word pelican" }] } });
+    expect(run.statusCode).toBe(200);
+    const { memoryQueue } = h.app.deerflow;
+    await memoryQueue.flush();
+    const file = memoryQueue.store.fileFor("default", "research-bot");
+    expect(readFileSync(file, "utf8")).toContain("pelican");
+    expect((await req("DELETE", "/api/agents/research-bot")).statusCode).toBe(204);
+    expect(existsSync(file)).toBe(false);
+    expect((await req("POST", "/api/agents", { name: "research-bot", soul: "You research again." })).statusCode).toBe(201);
+    await memoryQueue.flush();
+    expect(existsSync(file)).toBe(false);
+    expect(JSON.stringify(memoryQueue.store.load("default", "research-bot"))).not.toContain("pelican");
+  });
+});

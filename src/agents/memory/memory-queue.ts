@@ -4,6 +4,7 @@ import type { BaseMessage } from "@langchain/core/messages";
 import { getLogger } from "../../logger.js";
 import { textOf } from "../middlewares/message-utils.js";
 import { FileMemoryStore, MAX_MEMORY_THREADS, type MemoryDocument } from "./file-memory-store.js";
+import { rmSync } from "node:fs";
 
 /** One conversation to fold into memory. */
 export interface MemoryJob {
@@ -78,6 +79,20 @@ export class MemoryUpdateQueue {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => void this.flush(), this.debounceMs);
     this.timer.unref?.();
+  }
+
+  /**
+   * Erases the memory of `userId` / `agentName`: pending jobs for it are dropped and, once any batch already being
+   * written has finished, its file is removed (so a queued write cannot bring it back). Used when an agent is
+   * deleted: a new agent of the same name starts with no memory.
+   * @throws Error for a user id or agent name that is not a safe path segment.
+   */
+  async forget(userId: string, agentName: string): Promise<void> {
+    const file = this.store.fileFor(userId, agentName);
+    const prefix = `${userId}\u0000${agentName}\u0000`;
+    for (const key of [...this.jobs.keys()]) if (key.startsWith(prefix)) this.jobs.delete(key);
+    await this.running;
+    rmSync(file, { force: true });
   }
 
   /** Processes every pending job (one write per memory file); resolves when they (and any batch already running) are written. */
