@@ -2,6 +2,7 @@
 import type Database from "better-sqlite3";
 import type { RunListOptions, RunRepository } from "./repositories.js";
 import type { RunRecord, RunStatus } from "./run-manager.js";
+import { StatementCache } from "./statement-cache.js";
 
 interface Row {
   run_id: string;
@@ -23,7 +24,10 @@ export type { RunListOptions };
  * process); the methods are async only to share {@link RunRepository} with PostgreSQL.
  */
 export class RunStore implements RunRepository {
-  constructor(private readonly db: Database.Database) {
+  private readonly statements: StatementCache;
+
+  constructor(db: Database.Database) {
+    this.statements = new StatementCache(db);
     db.exec(`CREATE TABLE IF NOT EXISTS runs (
       run_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, assistant_id TEXT NOT NULL, status TEXT NOT NULL,
       metadata TEXT NOT NULL, kwargs TEXT NOT NULL, multitask_strategy TEXT NOT NULL,
@@ -39,33 +43,33 @@ export class RunStore implements RunRepository {
 
   /** Inserts or replaces a run record. */
   async save(record: RunRecord): Promise<void> {
-    this.db
-      .prepare(`INSERT OR REPLACE INTO runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, error)
+    this.statements
+      .get(`INSERT OR REPLACE INTO runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, error)
         VALUES (@run_id, @thread_id, @assistant_id, @status, @metadata, @kwargs, @multitask_strategy, @created_at, @updated_at, @error)`)
       .run({ ...record, metadata: JSON.stringify(record.metadata), kwargs: JSON.stringify(record.kwargs), error: record.error ?? null });
   }
 
   /** The run, or null. */
   async get(runId: string): Promise<RunRecord | null> {
-    return RunStore.toRecord(this.db.prepare("SELECT * FROM runs WHERE run_id = ?").get(runId) as Row | undefined);
+    return RunStore.toRecord(this.statements.get("SELECT * FROM runs WHERE run_id = ?").get(runId) as Row | undefined);
   }
 
   /** Runs of a thread, newest first. */
   async list(threadId: string, options: RunListOptions = {}): Promise<RunRecord[]> {
-    const rows = this.db
-      .prepare(`SELECT * FROM runs WHERE thread_id = ? ${options.status ? "AND status = ?" : ""} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`)
+    const rows = this.statements
+      .get(`SELECT * FROM runs WHERE thread_id = ? ${options.status ? "AND status = ?" : ""} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`)
       .all(...[threadId, ...(options.status ? [options.status] : []), options.limit ?? 10, options.offset ?? 0]) as Row[];
     return rows.map((r) => RunStore.toRecord(r)!);
   }
 
   /** Deletes one run. */
   async delete(runId: string): Promise<void> {
-    this.db.prepare("DELETE FROM runs WHERE run_id = ?").run(runId);
+    this.statements.get("DELETE FROM runs WHERE run_id = ?").run(runId);
   }
 
   /** Deletes a thread's runs. */
   async deleteThread(threadId: string): Promise<void> {
-    this.db.prepare("DELETE FROM runs WHERE thread_id = ?").run(threadId);
+    this.statements.get("DELETE FROM runs WHERE thread_id = ?").run(threadId);
   }
 
   /**
@@ -76,8 +80,8 @@ export class RunStore implements RunRepository {
   async interruptOrphans(runIds?: string[]): Promise<number> {
     if (runIds && !runIds.length) return 0;
     const only = runIds ? `AND run_id IN (${runIds.map(() => "?").join(",")})` : "";
-    return this.db
-      .prepare(`UPDATE runs SET status = 'interrupted', updated_at = ?, error = 'Interrupted by a server restart' WHERE status IN ('pending', 'running') ${only}`)
+    return this.statements
+      .get(`UPDATE runs SET status = 'interrupted', updated_at = ?, error = 'Interrupted by a server restart' WHERE status IN ('pending', 'running') ${only}`)
       .run(new Date().toISOString(), ...(runIds ?? [])).changes;
   }
 }

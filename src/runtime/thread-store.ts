@@ -4,6 +4,7 @@ import { DEFAULT_USER_ID } from "../agents/run-context.js";
 import type { ThreadRepository, ThreadSearchQuery } from "./repositories.js";
 
 import type { ThreadStatus } from "./wire-enums.js";
+import { StatementCache } from "./statement-cache.js";
 
 export type { ThreadStatus } from "./wire-enums.js";
 
@@ -35,7 +36,10 @@ interface Row {
  * process); the methods are async only to share {@link ThreadRepository} with PostgreSQL.
  */
 export class ThreadStore implements ThreadRepository {
-  constructor(private readonly db: Database.Database) {
+  private readonly statements: StatementCache;
+
+  constructor(db: Database.Database) {
+    this.statements = new StatementCache(db);
     db.exec(`CREATE TABLE IF NOT EXISTS threads (
       thread_id TEXT PRIMARY KEY, status TEXT NOT NULL, metadata TEXT NOT NULL,
       created_at TEXT NOT NULL, updated_at TEXT NOT NULL)`);
@@ -62,7 +66,7 @@ export class ThreadStore implements ThreadRepository {
   }
 
   private getSync(threadId: string): ThreadRecord | null {
-    return ThreadStore.toRecord(this.db.prepare("SELECT * FROM threads WHERE thread_id = ?").get(threadId) as Row | undefined);
+    return ThreadStore.toRecord(this.statements.get("SELECT * FROM threads WHERE thread_id = ?").get(threadId) as Row | undefined);
   }
 
   /** The thread when `ownerId` owns it, else null (a thread of another user reads exactly as a missing one). */
@@ -77,8 +81,8 @@ export class ThreadStore implements ThreadRepository {
    */
   async create(threadId: string, metadata: Record<string, unknown> = {}, ownerId: string = DEFAULT_USER_ID): Promise<ThreadRecord> {
     const now = new Date().toISOString();
-    this.db
-      .prepare("INSERT OR IGNORE INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES (?, ?, 'idle', ?, ?, ?)")
+    this.statements
+      .get("INSERT OR IGNORE INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES (?, ?, 'idle', ?, ?, ?)")
       .run(threadId, ownerId, JSON.stringify(ThreadStore.cleanMetadata(metadata)), now, now);
     return this.getSync(threadId)!;
   }
@@ -88,13 +92,13 @@ export class ThreadStore implements ThreadRepository {
     const thread = this.getSync(threadId);
     if (!thread) return null;
     const merged = { ...thread.metadata, ...ThreadStore.cleanMetadata(metadata) };
-    this.db.prepare("UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?").run(JSON.stringify(merged), new Date().toISOString(), threadId);
+    this.statements.get("UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?").run(JSON.stringify(merged), new Date().toISOString(), threadId);
     return this.getSync(threadId);
   }
 
   /** Deletes the thread row; returns whether it existed. */
   async delete(threadId: string): Promise<boolean> {
-    return this.db.prepare("DELETE FROM threads WHERE thread_id = ?").run(threadId).changes > 0;
+    return this.statements.get("DELETE FROM threads WHERE thread_id = ?").run(threadId).changes > 0;
   }
 
   /**
@@ -126,17 +130,17 @@ export class ThreadStore implements ThreadRepository {
       params.push(path, json, path, json);
     }
     const sql = `SELECT * FROM threads ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY ${column} ${order}, rowid ${order} LIMIT ? OFFSET ?`;
-    const rows = this.db.prepare(sql).all(...params, query.limit, query.offset) as Row[];
+    const rows = this.statements.get(sql).all(...params, query.limit, query.offset) as Row[];
     return rows.map((r) => ThreadStore.toRecord(r)!);
   }
 
   /** Threads left `busy` by a process that died mid-run go back to `idle`; returns how many. */
   async resetBusy(): Promise<number> {
-    return this.db.prepare("UPDATE threads SET status = 'idle', updated_at = ? WHERE status = 'busy'").run(new Date().toISOString()).changes;
+    return this.statements.get("UPDATE threads SET status = 'idle', updated_at = ? WHERE status = 'busy'").run(new Date().toISOString()).changes;
   }
 
   /** Sets the status (and `updated_at`). No-op for an unknown thread. */
   async setStatus(threadId: string, status: ThreadStatus): Promise<void> {
-    this.db.prepare("UPDATE threads SET status = ?, updated_at = ? WHERE thread_id = ?").run(status, new Date().toISOString(), threadId);
+    this.statements.get("UPDATE threads SET status = ?, updated_at = ? WHERE thread_id = ?").run(status, new Date().toISOString(), threadId);
   }
 }
