@@ -13,7 +13,8 @@ import { requireThread, threadOf } from "./guards.js";
 import { pendingThreadOwner } from "../src/runtime/web/pending-threads.js";
 import { doc } from "./openapi.js";
 
-const metadataSchema = z.record(z.string(), z.unknown());
+/** Metadata keys are matched as JSON paths by the stores: control characters (NUL breaks SQLite's path) are refused. */
+const metadataSchema = z.record(z.string().regex(/^[^\u0000-\u001f]*$/, "metadata keys must not contain control characters"), z.unknown());
 /** `POST /threads`; the SDK may add `supersteps`, `ttl`, `graph_id` (accepted, ignored). */
 const ThreadCreateSchema = z.looseObject({ thread_id: z.string().nullish(), metadata: metadataSchema.nullish(), if_exists: z.enum(["raise", "do_nothing"]).nullish() });
 /** `POST /threads/search`; the SDK may add `select`, `values`, `extract` (accepted, ignored). */

@@ -143,6 +143,8 @@ export const KNOWN_TOP_LEVEL_KEYS = [
   "config_version", "log_level", "max_recursion_limit", "models", "tools", "tool_groups", "agents_api", "checkpointer",
   "token_usage", "token_budget", "loop_detection", "tool_search", "sandbox", "skills", "title", "summarization", "memory",
   "subagents", "database", "stream_bridge", "uploads", "safety_finish_reason", "extensions", "limits",
+  // Read by their own modules (auth: src/config/auth-config.ts; suggestions: routes/web-features.ts).
+  "auth", "suggestions",
 ] as const;
 
 /**

@@ -72,3 +72,19 @@ describe("on the real routes", () => {
     expect((await (await fetch(`${h.url}/threads/edge-t/runs/${runs[0].run_id}`)).json()).status).toBe("success");
   });
 });
+
+describe("metadata keys", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness("models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n");
+  });
+  afterAll(() => h.close());
+
+  it("refuses a control character in a metadata key with 422 (a NUL broke the SQLite JSON path: 500)", async () => {
+    for (const route of ["/threads/search", "/threads"]) {
+      const res = await postJson(`${h.url}${route}`, { metadata: { "a\u0000": "x" } });
+      expect(res.status, route).toBe(422);
+    }
+    expect((await postJson(`${h.url}/threads/search`, { metadata: { 'a"b.c$[0]': "x" } })).status).toBe(200);
+  });
+});
