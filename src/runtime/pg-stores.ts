@@ -62,14 +62,8 @@ export async function migratePostgres(pool: pg.Pool): Promise<void> {
   }
 }
 
-interface ThreadRow {
-  thread_id: string;
-  owner_id: string;
-  status: ThreadStatus;
-  metadata: Record<string, unknown>;
-  created_at: string;
-  updated_at: string;
-}
+/** A `threads` row: the record itself (`metadata` is JSONB, so it arrives parsed). */
+type ThreadRow = ThreadRecord;
 
 const THREAD_COLUMNS = "thread_id, owner_id, status, metadata, created_at, updated_at";
 const toThread = (row: ThreadRow | undefined): ThreadRecord | null => (row ? { ...row } : null);

@@ -59,19 +59,28 @@ export interface OpenedArtifact {
 }
 
 /**
+ * The host path of an artifact's virtual path, for reading (confined to the thread's directories).
+ * @throws NotFoundError (404) "Artifact not found: <virtual>" when it (or a parent) does not exist;
+ *   SandboxPathError (403) for a refused path.
+ */
+export async function resolveArtifact(sandbox: LocalSandbox, virtual: string): Promise<string> {
+  try {
+    return await sandbox.resolve(virtual, "read");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") throw new NotFoundError(`Artifact not found: ${virtual}`);
+    throw err;
+  }
+}
+
+/**
  * Opens a file of the thread's own `user-data` directories for download. The real path must stay inside them
  * (symlinks leading elsewhere are refused) and is opened with O_NOFOLLOW.
  * @throws SandboxPathError (403) for refused paths; NotFoundError (404); ValidationError (422) for a directory.
  */
 export async function openArtifact(sandbox: LocalSandbox, rawPath: string): Promise<OpenedArtifact> {
   const virtual = artifactVirtualPath(rawPath);
-  let real: string;
-  try {
-    real = await sandbox.resolve(virtual, "read");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "ENOTDIR") throw new NotFoundError(`Artifact not found: ${virtual}`);
-    throw err;
-  }
+  const real = await resolveArtifact(sandbox, virtual);
   const handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
   const info = await handle.stat();
   if (!info.isFile()) {

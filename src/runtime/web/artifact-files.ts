@@ -5,8 +5,8 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { lstat, readFile } from "node:fs/promises";
-import { BadRequestError, NotFoundError, PayloadTooLargeError, PreconditionFailedError, UnsupportedMediaTypeError } from "../../errors.js";
-import { artifactVirtualPath } from "../../sandbox/artifacts.js";
+import { BadRequestError, PayloadTooLargeError, PreconditionFailedError, UnsupportedMediaTypeError } from "../../errors.js";
+import { artifactVirtualPath, resolveArtifact } from "../../sandbox/artifacts.js";
 import type { LocalSandbox } from "../../sandbox/local-sandbox.js";
 import { VIRTUAL_ROOT } from "../../sandbox/paths.js";
 
@@ -35,13 +35,7 @@ export async function saveArtifact(sandbox: LocalSandbox, rawPath: string, conte
   const virtual = artifactVirtualPath(rawPath);
   if (!virtual.startsWith(`${VIRTUAL_ROOT}/outputs/`)) throw new BadRequestError("Only files in /mnt/user-data/outputs can be edited");
   if (virtual.includes(".skill/") || virtual.endsWith(".skill")) throw new UnsupportedMediaTypeError("Skill archives cannot be edited in the artifacts panel");
-  let real: string;
-  try {
-    real = await sandbox.resolve(virtual, "read");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "ENOTDIR") throw new NotFoundError(`Artifact not found: ${virtual}`);
-    throw err;
-  }
+  const real = await resolveArtifact(sandbox, virtual);
   const info = await lstat(real);
   if (info.isSymbolicLink()) throw new UnsupportedMediaTypeError("Symlinked artifacts cannot be edited");
   if (!info.isFile()) throw new BadRequestError(`Path is not a file: ${virtual}`);
