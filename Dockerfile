@@ -26,9 +26,10 @@ WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 RUN npm ci --no-audit --no-fund
 COPY . .
-# tsx (the runtime TypeScript loader) and its esbuild are production dependencies, so they survive the prune.
-# agents/ and skills/ are created in case the build context lacks them (git does not keep empty directories).
-RUN npm prune --omit=dev --no-audit --no-fund \
+# `npm run build` transpiles src/ and routes/ to dist/ (esbuild): the server runs as plain JavaScript, without the
+# tsx loader. agents/ and skills/ are created in case the build context lacks them (git keeps no empty directories).
+RUN npm run build \
+    && npm prune --omit=dev --no-audit --no-fund \
     && mkdir -p agents skills config
 
 # ---- runtime -----------------------------------------------------------------------------------------------
@@ -46,6 +47,7 @@ COPY --from=build /app/package.json /app/tsconfig.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/src ./src
 COPY --from=build /app/routes ./routes
+COPY --from=build /app/dist ./dist
 COPY --from=build /app/skills ./skills
 COPY --from=build --chown=node:node /app/config ./config
 COPY --from=build --chown=node:node /app/agents ./agents
@@ -58,6 +60,6 @@ EXPOSE 8001
 # GET /health answers 200 while the process serves (also when a bad config edit is reported as "degraded").
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8001) + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# Exec form, node as PID 1: SIGTERM from `docker stop` reaches src/server.ts, which interrupts in-flight runs and
+# Exec form, node as PID 1: SIGTERM from `docker stop` reaches the server (src/server.ts, compiled), which interrupts in-flight runs and
 # waits up to 5 s for them, within docker's default 10 s stop timeout.
-CMD ["node", "--import", "tsx", "src/server.ts"]
+CMD ["node", "dist/src/server.js"]

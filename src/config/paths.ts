@@ -5,8 +5,11 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigError } from "../errors.js";
 
-/** The repository this code runs from (two levels above `src/config/`): home of the shipped `config/config.yaml`. */
-export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+/**
+ * The repository this code runs from: home of the shipped `config/config.yaml`. Two levels above `src/config/`
+ * from sources, three from the compiled `dist/src/config/` (`npm start`).
+ */
+export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", ...(import.meta.url.includes("/dist/src/") ? [".."] : []));
 
 /**
  * The project root: `DEER_FLOW_PROJECT_ROOT` (absolute) when set, else the working directory.

@@ -3,6 +3,9 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { DeerflowError } from "../errors.js";
 
+/** The extension of this build's own modules: `.ts` from sources (tsx, vitest), `.js` from `dist/` (`npm start`). */
+const OWN_EXT = import.meta.url.endsWith(".ts") ? "ts" : "js";
+
 /**
  * DeerFlow's Python `use:` paths and their TypeScript counterparts. A whole `module:Export` entry maps one path;
  * a bare module entry renames the module and keeps the export name. OpenAI-compatible DeerFlow providers
@@ -18,9 +21,9 @@ export const USE_ALIASES: Readonly<Record<string, string>> = {
   "deerflow.models.patched_openai:PatchedChatOpenAI": "@langchain/openai:ChatOpenAI",
   "deerflow.models.vllm_provider:VllmChatModel": "@langchain/openai:ChatOpenAI",
   "deerflow.models.mindie_provider:MindIEChatModel": "@langchain/openai:ChatOpenAI",
-  "deerflow-gateway": new URL("./index.ts", import.meta.url).href,
+  "deerflow-gateway": new URL(`./index.${OWN_EXT}`, import.meta.url).href,
   // Sandbox tools and provider (src/tools/sandbox/index.ts), also under DeerFlow's Python paths.
-  "deerflow-gateway/sandbox": new URL("../tools/sandbox/index.ts", import.meta.url).href,
+  "deerflow-gateway/sandbox": new URL(`../tools/sandbox/index.${OWN_EXT}`, import.meta.url).href,
   "deerflow.sandbox.tools:bash_tool": "deerflow-gateway/sandbox:bashTool",
   "deerflow.sandbox.tools:ls_tool": "deerflow-gateway/sandbox:lsTool",
   "deerflow.sandbox.tools:read_file_tool": "deerflow-gateway/sandbox:readFileTool",
