@@ -136,12 +136,6 @@ export class RunManager {
     await this.store.save(run.record);
   }
 
-  /** Saves the record as it is now (after the worker updated metadata). */
-  async touch(runId: string): Promise<void> {
-    const run = this.live.get(runId);
-    if (run) await this.store.save(run.record);
-  }
-
   /** Marks the worker finished: the thread admits the next run and `done` settles. */
   finish(runId: string): void {
     const run = this.live.get(runId);

@@ -26,6 +26,9 @@ import { graphStreamModes, toWireEvents } from "./wire-events.js";
 /** Resolves on the next turn of the event loop (after pending I/O callbacks). */
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** Longest stretch, in ms, a run streaming without I/O holds the event loop between yields. */
+const YIELD_EVERY_MS = 2;
+
 /** The process-wide services a worker uses. */
 export interface WorkerDeps {
   bridge: StreamBridge;
@@ -108,7 +111,6 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     }
     started = true;
     observation?.started();
-    await runs.setStatus(runId, "running");
     await persistence.threads.setStatus(threadId, "busy");
     bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: 1 });
     before = await latestCheckpoint(persistence.checkpointer, threadId);
@@ -135,7 +137,8 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     agent.checkpointer = checkpointer;
     const metadata = { ...baseMetadata, ...(agent.resolved?.metadata ?? {}) };
     run.record.metadata = { ...run.record.metadata, ...metadata };
-    await runs.touch(runId);
+    // One store write for both: the run is `running` from here, with what the build resolved in its metadata.
+    await runs.setStatus(runId, "running");
     if (signal.aborted) throw signal.reason;
     const subgraphs = Boolean(request.stream_subgraphs);
     const chunks = await streamAgent(agent, job.input, {
@@ -152,12 +155,20 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       interruptBefore: request.interrupt_before ?? undefined,
       interruptAfter: request.interrupt_after ?? undefined,
     });
+    // A run whose model answers without I/O (cached, local, scripted) advances in one unbroken microtask chain,
+    // and socket writes wait for it: yield to the event loop after the first token (so it leaves at once) and
+    // then at most every YIELD_EVERY_MS. Yielding after every chunk cost a writev and a setImmediate per frame.
+    let lastYield = performance.now();
+    let firstTokenOut = false;
     for await (const { event, data } of toWireEvents(chunks, { subgraphs })) {
       if (signal.aborted) break;
       bridge.publish(runId, event, data);
-      // A run whose model answers without I/O (cached, local, scripted) would otherwise advance in one unbroken
-      // microtask chain: yield so sockets (new requests, SSE writes) are served between chunks.
-      await yieldToEventLoop();
+      const firstToken: boolean = !firstTokenOut && event.startsWith("messages");
+      if (firstToken || performance.now() - lastYield >= YIELD_EVERY_MS) {
+        firstTokenOut ||= firstToken;
+        await yieldToEventLoop();
+        lastYield = performance.now();
+      }
     }
     if (signal.aborted) status = "interrupted";
   } catch (err) {

@@ -1,7 +1,8 @@
 // The stored event log of each run (DeerFlow runtime/journal.py RunJournal + the run-event store, read by
 // `GET /threads/{id}/runs/{run_id}/events`). The stream bridge forgets a run a minute after it ends; this log
 // keeps what the run emitted, one JSON line per event, under `<home>/data/run-events/<run_id>.jsonl`.
-import { appendFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { appendFile } from "node:fs/promises";
 import path from "node:path";
 import type { BridgeItem, StreamBridge, SubscribeOptions } from "../stream-bridge.js";
 
@@ -27,9 +28,21 @@ const SAFE_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const categoryOf = (event: string): RunEvent["category"] =>
   event.startsWith("custom") ? "custom" : event.startsWith("updates") ? "update" : event === "error" ? "error" : event === "metadata" || event === "end" ? "lifecycle" : "trace";
 
-/** Append-only per-run event files. Synchronous appends keep the order of publication. */
+/** Events of one run held in memory before they are appended to its file in one write. */
+const FLUSH_EVERY = 64;
+
+/**
+ * Append-only per-run event files. A run's events are buffered in memory and appended in one write when the run
+ * ends (or every {@link FLUSH_EVERY} events), in publication order; {@link list} sees buffered events too. A
+ * synchronous append per event was a file open, write and close on the event loop for every frame.
+ */
 export class RunEventLog {
   private readonly seqs = new Map<string, number>();
+  /** Rows not yet written, per run. */
+  private readonly pending = new Map<string, RunEvent[]>();
+  /** The write in flight per run: the next one chains on it, so appends never interleave. */
+  private readonly writing = new Map<string, Promise<void>>();
+  private dirReady = false;
 
   /** @param dir Directory holding `<run_id>.jsonl` (created on first write). */
   constructor(private readonly dir: string) {}
@@ -41,18 +54,58 @@ export class RunEventLog {
   /** Stores one event of `runId` unless its type is skipped (token chunks, state copies). */
   record(runId: string, event: string, data: unknown): void {
     if (SKIPPED.test(event)) return;
-    const file = this.file(runId);
-    if (!file) return;
+    if (!this.file(runId)) return;
     const seq = (this.seqs.get(runId) ?? 0) + 1;
     this.seqs.set(runId, seq);
     const row: RunEvent = { seq, run_id: runId, event_type: event, category: categoryOf(event), content: data, metadata: {}, created_at: new Date().toISOString() };
-    mkdirSync(this.dir, { recursive: true });
-    appendFileSync(file, `${JSON.stringify(row)}\n`);
+    let rows = this.pending.get(runId);
+    if (!rows) this.pending.set(runId, (rows = []));
+    rows.push(row);
+    if (rows.length % FLUSH_EVERY === 0) void this.flush(runId);
   }
 
-  /** Forgets the in-memory counter of a finished run (its file stays). */
-  finish(runId: string): void {
+  /**
+   * Appends the events of `runId` not yet on disk, after any write still in flight; rows leave the buffer once
+   * written. A failed write drops them: the log is an audit copy and must never break the live stream.
+   */
+  private flush(runId: string): Promise<void> {
+    const file = this.file(runId);
+    const previous = this.writing.get(runId) ?? Promise.resolve();
+    if (!file) return previous;
+    const write = previous
+      .then(async () => {
+        const rows = this.pending.get(runId);
+        if (!rows?.length) return;
+        const count = rows.length;
+        if (!this.dirReady) {
+          mkdirSync(this.dir, { recursive: true });
+          this.dirReady = true;
+        }
+        try {
+          await appendFile(file, rows.map((r) => `${JSON.stringify(r)}\n`).join(""));
+        } finally {
+          rows.splice(0, count);
+          if (!rows.length && !this.seqs.has(runId)) this.pending.delete(runId);
+        }
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.writing.get(runId) === write) this.writing.delete(runId);
+      });
+    this.writing.set(runId, write);
+    return write;
+  }
+
+  /** Writes what is buffered for a finished run and forgets its counter (its file stays). */
+  finish(runId: string): Promise<void> {
     this.seqs.delete(runId);
+    return this.flush(runId);
+  }
+
+  /** Writes everything still buffered (shutdown, tests). */
+  async drain(): Promise<void> {
+    await Promise.all([...this.pending.keys()].map((id) => this.flush(id)));
+    await Promise.all([...this.writing.values()]);
   }
 
   /**
@@ -62,21 +115,26 @@ export class RunEventLog {
   list(runId: string, options: { eventTypes?: string[]; taskId?: string; afterSeq?: number; limit?: number } = {}): RunEvent[] {
     const file = this.file(runId);
     if (!file) return [];
-    let text: string;
+    let text = "";
     try {
       text = readFileSync(file, "utf8");
     } catch {
-      return [];
+      // not written yet (buffered) or never
     }
-    const out: RunEvent[] = [];
+    const stored: RunEvent[] = [];
     for (const line of text.split("\n")) {
       if (!line) continue;
-      let row: RunEvent;
       try {
-        row = JSON.parse(line) as RunEvent;
+        stored.push(JSON.parse(line) as RunEvent);
       } catch {
         continue; // a torn last line after a crash
       }
+    }
+    // Buffered rows follow the stored ones; a row whose write is in flight may be in both.
+    const lastStored = stored.at(-1)?.seq ?? 0;
+    const rows = [...stored, ...(this.pending.get(runId) ?? []).filter((r) => r.seq > lastStored)];
+    const out: RunEvent[] = [];
+    for (const row of rows) {
       if (options.afterSeq !== undefined && row.seq <= options.afterSeq) continue;
       if (options.eventTypes && !options.eventTypes.includes(row.event_type)) continue;
       if (options.taskId && (row.content as { task_id?: unknown } | null)?.task_id !== options.taskId) continue;
@@ -89,8 +147,12 @@ export class RunEventLog {
   /** Deletes the stored events of the given runs (thread deletion). */
   remove(runIds: string[]): void {
     for (const id of runIds) {
+      this.pending.delete(id);
       const file = this.file(id);
-      if (file) rmSync(file, { force: true });
+      if (!file) continue;
+      rmSync(file, { force: true });
+      // A write in flight would recreate the file.
+      void this.writing.get(id)?.then(() => rmSync(file, { force: true }));
     }
   }
 }
@@ -114,7 +176,7 @@ export class RecordingStreamBridge implements StreamBridge {
   }
 
   publishEnd(runId: string): void {
-    this.log.finish(runId);
+    void this.log.finish(runId);
     this.inner.publishEnd(runId);
   }
 
