@@ -3,6 +3,16 @@ import type { FastifyReply } from "fastify";
 import type { ActiveRun } from "../src/runtime/run-manager.js";
 import type { StreamBridge } from "../src/runtime/stream-bridge.js";
 
+/** A payload already serialized to JSON (a bridge event's `json`): {@link sseSerializer} writes it as it is. */
+export class SerializedJson {
+  constructor(readonly json: string) {}
+}
+
+/** The SSE `data:` serializer (registered with @fastify/sse): JSON, except {@link SerializedJson} passes through. */
+export function sseSerializer(data: unknown): string {
+  return data instanceof SerializedJson ? data.json : JSON.stringify(data);
+}
+
 /** Options of {@link streamRunEvents}. */
 export interface StreamRunOptions {
   /** Resume after this event id (`Last-Event-ID`). */
@@ -55,7 +65,7 @@ async function pump(reply: FastifyReply, bridge: StreamBridge, run: StreamableRu
   for await (const item of bridge.subscribe(run.record.run_id, { lastEventId: options.lastEventId, signal: stop.signal })) {
     const message =
       item.kind === "event"
-        ? { id: item.event.id, event: item.event.event, data: item.event.data }
+        ? { id: item.event.id, event: item.event.event, data: new SerializedJson(item.event.json) }
         : item.kind === "end"
           ? { event: "end", data: null }
           : { event: "gap", data: item.data };

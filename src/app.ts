@@ -5,6 +5,7 @@ import { fastifySSE } from "@fastify/sse";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { registerRoutes } from "../routes/index.js";
+import { sseSerializer } from "../routes/sse.js";
 import { installErrorHandlers } from "../routes/errors.js";
 import { registerOpenApi } from "../routes/openapi.js";
 import { MemoryUpdateQueue } from "./agents/memory/memory-queue.js";
@@ -214,7 +215,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     exposedHeaders: ["Content-Location", "Location"],
     strictPreflight: false,
   });
-  await app.register(fastifySSE, { heartbeatInterval: options.heartbeatMs ?? 15_000 });
+  await app.register(fastifySSE, { heartbeatInterval: options.heartbeatMs ?? 15_000, serializer: sseSerializer });
   installErrorHandlers(app);
   await registerRateLimit(app, { getAppConfig: readConfig, metrics, redis: options.rateLimitRedis });
   await registerOpenApi(app);

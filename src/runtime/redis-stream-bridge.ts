@@ -92,11 +92,11 @@ export class RedisStreamBridge extends MemoryStreamBridge {
     await redis.set(openKey(prefix, runId), String(this.baseOf(runId)), "PX", ttlMs).catch(this.fail);
   }
 
-  override publish(runId: string, event: string, data: unknown): string {
-    const id = super.publish(runId, event, data);
+  protected override publishJson(runId: string, event: string, json: string): string {
+    const id = super.publishJson(runId, event, json);
     const { redis, prefix, queueMaxSize, ttlMs } = this.options;
     const key = streamKey(prefix, runId);
-    redis.xadd(key, "MAXLEN", "~", queueMaxSize, id, "e", event, "d", JSON.stringify(data ?? null)).catch(this.fail);
+    redis.xadd(key, "MAXLEN", "~", queueMaxSize, id, "e", event, "d", json).catch(this.fail);
     if (id.endsWith("-0")) redis.pexpire(key, ttlMs).catch(this.fail);
     return id;
   }
@@ -188,7 +188,7 @@ export class RedisStreamBridge extends MemoryStreamBridge {
             yield { kind: "end" };
             return;
           }
-          yield { kind: "event", event: { id, event, data: JSON.parse(fields[3]) } };
+          yield { kind: "event", event: { id, event, json: fields[3] } };
         }
       }
     } catch (err) {

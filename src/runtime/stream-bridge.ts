@@ -1,10 +1,14 @@
 // Port of DeerFlow runtime/stream_bridge (memory implementation): decouples the run worker from SSE consumers.
 
-/** One published event. `id` is `<epoch_ms>-<seq>`, seq counting from 0 per run. */
+/**
+ * One published event. `id` is `<epoch_ms>-<seq>`, seq counting from 0 per run; `json` is the payload serialized
+ * once at publish (what the SSE `data:` line carries). Retained events are one string each, not an object tree:
+ * a finished run's events stay 60 s for replay, and strings are cheaper to hold and to collect.
+ */
 export interface BridgeEvent {
   id: string;
   event: string;
-  data: unknown;
+  json: string;
 }
 
 /** What a subscriber receives: events, then `end` (run finished) or `gap` (its cursor was evicted). */
@@ -93,10 +97,15 @@ export class MemoryStreamBridge implements StreamBridge {
   }
 
   publish(runId: string, event: string, data: unknown): string {
+    return this.publishJson(runId, event, JSON.stringify(data ?? null));
+  }
+
+  /** {@link publish} with the payload already serialized. @returns the event id. */
+  protected publishJson(runId: string, event: string, json: string): string {
     const log = this.log(runId);
     const seq = log.offset + log.events.length;
     const id = this.eventId(runId, seq);
-    log.events.push({ id, event, data });
+    log.events.push({ id, event, json });
     if (log.events.length > this.queueMaxSize) {
       log.events.shift();
       log.offset++;
