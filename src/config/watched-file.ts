@@ -54,6 +54,27 @@ export function readStable(path: string): { text: string; signature: FileSignatu
   throw new Error(`${path} is being written; try again`);
 }
 
+/** The parts of a stat that change whenever a file's content can have changed. */
+interface StatKey {
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+}
+
+/** Two stats of the same file version. */
+function sameStat(a: StatKey, b: StatKey): boolean {
+  return a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
+}
+
+/**
+ * How old, in ms, a file's last change must be before its stat alone identifies its content. Timestamps are
+ * coarse (a few ms on most file systems): two writes within one tick can share them, so a read right after a
+ * change is always followed by full reads until the change is this old. Each read then costs one stat instead of
+ * two stats, a read and a SHA-256 (getAppConfig runs several times per request).
+ */
+const STAT_TRUST_MS = 1000;
+
 /** Options of {@link WatchedFile}. */
 export interface WatchedFileOptions<T> {
   /**
@@ -97,6 +118,8 @@ export class WatchedFile<T> {
   private failedSignature: FileSignature | null = null;
   private error: string | null = null;
   private readonly logged = new Set<string>();
+  /** See {@link settledStatOf}: the stat that lets a read skip the file's content. */
+  private settledStat: StatKey | null = null;
 
   constructor(private readonly options: WatchedFileOptions<T>) {
     this.value = options.fallback ?? null;
@@ -130,16 +153,21 @@ export class WatchedFile<T> {
     let text: string;
     let signature: FileSignature;
     try {
+      const stat = statSync(path);
+      // Unchanged since a read made well after its last change: serve it without reading and hashing again.
+      if (this.value !== null && this.path === path && this.error === null && this.settledStat !== null && sameStat(this.settledStat, stat)) return this.value;
       // While the file is being written the last good value is served, without reading (or reporting) it.
       const quietMs = this.options.quietMs ?? 0;
-      if (quietMs > 0 && this.value !== null && this.path === path && recentlyModified(statSync(path).mtimeMs, Date.now(), quietMs)) return this.value;
+      if (quietMs > 0 && this.value !== null && this.path === path && recentlyModified(stat.mtimeMs, Date.now(), quietMs)) return this.value;
       ({ text, signature } = readStable(path));
     } catch (err) {
       return this.fail(err);
     }
+    const settled = this.settledStatOf(path);
     if (this.value !== null && this.path === path && sameSignature(this.signature, signature)) {
       // The good file is back unchanged (e.g. moved away and back): it is healthy again.
       if (this.error !== null) this.clearError();
+      this.settledStat = settled;
       return this.value;
     }
     if (this.value !== null && this.error !== null && sameSignature(this.failedSignature, signature)) return this.value;
@@ -148,6 +176,7 @@ export class WatchedFile<T> {
       const next = this.options.parse(text, path, previous);
       Object.assign(this, { value: next, path, signature, failedSignature: null });
       this.clearError();
+      this.settledStat = settled;
       if (previous !== null) this.options.onReload?.(path);
       return next;
     } catch (err) {
@@ -158,8 +187,23 @@ export class WatchedFile<T> {
     }
   }
 
+  /**
+   * The file's stat after a good read, when that stat can stand for the content: the last change (ctime, which
+   * every write and `utimes` moves and no caller can set back) is at least {@link STAT_TRUST_MS} old, so no
+   * further write can share its timestamps. Null otherwise (the next read reads and hashes the file again).
+   */
+  private settledStatOf(path: string): StatKey | null {
+    try {
+      const stat = statSync(path);
+      return Date.now() - stat.ctimeMs >= STAT_TRUST_MS ? { ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs } : null;
+    } catch {
+      return null;
+    }
+  }
+
   /** Forgets everything (tests, `resetAppConfig`). */
   reset(): void {
+    this.settledStat = null;
     Object.assign(this, { value: this.options.fallback ?? null, path: null, signature: null, failedSignature: null });
     this.clearError();
   }

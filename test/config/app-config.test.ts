@@ -239,6 +239,20 @@ describe("getAppConfig: cache and hot reload (CF-018, CF-021)", () => {
     expect(b.models[0].name).toBe("model-bb");
   });
 
+  it("serves a file untouched for a while from its stat, and still sees the next same-size edit with the mtime restored", async () => {
+    writeFileSync(file, MODEL("model-aa"));
+    settle(file);
+    // Past the window in which a file's timestamps cannot yet stand for its content (ctime a second old).
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const a = getAppConfig();
+    expect(getAppConfig()).toBe(a);
+    expect(getAppConfig()).toBe(a);
+    const st = statSync(file);
+    writeFileSync(file, MODEL("model-bb"));
+    utimesSync(file, st.atime, st.mtime);
+    expect(getAppConfig().models[0].name).toBe("model-bb");
+  });
+
   it("switches files when DEER_FLOW_CONFIG_PATH changes", () => {
     writeFileSync(file, MODEL("one"));
     const other = path.join(dir, "other.yaml");
