@@ -7,6 +7,9 @@ import { DeerflowMiddleware } from "./base.js";
 
 type ToolCallRequest = Parameters<ToolCallHandler>[0];
 
+/** State keys of DeferredToolFilterMiddleware (one instance for every build: zod compiles a parser per instance). */
+const DeferredToolFilterStateSchema = new StateSchema({ promoted: ThreadStateFields.promoted });
+
 /**
  * Hides deferred tools until `tool_search` promotes them. `wrapModelCall` removes from the bound tools every
  * deferred name not in `state.promoted` under the same catalog hash (a promotion made for another catalog does
@@ -16,7 +19,7 @@ type ToolCallRequest = Parameters<ToolCallHandler>[0];
  */
 export class DeferredToolFilterMiddleware extends DeerflowMiddleware {
   readonly name = "DeferredToolFilterMiddleware";
-  readonly stateSchema = new StateSchema({ promoted: ThreadStateFields.promoted });
+  readonly stateSchema = DeferredToolFilterStateSchema;
   readonly deferred: ReadonlySet<string>;
   readonly catalogHash: string;
 

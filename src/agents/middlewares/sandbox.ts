@@ -32,6 +32,10 @@ export function withSandboxUpdate(result: ToolMessage | Command, sandbox: Sandbo
   return result;
 }
 
+/** State and context keys of SandboxMiddleware (one instance for every build: zod compiles a parser per instance). */
+const SandboxStateSchema = new StateSchema({ sandbox: ThreadStateFields.sandbox });
+const SandboxContextSchema = z.looseObject({ thread_id: z.string().optional(), sandbox_id: z.string().optional() });
+
 /**
  * Makes a thread's sandbox part of the graph state. Lazy (default): nothing happens before the agent; a tool
  * acquires the sandbox on first use (`ensureSandbox` in src/sandbox/provider.ts writes the id to the tool's runtime
@@ -45,9 +49,9 @@ export function withSandboxUpdate(result: ToolMessage | Command, sandbox: Sandbo
  */
 export class SandboxMiddleware extends DeerflowMiddleware {
   readonly name = "SandboxMiddleware";
-  readonly stateSchema = new StateSchema({ sandbox: ThreadStateFields.sandbox });
+  readonly stateSchema = SandboxStateSchema;
   /** Context keys the node hooks read (they only see their schema's keys). */
-  readonly contextSchema = z.looseObject({ thread_id: z.string().optional(), sandbox_id: z.string().optional() });
+  readonly contextSchema = SandboxContextSchema;
   readonly lazyInit: boolean;
   readonly provider?: SandboxProvider;
   declare readonly beforeAgent?: SandboxHook;

@@ -19,6 +19,9 @@ export interface SubagentLimitOptions {
   maxTotal?: number;
 }
 
+/** State keys of SubagentLimitMiddleware (one instance for every build: zod compiles a parser per instance). */
+const SubagentLimitStateSchema = new StateSchema({ delegations: ThreadStateFields.delegations });
+
 /**
  * Caps subagent delegation. On each model response with `task` calls: prior usage is the number of distinct
  * delegations of this run — `delegations` entries whose `run_id` is the context's `run_id` (all entries, with a
@@ -31,7 +34,7 @@ export interface SubagentLimitOptions {
  */
 export class SubagentLimitMiddleware extends DeerflowMiddleware {
   readonly name = "SubagentLimitMiddleware";
-  readonly stateSchema = new StateSchema({ delegations: ThreadStateFields.delegations });
+  readonly stateSchema = SubagentLimitStateSchema;
   readonly maxConcurrent: number;
   readonly maxTotal: number;
   private readonly seen = new RunScopedStore<Set<string>>(() => new Set());

@@ -58,6 +58,9 @@ export function summaryMessage(summary: string): HumanMessage {
   return new HumanMessage({ name: "summary", content: `Here is a summary of the conversation to date:\n\n${summary}`, additional_kwargs: { hide_from_ui: true } });
 }
 
+/** State keys of SummarizationMiddleware (one instance for every build: zod compiles a parser per instance). */
+const SummarizationStateSchema = new StateSchema({ summary_text: ThreadStateFields.summary_text });
+
 /**
  * Compacts long conversations. Before each model call the persisted history (plus the previous `summary_text`,
  * which counts toward token triggers) is checked against `trigger`; when met, the history is cut so that `keep`
@@ -72,7 +75,7 @@ export function summaryMessage(summary: string): HumanMessage {
  */
 export class SummarizationMiddleware extends DeerflowMiddleware {
   readonly name = "SummarizationMiddleware";
-  readonly stateSchema = new StateSchema({ summary_text: ThreadStateFields.summary_text });
+  readonly stateSchema = SummarizationStateSchema;
   private readonly model: BaseChatModel;
   private readonly triggers: ContextSize[];
   private readonly keep: ContextSize;

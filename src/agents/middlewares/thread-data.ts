@@ -41,6 +41,9 @@ export function threadDirsOf(runtime: { context?: unknown; configurable?: Record
   }
 }
 
+/** Context keys ThreadDataMiddleware reads (one instance for every build: a zod schema compiles its parser per instance). */
+const ThreadDataContextSchema = z.looseObject({ thread_id: z.string().optional(), user_id: z.string().optional(), run_id: z.string().optional() });
+
 /**
  * Records the thread's virtual directories ({@link VIRTUAL_THREAD_DATA}) in `thread_data` before the agent runs
  * (creating the host directories unless lazy), and stamps the newest human message
@@ -51,7 +54,7 @@ export function threadDirsOf(runtime: { context?: unknown; configurable?: Record
 export class ThreadDataMiddleware extends DeerflowMiddleware {
   readonly name = "ThreadDataMiddleware";
   /** Context keys this middleware reads (langchain hands before/after hooks only their schema's keys). */
-  readonly contextSchema = z.looseObject({ thread_id: z.string().optional(), user_id: z.string().optional(), run_id: z.string().optional() });
+  readonly contextSchema = ThreadDataContextSchema;
   private readonly baseDir?: string;
   private readonly lazyInit: boolean;
 

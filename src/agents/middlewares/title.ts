@@ -59,6 +59,9 @@ export function shouldGenerateTitle(messages: readonly BaseMessage[]): boolean {
 
 const stripThink = (s: string) => s.replace(/<think>[\s\S]*?(<\/think>|$)/gi, "");
 
+/** State keys of TitleMiddleware (one instance for every build: zod compiles a parser per instance). */
+const TitleStateSchema = new StateSchema({ title: ThreadStateFields.title });
+
 /**
  * Names the thread after its first exchange: when `enabled`, the state has no `title`, and the conversation
  * (with the new model response) has exactly one real user message and an AI message, writes `{title}`. With a
@@ -71,7 +74,7 @@ const stripThink = (s: string) => s.replace(/<think>[\s\S]*?(<\/think>|$)/gi, ""
  */
 export class TitleMiddleware extends DeerflowMiddleware {
   readonly name = "TitleMiddleware";
-  readonly stateSchema = new StateSchema({ title: ThreadStateFields.title });
+  readonly stateSchema = TitleStateSchema;
   readonly config: TitleConfig;
   private readonly model?: BaseChatModel;
 

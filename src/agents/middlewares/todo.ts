@@ -29,6 +29,9 @@ export interface TodoMiddlewareOptions {
 
 const formatTodos = (todos: readonly Todo[]) => todos.map((t) => `- [${t.status}] ${t.content}`).join("\n");
 
+/** State keys of TodoMiddleware (one instance for every build: zod compiles a parser per instance). */
+const TodoStateSchema = new StateSchema({ todos: ThreadStateFields.todos });
+
 /**
  * Plan mode. Brings the `write_todos` tool (it replaces the `todos` channel), appends the todo system prompt to
  * every model request, and answers parallel `write_todos` calls of one response with an error result each.
@@ -42,7 +45,7 @@ const formatTodos = (todos: readonly Todo[]) => todos.map((t) => `- [${t.status}
  */
 export class TodoMiddleware extends DeerflowMiddleware {
   readonly name = "TodoMiddleware";
-  readonly stateSchema = new StateSchema({ todos: ThreadStateFields.todos });
+  readonly stateSchema = TodoStateSchema;
   readonly tools: ReturnType<typeof createWriteTodosTool>[];
   readonly systemPrompt: string;
   private readonly reminders = new RunScopedStore<{ sent: number }>(() => ({ sent: 0 }));

@@ -57,6 +57,10 @@ function isFile(p: string): boolean {
   }
 }
 
+/** State and context keys of UploadsMiddleware (one instance for every build: zod compiles a parser per instance). */
+const UploadsStateSchema = new StateSchema({ thread_data: ThreadStateFields.thread_data, uploaded_files: ThreadStateFields.uploaded_files });
+const UploadsContextSchema = z.looseObject({ thread_id: z.string().optional(), user_id: z.string().optional() });
+
 /**
  * Tells the model about the files uploaded with the newest user message. Reads `additional_kwargs.files`
  * (`{filename, size, path, status}`) of the last message when it is a human message; keeps entries whose
@@ -70,9 +74,9 @@ function isFile(p: string): boolean {
  */
 export class UploadsMiddleware extends DeerflowMiddleware {
   readonly name = "UploadsMiddleware";
-  readonly stateSchema = new StateSchema({ thread_data: ThreadStateFields.thread_data, uploaded_files: ThreadStateFields.uploaded_files });
+  readonly stateSchema = UploadsStateSchema;
   /** Context keys read to locate the uploads dir (before/after hooks only see their schema's keys). */
-  readonly contextSchema = z.looseObject({ thread_id: z.string().optional(), user_id: z.string().optional() });
+  readonly contextSchema = UploadsContextSchema;
   private readonly maxFiles: number;
   private readonly baseDir?: string;
 

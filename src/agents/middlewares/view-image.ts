@@ -38,6 +38,10 @@ export function imageContextBlocks(images: Record<string, ViewedImage>, dirs: Th
   return blocks;
 }
 
+/** State keys of ViewImageMiddleware (one instance for every build: zod compiles a parser per instance). */
+const ViewImageStateSchema = new StateSchema({ viewed_images: ThreadStateFields.viewed_images });
+const ViewImageContextSchema = z.looseObject({ thread_id: z.string().optional(), user_id: z.string().optional() });
+
 /**
  * Shows viewed images to the model. When the newest AI message called `view_image`, every tool call of that
  * message has its result, and no image message follows yet, the request gets a hidden human message (id
@@ -48,9 +52,9 @@ export function imageContextBlocks(images: Record<string, ViewedImage>, dirs: Th
  */
 export class ViewImageMiddleware extends DeerflowMiddleware {
   readonly name = "ViewImageMiddleware";
-  readonly stateSchema = new StateSchema({ viewed_images: ThreadStateFields.viewed_images });
+  readonly stateSchema = ViewImageStateSchema;
   /** Context keys this middleware reads: the run's ids, from which the thread's directories are recomputed. */
-  readonly contextSchema = z.looseObject({ thread_id: z.string().optional(), user_id: z.string().optional() });
+  readonly contextSchema = ViewImageContextSchema;
 
   /** @param options.baseDir Root of thread directories; default `DEER_FLOW_HOME`. */
   constructor(private readonly options: { baseDir?: string } = {}) {

@@ -5,6 +5,9 @@ import { escapePromptText } from "../../agents/prompt-text.js";
 import { skillContainerFile } from "../../skills/load-skills.js";
 import type { Skill } from "../../skills/parse-skill.js";
 
+/** Arguments of `describe_skill` (built once: a zod schema compiles its parser per instance). */
+const DescribeSkillSchema = z.object({ name: z.string().describe("The skill's name, as listed in <skill_index>") });
+
 /**
  * Creates `describe_skill` over the skills an agent may use (deferred discovery, `skills.deferred_discovery`):
  * for a listed name it returns the skill's name, description, category, allowed tools and the container path of
@@ -30,7 +33,7 @@ export function createDescribeSkillTool(skills: readonly Skill[], containerPath:
     {
       name: "describe_skill",
       description: "Describe an installed skill by name (from <skill_index>): what it is for and where its SKILL.md is.",
-      schema: z.object({ name: z.string().describe("The skill's name, as listed in <skill_index>") }),
+      schema: DescribeSkillSchema,
     },
   );
 }

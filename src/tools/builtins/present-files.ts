@@ -44,6 +44,11 @@ export async function normalizePresentedPath(sandbox: LocalSandbox, filepath: st
   return virtual;
 }
 
+/** Arguments of `present_files` (built once: a zod schema compiles its parser per instance). */
+export const PresentFilesSchema = z.object({
+  filepaths: z.array(z.string()).describe("Paths of the files to present, e.g. /mnt/user-data/outputs/report.md"),
+});
+
 /** Options of {@link createPresentFilesTool}. */
 export interface PresentFilesToolOptions {
   /** Runtime home holding thread directories when the run context carries no sandbox provider; default `DEER_FLOW_HOME`. */
@@ -86,9 +91,7 @@ export function createPresentFilesTool(options: PresentFilesToolOptions = {}) {
       description:
         "Show finished files to the user as downloadable artifacts. Write deliverables to /mnt/user-data/outputs first; " +
         "only files there can be presented. Not for intermediate files you only read yourself.",
-      schema: z.object({
-        filepaths: z.array(z.string()).describe("Paths of the files to present, e.g. /mnt/user-data/outputs/report.md"),
-      }),
+      schema: PresentFilesSchema,
     },
   );
 }

@@ -88,6 +88,9 @@ export function inspectImage(virtualPath: string, dirs: ThreadData | null): { er
   return { mime_type: mime, size: stat.size, actual_path: real };
 }
 
+/** Arguments of `view_image` (built once: a zod schema compiles its parser per instance). */
+const ViewImageSchema = z.object({ image_path: z.string().describe("Absolute virtual path, e.g. /mnt/user-data/uploads/chart.png") });
+
 /**
  * Creates `view_image`: validates an image in the thread's directories and records it in `viewed_images`
  * (`{mime_type, size}` keyed by the virtual path; never base64 or a host path) with the result "Successfully read image"; ViewImageMiddleware
@@ -116,7 +119,7 @@ export function createViewImageTool(options: ViewImageToolOptions = {}) {
     {
       name: "view_image",
       description: "Look at an image file (jpg, jpeg, png, webp, gif; up to 20 MiB) under /mnt/user-data/{workspace,uploads,outputs}. The image is shown to you on your next turn.",
-      schema: z.object({ image_path: z.string().describe("Absolute virtual path, e.g. /mnt/user-data/uploads/chart.png") }),
+      schema: ViewImageSchema,
     },
   );
 }
