@@ -21,6 +21,11 @@ export interface LocalSandboxProviderOptions {
   maxCachedThreads?: number;
   /** Extra mounts every thread's sandbox sees (validated; see `resolveMounts`). */
   mounts?: readonly SandboxMount[];
+  /**
+   * Mounts of one user (their custom skills), placed before {@link mounts} so a more specific host path is
+   * mapped first; called when a thread's sandbox is built.
+   */
+  userMounts?: (userId: string) => SandboxMount[];
 }
 
 /** The host directories of a thread (`.../user-data` and its three areas). @throws Error for an unsafe id. */
@@ -39,12 +44,14 @@ export class LocalSandboxProvider implements SandboxProvider {
   readonly baseDir: string;
   private readonly maxCached: number;
   readonly mounts: readonly SandboxMount[];
+  private readonly userMounts: ((userId: string) => SandboxMount[]) | undefined;
   private readonly cache = new Map<string, LocalSandbox>();
 
   constructor(options: LocalSandboxProviderOptions = {}) {
     this.baseDir = options.baseDir ?? getRuntimeHome();
     this.maxCached = Math.max(1, options.maxCachedThreads ?? DEFAULT_MAX_CACHED_THREADS);
     this.mounts = options.mounts ?? [];
+    this.userMounts = options.userMounts;
   }
 
   /** The sandbox id of a thread (`local:<user>:<thread>`). */
@@ -77,7 +84,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     }
     const dirs = this.dirsFor(threadId, userId);
     for (const dir of [dirs.workspace, dirs.uploads, dirs.outputs]) mkdirSync(dir, { recursive: true });
-    const sandbox = new LocalSandbox(id, threadId, userId, dirs, this.mounts);
+    const sandbox = new LocalSandbox(id, threadId, userId, dirs, this.userMounts ? [...this.userMounts(userId), ...this.mounts] : this.mounts);
     this.cache.set(id, sandbox);
     while (this.cache.size > this.maxCached) this.cache.delete(this.cache.keys().next().value!);
     return sandbox;
