@@ -4,9 +4,8 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
 import { DeerflowError, ForbiddenError, NotFoundError } from "../src/errors.js";
-import { customSkillView, skillView } from "../src/runtime/web/custom-skills.js";
+import { customSkillView, skillView, userSkillStorage } from "../src/runtime/web/custom-skills.js";
 import { currentExtensions, maskedServers, replaceMcpServers, resetMcpToolCache, setMcpServerEnabled, setSkillEnabled } from "../src/runtime/web/extensions-admin.js";
-import { skillStorageFor } from "../src/skills/skill-storage.js";
 import { doc } from "./openapi.js";
 import { parseOr422 } from "./thread-feed.js";
 
@@ -30,7 +29,7 @@ function requireAdmin(request: FastifyRequest): string {
 export async function settingsRoutes(app: FastifyInstance): Promise<void> {
   const { getAppConfig } = app.deerflow;
   // The user's view of the skills: the same storage the lead agent and its skill_manage tool use.
-  const storage = (request: FastifyRequest) => skillStorageFor(getAppConfig().skills, principalOf(request).id);
+  const storage = (request: FastifyRequest) => userSkillStorage(getAppConfig().skills, principalOf(request).id);
   const HUMAN = { kind: "human" } as const;
 
   app.get("/skills", { schema: doc("skills", "Every skill you see (public, your custom ones, legacy shared) and whether it is enabled") }, async (request) => ({

@@ -164,6 +164,11 @@ describe("skill_manage over HTTP", () => {
     const aSkill = (await (await a.fetch("/api/skills/custom/release-notes")).json()) as any;
     expect(aSkill.content).toContain("Step one");
     expect((await turn(a, "list")).system).not.toContain("Bob's way");
+    // A switching their skill off leaves B's same-named skill on (per-user state, not extensions_config.json).
+    expect((await a.fetch("/api/skills/release-notes", { method: "PUT", json: { enabled: false } })).status).toBe(200);
+    expect((await turn(a, "off?")).system).toMatch(/<disabled_skills>[\s\S]*<name>release-notes<\/name>/);
+    expect(((await (await b.fetch("/api/skills")).json()) as any).skills.find((s: any) => s.name === "release-notes").enabled).toBe(true);
+    expect((await a.fetch("/api/skills/release-notes", { method: "PUT", json: { enabled: true } })).status).toBe(200);
     // Settings writes need the admin role (as upstream): B is a plain user.
     expect((await b.fetch("/api/skills/custom/release-notes", { method: "DELETE" })).status).toBe(403);
   });

@@ -5,7 +5,7 @@ import type { ExtensionsConfig } from "../../config/extensions-config.js";
 import { NotFoundError } from "../../errors.js";
 import type { Skill } from "../../skills/parse-skill.js";
 import { validateSkillName } from "../../skills/validate-skill.js";
-import type { SkillStorage } from "../../skills/skill-storage.js";
+import { skillStorageFor, type SkillStorage } from "../../skills/skill-storage.js";
 
 /** A skill as the Settings list shows it (upstream `SkillResponse`). */
 export interface SkillView {
@@ -37,4 +37,13 @@ export function customSkillView(storage: SkillStorage, name: string, extensions:
   const skill = storage.loadSkills(extensions).find((s) => s.name === valid && s.category === "custom");
   if (!skill) throw new NotFoundError(`Custom skill '${valid}' not found`);
   return { ...skillView(skill), content: storage.readCustomSkill(valid) };
+}
+
+/**
+ * The storage of the signed-in user for the current config's `skills` section: the one the lead agent and its
+ * `skill_manage` tool use, so a change from Settings reaches the next run and the other way round.
+ * @throws Error for a user id that is not a safe path segment.
+ */
+export function userSkillStorage(skills: { path?: string | null } | undefined, userId: string): SkillStorage {
+  return skillStorageFor(skills, userId);
 }
