@@ -2,10 +2,7 @@
 import type { AppConfig } from "../config/schema.js";
 import { getLogger } from "../logger.js";
 import { bubblewrapStatus } from "./bubblewrap.js";
-import { mkdirSync, realpathSync, statSync } from "node:fs";
-import path from "node:path";
-import { userDir } from "../config/paths.js";
-import { resolveMounts, type SandboxMount } from "./mounts.js";
+import { resolveMounts } from "./mounts.js";
 import { LocalSandboxProvider } from "./local-provider.js";
 
 /** The tool result of a refused host bash call (DeerFlow `LOCAL_HOST_BASH_DISABLED_MESSAGE`). */
@@ -44,7 +41,8 @@ export function isHostBashTool(entry: { group?: string; use?: string }): boolean
  * `use:` (e.g. DeerFlow's container sandbox) logs a warning and gets the local provider, with host bash still
  * gated by `allow_host_bash`.
  * Every thread's sandbox also sees the skills root read-only at `skills.container_path` (DeerFlow's
- * `/mnt/skills`), its user's custom skills at `<that path>/custom` (see {@link userSkillMounts}) and the valid `sandbox.mounts` entries (bad ones are logged and skipped, see `resolveMounts`).
+ * `/mnt/skills`), its user's custom skills at `<that path>/custom` (see `userSkillMounts`) and the valid
+ * `sandbox.mounts` entries (bad ones are logged and skipped, see `resolveMounts`).
  * @param home Runtime home holding the thread directories.
  * @param skillsHostRoot The skills root on the host (null: no skills mount).
  */
@@ -56,30 +54,7 @@ export function createSandboxProvider(appConfig: Pick<AppConfig, "sandbox"> & Pa
   if (isHostBashAllowed(appConfig)) warnAboutHostBash();
   const mounts = resolveMounts({ mounts: appConfig.sandbox?.mounts ?? [], skillsHostRoot, skillsContainerPath: appConfig.skills?.container_path });
   const skillsVirtual = (appConfig.skills?.container_path ?? "/mnt/skills").replace(/\/+$/, "");
-  return new LocalSandboxProvider({ baseDir: home, mounts, userMounts: (userId) => userSkillMounts(home, userId, skillsHostRoot, skillsVirtual) });
-}
-
-/**
- * The skill mounts of one user (DeerFlow's user-scoped skills projection): their own custom skills
- * (`<home>/users/<user>/skills/custom`, created empty when missing so the mount always resolves) at
- * `<skills path>/custom`, shadowing the shared `custom/` directory, and the shared custom skills at
- * `<skills path>/legacy` (where the prompt locates legacy skills). Both read-only: the agent changes skills
- * through `skill_manage` only.
- */
-export function userSkillMounts(home: string, userId: string, skillsHostRoot: string | null, skillsVirtual: string): SandboxMount[] {
-  const out: SandboxMount[] = [];
-  const own = path.join(userDir(home, userId), "skills", "custom");
-  mkdirSync(own, { recursive: true });
-  out.push({ virtual: `${skillsVirtual}/custom`, host: realpathSync(own), readOnly: true });
-  if (skillsHostRoot) {
-    const legacy = path.join(skillsHostRoot, "custom");
-    try {
-      if (statSync(legacy).isDirectory()) out.push({ virtual: `${skillsVirtual}/legacy`, host: realpathSync(legacy), readOnly: true });
-    } catch {
-      // No shared custom skills: nothing to show at <skills path>/legacy.
-    }
-  }
-  return out;
+  return new LocalSandboxProvider({ baseDir: home, mounts, userSkills: { hostRoot: skillsHostRoot, virtual: skillsVirtual } });
 }
 
 /** What host bash protects, said once at start-up (and returned, for tests). */

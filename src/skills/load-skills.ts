@@ -69,6 +69,8 @@ function cachedParse(file: string, category: string, relativePath: string): Skil
 export interface SkillSource {
   category: string;
   root: string;
+  /** The root's SKILL.md files when the caller already walked it ({@link findSkillFiles}); walked otherwise. */
+  files?: [string, string][];
 }
 
 /**
@@ -79,8 +81,8 @@ export interface SkillSource {
  */
 export function loadSkillsFrom(sources: readonly SkillSource[], enabledOf: (skill: Skill) => boolean): Skill[] {
   const byName = new Map<string, Skill>();
-  for (const { category, root } of sources) {
-    for (const [file, rel] of findSkillFiles(root)) {
+  for (const { category, root, files } of sources) {
+    for (const [file, rel] of files ?? findSkillFiles(root)) {
       const skill = cachedParse(file, category, rel);
       if (!skill) continue;
       if (byName.has(skill.name)) getLogger().debug({ skill: skill.name, category }, `skill '${skill.name}' in ${category}/ overrides an earlier one`);

@@ -107,11 +107,6 @@ export class SkillStorage {
     return path.join(this.skillsRoot, "custom");
   }
 
-  /** Whether the user has at least one custom skill (then legacy skills are no longer shown). */
-  private hasOwnSkills(): boolean {
-    return findSkillFiles(this.userCustomRoot).length > 0;
-  }
-
   /** The user's enabled states of custom / legacy skills; an unreadable file logs a warning and reads as `{}`. */
   private readStates(): Record<string, { enabled?: boolean }> {
     let raw: string;
@@ -137,11 +132,12 @@ export class SkillStorage {
    */
   loadSkills(extensions: ExtensionsConfig | null): Skill[] {
     const states = this.readStates();
-    const own = this.hasOwnSkills();
+    // One walk of the user's directory decides between their own skills and the legacy fallback.
+    const own = findSkillFiles(this.userCustomRoot);
     return loadSkillsFrom(
       [
         { category: "public", root: path.join(this.skillsRoot, "public") },
-        own ? { category: "custom", root: this.userCustomRoot } : { category: "legacy", root: this.legacyRoot },
+        own.length ? { category: "custom", root: this.userCustomRoot, files: own } : { category: "legacy", root: this.legacyRoot },
       ],
       (skill) => {
         const global = extensions ? isSkillEnabled(extensions, skill.name, skill.category) : true;

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseExtensionsConfigText } from "../../src/config/extensions-config.js";
 import { MAX_SKILL_FILE_BYTES, SkillStorage } from "../../src/skills/skill-storage.js";
 import { checkSkillMarkdown, validateSkillName } from "../../src/skills/validate-skill.js";
-import { userSkillMounts } from "../../src/sandbox/security.js";
+import { userSkillMounts } from "../../src/sandbox/mounts.js";
 
 const SKILL = (name: string, description = `About ${name}`, body = "Body.") => `---\nname: ${name}\ndescription: ${description}\n---\n\n# ${name}\n\n${body}\n`;
 const HUMAN = { kind: "human" } as const;
