@@ -90,7 +90,7 @@ describe("skill_manage over HTTP", () => {
   it("creates a skill the next run's prompt lists, recorded in its history with the run's thread", async () => {
     const created = await turn(a, "remember how we write release notes", [manage({ action: "create", name: "release-notes", content: SKILL("release-notes", "Write release notes from a changelog") })]);
     expect(created.tools).toContain("skill_manage");
-    expect(created.system).toContain("<skill_evolution>");
+    expect(created.system).toContain("**Skill Self-Evolution:**");
     expect(created.results).toEqual(["Created custom skill 'release-notes'."]);
     expect(readFileSync(path.join(customRoot(aId), "release-notes", "SKILL.md"), "utf8")).toBe(SKILL("release-notes", "Write release notes from a changelog"));
 
@@ -248,7 +248,7 @@ describe("skill_evolution.enabled: false", () => {
     const run = await turn(a, "hello");
     expect(run.tools).not.toContain("skill_manage");
     expect(run.tools).toContain("read_file");
-    expect(run.system).not.toContain("<skill_evolution>");
+    expect(run.system).not.toContain("Skill Self-Evolution");
     expect(run.system).toContain("<name>release-notes</name>");
   });
 });

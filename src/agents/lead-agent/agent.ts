@@ -185,6 +185,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     allowlist,
     containerPath: appConfig.skills.container_path,
     skillNames: deferredDiscovery ? usableSkills.map((s) => s.name) : null,
+    skillEvolution: appConfig.skill_evolution.enabled,
   });
 
   const subagentRuntime = subagentEnabled ? new LeadSubagentRuntime({ factory: _makeLeadAgent, appConfig }) : undefined;
@@ -217,7 +218,6 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     maxTotalSubagents,
     skillsSection,
     skillDiscoveryDeferred: deferredDiscovery,
-    skillEvolution: appConfig.skill_evolution.enabled && !subagent,
     memoryToolMode: appConfig.memory.enabled && appConfig.memory.mode === "tool" && !subagent,
     deferredToolsSection: deferred ? deferredToolsSection(deferred.names) : "",
     subagent: Boolean(subagent),

@@ -21,8 +21,6 @@ export interface PromptOptions {
   skillsSection?: string;
   /** Deferred skill discovery is on: the skill-first reminder names `describe_skill(name)`. */
   skillDiscoveryDeferred?: boolean;
-  /** `skill_evolution.enabled`: adds the `<skill_evolution>` guidance for the `skill_manage` tool. */
-  skillEvolution?: boolean;
   /** Memory is enabled in tool mode: adds the `<memory_tool_system>` guidance. */
   memoryToolMode?: boolean;
   /** A pre-rendered `<available-deferred-tools>` section (see `deferredToolsSection`), or empty. */
@@ -43,22 +41,6 @@ const MEMORY_TOOL_SECTION = [
   "use `memory_add` to remember durable facts (preferences, context, decisions) the user shares, `memory_update` to correct one and `memory_delete` to forget one.",
   "Never store secrets or one-off details.",
   "</memory_tool_system>",
-].join("\n");
-
-/** DeerFlow `_build_skill_evolution_section` (our wording): when and how to use `skill_manage`. */
-const SKILL_EVOLUTION_SECTION = [
-  "<skill_evolution>",
-  "You can create and improve the user's own skills with the `skill_manage` tool. Consider a skill after a task when it took many tool calls,",
-  "when you overcame a non-obvious pitfall, when the user corrected your approach and the corrected one worked, or when you found a recurring workflow.",
-  "If a skill you followed missed something, patch it right away.",
-  '- `skill_manage(action="create", name="my-skill", content="<SKILL.md with name and description front matter>")` creates one',
-  '- `skill_manage(action="patch", name="my-skill", find="...", replace="...")` changes part of its SKILL.md (prefer this to a full edit)',
-  '- `skill_manage(action="edit", name="my-skill", content="...")` replaces its SKILL.md',
-  '- `skill_manage(action="write_file", name="my-skill", path="references/notes.md", content="...")` adds a supporting file',
-  '- `skill_manage(action="delete", name="my-skill")` deletes it',
-  "Skills are not deliverables: never write SKILL.md files under /mnt/user-data; the tool stores them for the user.",
-  "Ask the user before creating a new skill, and skip simple one-off tasks.",
-  "</skill_evolution>",
 ].join("\n");
 
 /** DeerFlow `_build_custom_mounts_section`: one line per configured mount with its access; "" when none. */
@@ -104,7 +86,7 @@ function subagentParts(n: number, total: number, types: readonly { name: string;
 /**
  * Builds the lead agent's system prompt. Sections in order: `<role>`, the user-input boundary and
  * confidentiality notes, `<soul>`, `<self_update>` (custom agents), `<thinking_style>`, `<clarification_system>`,
- * the skills section, `<skill_evolution>` (skill_manage on), `<memory_tool_system>` (memory tool mode), `<available-deferred-tools>`, `<subagent_system>`
+ * the skills section, `<memory_tool_system>` (memory tool mode), `<available-deferred-tools>`, `<subagent_system>`
  * (only with subagents), `<working_directory>`, `<response_style>`, `<citations>`, `<critical_reminders>` (with the
  * skill-first reminder for the discovery mode). Same inputs give a byte-identical string.
  * Mirrors DeerFlow `apply_prompt_template` (structure only; the wording is ours).
@@ -146,7 +128,6 @@ export function applyPromptTemplate(options: PromptOptions = {}): string {
       "</clarification_system>",
     ].join("\n"),
     options.skillsSection ?? "",
-    options.skillEvolution ? SKILL_EVOLUTION_SECTION : "",
     options.memoryToolMode ? MEMORY_TOOL_SECTION : "",
     options.deferredToolsSection ?? "",
     sub.section,
