@@ -54,8 +54,8 @@ export interface LeadTools {
  * `view_image`, MCP), then `setup_agent` (bootstrap) or `update_agent` (custom agent, not on a webhook channel),
  * then [`skill_manage` when `skill_evolution.enabled`], [`tool_search` over the MCP tools when
  * `tool_search.enabled`], [`describe_skill` with deferred skill discovery and at least one usable skill], [memory
- * tools in memory tool mode]. `ask_clarification` is dropped for
- * non-interactive runs and subagents. Skill allowlists never remove ordinary tools.
+ * tools in memory tool mode]. `ask_clarification` is dropped for non-interactive runs and subagents. Skill
+ * allowlists never remove ordinary tools.
  * @throws Error "tool_search is enabled ... no deferred catalog" if MCP tools exist but none could be deferred
  *   (fail closed, DeerFlow `tool_search.py:200-218`).
  */
