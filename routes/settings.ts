@@ -1,12 +1,10 @@
 // Settings routes of the DeerFlow web app: skills (app/gateway/routers/skills.py) and MCP servers (mcp.py).
 // Both edit extensions_config.json through the atomic writer; writes need the admin role, as upstream.
-import path from "node:path";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
-import { getProjectRoot, getSkillsDir } from "../src/config/paths.js";
 import { DeerflowError, ForbiddenError, NotFoundError } from "../src/errors.js";
-import { CustomSkillStore, skillView } from "../src/runtime/web/custom-skills.js";
+import { customSkillView, skillView, userSkillStorage } from "../src/runtime/web/custom-skills.js";
 import { currentExtensions, maskedServers, replaceMcpServers, resetMcpToolCache, setMcpServerEnabled, setSkillEnabled } from "../src/runtime/web/extensions-admin.js";
 import { doc } from "./openapi.js";
 import { parseOr422 } from "./thread-feed.js";
@@ -30,22 +28,24 @@ function requireAdmin(request: FastifyRequest): string {
 /** Registers the settings routes under `/api`. */
 export async function settingsRoutes(app: FastifyInstance): Promise<void> {
   const { getAppConfig } = app.deerflow;
-  // The same root the lead agent reads skills from (`skills.path` relative to the project root, else the default).
-  const store = () => {
-    const configured = getAppConfig().skills.path;
-    return new CustomSkillStore(configured ? path.resolve(getProjectRoot(), configured) : getSkillsDir());
-  };
+  // The user's view of the skills: the same storage the lead agent and its skill_manage tool use.
+  const storage = (request: FastifyRequest) => userSkillStorage(getAppConfig().skills, principalOf(request).id);
+  const HUMAN = { kind: "human" } as const;
 
-  app.get("/skills", { schema: doc("skills", "Every skill (public and custom) and whether it is enabled") }, async () => ({
-    skills: store().all(currentExtensions()).map(skillView),
+  app.get("/skills", { schema: doc("skills", "Every skill you see (public, your custom ones, legacy shared) and whether it is enabled") }, async (request) => ({
+    skills: storage(request).loadSkills(currentExtensions()).map(skillView),
   }));
 
-  app.put<NameParams>("/skills/:skill_name", { schema: doc("skills", "Enable or disable a skill (extensions_config.json)", { body: SkillToggle }) }, async (request) => {
+  app.put<NameParams>("/skills/:skill_name", { schema: doc("skills", "Enable or disable a skill (public: extensions_config.json; custom and legacy: yours only)", { body: SkillToggle }) }, async (request) => {
     requireAdmin(request);
     const body = parseOr422(SkillToggle, request.body);
-    const skill = store().all(currentExtensions()).find((s) => s.name === request.params.skill_name);
+    const s = storage(request);
+    const skill = s.loadSkills(currentExtensions()).find((k) => k.name === request.params.skill_name);
     if (!skill) throw new NotFoundError(`Skill '${request.params.skill_name}' not found`);
-    setSkillEnabled(skill.name, body.enabled);
+    // Public skills are shared (extensions_config.json); a custom or legacy skill's state is the user's own, so
+    // two users with a same-named custom skill toggle independently (DeerFlow `_skill_states.json`).
+    if (skill.category === "public") setSkillEnabled(skill.name, body.enabled);
+    else s.setEnabled(skill.name, body.enabled);
     return { ...skillView(skill), enabled: body.enabled };
   });
 
@@ -53,47 +53,51 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
     throw new DeerflowError("unsupported", "Installing .skill archives is not offered by this gateway; create a custom skill instead");
   });
 
-  app.get("/skills/custom", { schema: doc("skills", "Custom skills") }, async () => ({
-    skills: store().all(currentExtensions()).filter((s) => s.category === "custom").map(skillView),
+  app.get("/skills/custom", { schema: doc("skills", "Your custom skills") }, async (request) => ({
+    skills: storage(request).loadSkills(currentExtensions()).filter((s) => s.category === "custom").map(skillView),
   }));
 
   app.post("/skills/custom", { schema: doc("skills", "Create a custom skill from SKILL.md text", { body: SkillCreate }) }, async (request) => {
-    const author = requireAdmin(request);
+    requireAdmin(request);
     const body = parseOr422(SkillCreate, request.body);
-    const s = store();
-    s.create(body.name, body.content, author);
-    return s.get(body.name, currentExtensions());
+    const s = storage(request);
+    s.create(body.name, body.content, HUMAN);
+    return customSkillView(s, body.name.trim(), currentExtensions());
   });
 
   app.get<NameParams>("/skills/custom/:skill_name", { schema: doc("skills", "A custom skill with its SKILL.md text") }, async (request) => {
     requireAdmin(request);
-    return store().get(request.params.skill_name, currentExtensions());
+    return customSkillView(storage(request), request.params.skill_name, currentExtensions());
   });
 
   app.put<NameParams>("/skills/custom/:skill_name", { schema: doc("skills", "Replace a custom skill's SKILL.md (recorded in its history)", { body: SkillContent }) }, async (request) => {
-    const author = requireAdmin(request);
+    requireAdmin(request);
     const body = parseOr422(SkillContent, request.body);
-    const s = store();
-    s.update(request.params.skill_name, body.content, author);
-    return s.get(request.params.skill_name, currentExtensions());
+    const s = storage(request);
+    s.edit(request.params.skill_name, body.content, HUMAN);
+    return customSkillView(s, request.params.skill_name, currentExtensions());
   });
 
   app.delete<NameParams>("/skills/custom/:skill_name", { schema: doc("skills", "Delete a custom skill (its history is kept)") }, async (request) => {
-    store().delete(request.params.skill_name, requireAdmin(request));
+    requireAdmin(request);
+    storage(request).delete(request.params.skill_name, HUMAN);
     return { success: true };
   });
 
   app.get<NameParams>("/skills/custom/:skill_name/history", { schema: doc("skills", "A custom skill's edit history") }, async (request) => {
     requireAdmin(request);
-    return { history: store().history(request.params.skill_name) };
+    const s = storage(request);
+    const name = request.params.skill_name;
+    if (!s.hasSkillOrHistory(name)) throw new NotFoundError(`Custom skill '${name}' not found`);
+    return { history: s.readHistory(name) };
   });
 
   app.post<NameParams>("/skills/custom/:skill_name/rollback", { schema: doc("skills", "Restore the content before a history entry", { body: Rollback }) }, async (request) => {
-    const author = requireAdmin(request);
+    requireAdmin(request);
     const body = parseOr422(Rollback, request.body);
-    const s = store();
-    s.rollback(request.params.skill_name, body.history_index, author);
-    return s.get(request.params.skill_name, currentExtensions());
+    const s = storage(request);
+    s.rollback(request.params.skill_name, body.history_index, HUMAN);
+    return customSkillView(s, request.params.skill_name, currentExtensions());
   });
 
   app.post("/skills/reload", { schema: doc("skills", "Rescan the skills (they are rescanned on every run anyway)") }, async (request) => {

@@ -138,11 +138,11 @@ export function enabledMcpServers(config: ExtensionsConfig): string[] {
 }
 
 /**
- * Whether a skill is enabled: its entry's `enabled` when present, else enabled for the `public` and `custom`
- * categories and disabled for any other category (DeerFlow `is_skill_enabled`).
+ * Whether a skill is enabled: its entry's `enabled` when present, else enabled for the `public`, `custom` and
+ * `legacy` categories and disabled for any other category (DeerFlow `is_skill_enabled`).
  */
 export function isSkillEnabled(config: ExtensionsConfig, name: string, category: string): boolean {
   const entry = config.skills[name];
   if (entry) return entry.enabled;
-  return category === "public" || category === "custom";
+  return category === "public" || category === "custom" || category === "legacy";
 }

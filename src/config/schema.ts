@@ -7,6 +7,7 @@ import { TitleConfigSchema } from "../agents/middlewares/title.js";
 import { TokenBudgetConfigSchema } from "../agents/middlewares/token-budget.js";
 import { SandboxConfigSchema } from "../sandbox/sandbox-config.js";
 import { LimitsConfigSchema } from "./limits-config.js";
+import { SkillEvolutionConfigSchema } from "./skill-evolution-config.js";
 import { SubagentsConfigSchema } from "./subagents-config.js";
 
 export { SubagentsConfigSchema } from "./subagents-config.js";
@@ -144,7 +145,7 @@ export const KNOWN_TOP_LEVEL_KEYS = [
   "token_usage", "token_budget", "loop_detection", "tool_search", "sandbox", "skills", "title", "summarization", "memory",
   "subagents", "database", "stream_bridge", "uploads", "safety_finish_reason", "extensions", "limits",
   // Read by their own modules (auth: src/config/auth-config.ts; suggestions: routes/web-features.ts).
-  "auth", "suggestions",
+  "auth", "suggestions", "skill_evolution",
 ] as const;
 
 /**
@@ -176,6 +177,7 @@ export const AppConfigSchema = z.looseObject({
   safety_finish_reason: SafetyFinishReasonConfigSchema.default(SafetyFinishReasonConfigSchema.parse({})),
   extensions: nullish(z.record(z.string(), z.unknown())),
   limits: LimitsConfigSchema.default(LimitsConfigSchema.parse({})),
+  skill_evolution: SkillEvolutionConfigSchema.default(SkillEvolutionConfigSchema.parse({})),
 });
 
 /** The validated application config. Treat as immutable: `getAppConfig()` hands out the same object until the file changes. */

@@ -36,6 +36,21 @@ function textOf(message: BaseMessage): string {
     .join("");
 }
 
+/**
+ * The skill a slash activation put just before the last human message (SkillActivationMiddleware's hidden
+ * `<slash_skill_activation>` message): its name and the first heading of its SKILL.md body, or null.
+ */
+function slashActivation(messages: BaseMessage[], lastHuman: BaseMessage): { name: string; title: string | null } | null {
+  const at = messages.indexOf(lastHuman);
+  const before = at > 0 ? messages[at - 1] : undefined;
+  if (!before?.additional_kwargs?.slash_skill_activation) return null;
+  const text = textOf(before);
+  const name = /<skill name="([^"]*)"/.exec(text)?.[1];
+  if (!name) return null;
+  const title = /^#\s+(.+)$/m.exec(text.split("<skill_content")[1] ?? "")?.[1]?.trim() ?? null;
+  return { name, title };
+}
+
 /** Splits text into streamed tokens: each word keeps its trailing whitespace, so the deltas join back exactly. */
 export function scriptedTokens(text: string): string[] {
   return text.match(/\S+\s*|\s+/g) ?? [];
@@ -49,6 +64,8 @@ export function scriptedTokens(text: string): string[] {
  * - last human message `!call <tool> {json args}`: a tool call to `<tool>` when that tool is bound
  *   (otherwise a text reply listing the bound tools); e.g. `!call ask_clarification {"question":"Which city?"}`;
  * - last human message `!fail <message>`: the model call throws `Error(<message>)`;
+ * - a slash-activated skill (`/<skill> <request>`, see SkillActivationMiddleware): `Following the <skill> skill
+ *   (<its first heading>): <request>`, so the activation can be seen offline;
  * - anything else: `You said: <text>` (the last human text, echoed).
  *
  * Latency: `tokenDelayMs` per token, streamed or not.
@@ -117,6 +134,11 @@ export class ScriptedChatModel extends BaseChatModel {
         }
         return { kind: "tool", name, args, id: `call_${aiCount + 1}` };
       }
+    }
+    const skill = last.getType() === "human" && lastHuman ? slashActivation(messages, lastHuman) : null;
+    if (skill) {
+      const request = text.replace(/^\/\S+\s*/, "") || "(no request given)";
+      return { kind: "text", text: `Following the ${skill.name} skill${skill.title ? ` (${skill.title})` : ""}: ${request}` };
     }
     return { kind: "text", text: `You said: ${text}` };
   }

@@ -5,7 +5,7 @@ import path from "node:path";
 import { threadDataPaths } from "../config/paths.js";
 import { getRuntimeHome } from "../config/paths.js";
 import { LocalSandbox } from "./local-sandbox.js";
-import type { SandboxMount } from "./mounts.js";
+import { userSkillMounts, type SandboxMount } from "./mounts.js";
 import type { SandboxDirs } from "./paths.js";
 import type { SandboxProvider } from "./provider.js";
 
@@ -21,6 +21,11 @@ export interface LocalSandboxProviderOptions {
   maxCachedThreads?: number;
   /** Extra mounts every thread's sandbox sees (validated; see `resolveMounts`). */
   mounts?: readonly SandboxMount[];
+  /**
+   * Per-user skill mounts (see `userSkillMounts`): the skills root on the host (null: none) and the skills path in
+   * the sandbox. They come before {@link mounts}, so their more specific host paths are mapped first.
+   */
+  userSkills?: { hostRoot: string | null; virtual: string };
 }
 
 /** The host directories of a thread (`.../user-data` and its three areas). @throws Error for an unsafe id. */
@@ -39,12 +44,14 @@ export class LocalSandboxProvider implements SandboxProvider {
   readonly baseDir: string;
   private readonly maxCached: number;
   readonly mounts: readonly SandboxMount[];
+  private readonly userSkills: { hostRoot: string | null; virtual: string } | undefined;
   private readonly cache = new Map<string, LocalSandbox>();
 
   constructor(options: LocalSandboxProviderOptions = {}) {
     this.baseDir = options.baseDir ?? getRuntimeHome();
     this.maxCached = Math.max(1, options.maxCachedThreads ?? DEFAULT_MAX_CACHED_THREADS);
     this.mounts = options.mounts ?? [];
+    this.userSkills = options.userSkills;
   }
 
   /** The sandbox id of a thread (`local:<user>:<thread>`). */
@@ -77,7 +84,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     }
     const dirs = this.dirsFor(threadId, userId);
     for (const dir of [dirs.workspace, dirs.uploads, dirs.outputs]) mkdirSync(dir, { recursive: true });
-    const sandbox = new LocalSandbox(id, threadId, userId, dirs, this.mounts);
+    const sandbox = new LocalSandbox(id, threadId, userId, dirs, this.userSkills ? [...userSkillMounts(this.baseDir, userId, this.userSkills.hostRoot, this.userSkills.virtual), ...this.mounts] : this.mounts);
     this.cache.set(id, sandbox);
     while (this.cache.size > this.maxCached) this.cache.delete(this.cache.keys().next().value!);
     return sandbox;

@@ -1,7 +1,8 @@
 // Port of DeerFlow sandbox/local/local_sandbox_provider.py path mappings: the skills directory at
 // `skills.container_path` (read-only) and `sandbox.mounts` (host directories at virtual paths), validated once.
-import { accessSync, constants, realpathSync, statSync } from "node:fs";
+import { accessSync, constants, mkdirSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
+import { userDir } from "../config/paths.js";
 import { getLogger } from "../logger.js";
 import { checkPathText, isWithin, SandboxPathError, VIRTUAL_ROOT } from "./paths.js";
 
@@ -98,4 +99,27 @@ export function mountVirtualPath(mounts: readonly SandboxMount[], hostPath: stri
 /** Error for a write under a read-only mount. */
 export function readOnlyMountError(virtualPath: string): SandboxPathError {
   return new SandboxPathError(`Access denied: ${virtualPath} is on a read-only mount`);
+}
+
+/**
+ * The skill mounts of one user (DeerFlow's user-scoped skills projection): their own custom skills
+ * (`<home>/users/<user>/skills/custom`, created empty when missing so the mount always resolves) at
+ * `<skills path>/custom`, shadowing the shared `custom/` directory, and the shared custom skills at
+ * `<skills path>/legacy` (where the prompt locates legacy skills). Both read-only: the agent changes skills
+ * through `skill_manage` only.
+ */
+export function userSkillMounts(home: string, userId: string, skillsHostRoot: string | null, skillsVirtual: string): SandboxMount[] {
+  const out: SandboxMount[] = [];
+  const own = path.join(userDir(home, userId), "skills", "custom");
+  mkdirSync(own, { recursive: true });
+  out.push({ virtual: `${skillsVirtual}/custom`, host: realpathSync(own), readOnly: true });
+  if (skillsHostRoot) {
+    const legacy = path.join(skillsHostRoot, "custom");
+    try {
+      if (statSync(legacy).isDirectory()) out.push({ virtual: `${skillsVirtual}/legacy`, host: realpathSync(legacy), readOnly: true });
+    } catch {
+      // No shared custom skills: nothing to show at <skills path>/legacy.
+    }
+  }
+  return out;
 }

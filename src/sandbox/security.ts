@@ -41,7 +41,8 @@ export function isHostBashTool(entry: { group?: string; use?: string }): boolean
  * `use:` (e.g. DeerFlow's container sandbox) logs a warning and gets the local provider, with host bash still
  * gated by `allow_host_bash`.
  * Every thread's sandbox also sees the skills root read-only at `skills.container_path` (DeerFlow's
- * `/mnt/skills`) and the valid `sandbox.mounts` entries (bad ones are logged and skipped, see `resolveMounts`).
+ * `/mnt/skills`), its user's custom skills at `<that path>/custom` (see `userSkillMounts`) and the valid
+ * `sandbox.mounts` entries (bad ones are logged and skipped, see `resolveMounts`).
  * @param home Runtime home holding the thread directories.
  * @param skillsHostRoot The skills root on the host (null: no skills mount).
  */
@@ -52,7 +53,8 @@ export function createSandboxProvider(appConfig: Pick<AppConfig, "sandbox"> & Pa
   }
   if (isHostBashAllowed(appConfig)) warnAboutHostBash();
   const mounts = resolveMounts({ mounts: appConfig.sandbox?.mounts ?? [], skillsHostRoot, skillsContainerPath: appConfig.skills?.container_path });
-  return new LocalSandboxProvider({ baseDir: home, mounts });
+  const skillsVirtual = (appConfig.skills?.container_path ?? "/mnt/skills").replace(/\/+$/, "");
+  return new LocalSandboxProvider({ baseDir: home, mounts, userSkills: { hostRoot: skillsHostRoot, virtual: skillsVirtual } });
 }
 
 /** What host bash protects, said once at start-up (and returned, for tests). */

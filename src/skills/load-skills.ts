@@ -65,26 +65,46 @@ function cachedParse(file: string, category: string, relativePath: string): Skil
   return skill ? { ...skill } : null;
 }
 
+/** One directory of skills of one category (e.g. `public` at `<skills root>/public`). */
+export interface SkillSource {
+  category: string;
+  root: string;
+  /** The root's SKILL.md files when the caller already walked it ({@link findSkillFiles}); walked otherwise. */
+  files?: [string, string][];
+}
+
 /**
- * Every valid skill under `skillsRoot` (`public/`, then `custom/`), with `enabled` from the extensions config
- * (an explicit entry wins; otherwise public and custom skills are enabled). The same `name` twice: the later
- * category wins (custom overrides public). Sorted by name. The tree is walked on every call (new or removed
- * skills show up at once); each SKILL.md is parsed again only when its mtime or size changes. A missing root
- * gives no skills. Mirrors DeerFlow `load_skills`.
- * @param extensions The extensions config read for this build; null means every skill is enabled.
+ * Every valid skill of `sources`, in order: the same `name` twice, the later source wins (custom overrides
+ * public). `enabled` comes from `enabledOf`. Sorted by name. Each root is walked on every call (new or removed
+ * skills show up at once); each SKILL.md is parsed again only when its mtime or size changes, and an invalid one
+ * is logged and skipped (never an error). A missing root gives no skills.
  */
-export function loadSkills(skillsRoot: string, extensions: ExtensionsConfig | null): Skill[] {
+export function loadSkillsFrom(sources: readonly SkillSource[], enabledOf: (skill: Skill) => boolean): Skill[] {
   const byName = new Map<string, Skill>();
-  for (const category of SKILL_CATEGORIES) {
-    for (const [file, rel] of findSkillFiles(path.join(skillsRoot, category))) {
+  for (const { category, root, files } of sources) {
+    for (const [file, rel] of files ?? findSkillFiles(root)) {
       const skill = cachedParse(file, category, rel);
       if (!skill) continue;
       if (byName.has(skill.name)) getLogger().debug({ skill: skill.name, category }, `skill '${skill.name}' in ${category}/ overrides an earlier one`);
-      skill.enabled = extensions ? isSkillEnabled(extensions, skill.name, category) : true;
+      skill.enabled = enabledOf(skill);
       byName.set(skill.name, skill);
     }
   }
   return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * Every valid skill under `skillsRoot` (`public/`, then `custom/`), with `enabled` from the extensions config
+ * (an explicit entry wins; otherwise public and custom skills are enabled). The same `name` twice: the later
+ * category wins (custom overrides public). Sorted by name. See {@link loadSkillsFrom}. Mirrors DeerFlow
+ * `LocalSkillStorage.load_skills`; the lead agent reads a user's view through `SkillStorage.loadSkills` instead.
+ * @param extensions The extensions config read for this build; null means every skill is enabled.
+ */
+export function loadSkills(skillsRoot: string, extensions: ExtensionsConfig | null): Skill[] {
+  return loadSkillsFrom(
+    SKILL_CATEGORIES.map((category) => ({ category, root: path.join(skillsRoot, category) })),
+    (skill) => (extensions ? isSkillEnabled(extensions, skill.name, skill.category) : true),
+  );
 }
 
 /**

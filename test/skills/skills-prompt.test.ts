@@ -102,3 +102,19 @@ describe("slash references (AF-064 e)", () => {
     expect(resolveSlashSkill("/data-analysis go")?.name).toBe("data-analysis");
   });
 });
+
+describe("skill self-evolution guidance (AF-047 c)", () => {
+  it("is in the skills section only while skill_evolution is on, also with no skill yet and in the deferred index", () => {
+    const on = section([mk("skill1")], null, { skillEvolution: true });
+    const off = section([mk("skill1")], null, { skillEvolution: false });
+    expect(on).toContain("Skill Self-Evolution");
+    expect(on).toContain('skill_manage(action="patch"');
+    expect(off).not.toContain("Skill Self-Evolution");
+    // Toggling the flag is part of the cache key: the next render follows it.
+    expect(section([mk("skill1")], null, { skillEvolution: true })).toBe(on);
+    expect(section([], null, { skillEvolution: true })).toContain("Skill Self-Evolution");
+    expect(section([], null)).toBe("");
+    expect(section([], null, { skillNames: ["skill1"], skillEvolution: true })).toContain("Skill Self-Evolution");
+    expect(section([], null, { skillNames: ["skill1"] })).not.toContain("Skill Self-Evolution");
+  });
+});

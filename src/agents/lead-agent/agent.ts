@@ -5,13 +5,13 @@ import { ReducedValue, StateSchema } from "@langchain/langgraph";
 import { z } from "zod";
 import { getAppConfig } from "../../config/app-config.js";
 import { loadAgentConfig, loadAgentSoul, validateAgentName, type AgentConfig } from "../../config/agent-config.js";
-import { getSkillsRoot } from "../../config/paths.js";
 import { getModelConfig, type AppConfig } from "../../config/schema.js";
 import { NotFoundError } from "../../errors.js";
 import { getLogger } from "../../logger.js";
 import { createChatModel } from "../../models/create-chat-model.js";
 import { ModelFallbackMiddleware } from "../middlewares/model-fallback.js";
-import { filterSkills, loadSkills } from "../../skills/load-skills.js";
+import { filterSkills } from "../../skills/load-skills.js";
+import { skillStorageFor } from "../../skills/skill-storage.js";
 import { getSkillsPromptSection } from "../../skills/skills-prompt.js";
 import { deferredToolsSection } from "../../tools/builtins/tool-search.js";
 import { readExtensionsForBuild } from "../../tools/read-extensions.js";
@@ -93,11 +93,6 @@ async function auxiliaryModel(name: string | null | undefined, appConfig: AppCon
   }
 }
 
-/** The skills root of a build: `skills.path` (relative to the project root) when set, else `DEER_FLOW_SKILLS_DIR` / `skills/`. */
-function skillsRoot(appConfig: AppConfig): string {
-  return getSkillsRoot(appConfig.skills);
-}
-
 /** ThreadState plus `created_agent_name`, which `setup_agent` writes in a bootstrap run. */
 const BootstrapState = new StateSchema({
   ...ThreadStateFields,
@@ -116,8 +111,9 @@ const BootstrapState = new StateSchema({
  *   still scoped to `agent_name`, the agent being created;
  * - **custom** (`agent_name`): its config and SOUL.md; `update_agent` unless the channel is a webhook (`github`);
  * - **default**; and the internal **subagent** build of the `task` tool (`context.__subagent`).
- * Skills are discovered per build (`skills/public`, `skills/custom`; enabled state from extensions_config.json,
- * re-read per build) and filtered by the allowlist (null all, [] none, list those). Returns the agent with what
+ * Skills are discovered per build for the run's user (`skills/public`, the user's custom skills under
+ * `DEER_FLOW_HOME/users/<user>/skills/custom`; enabled state from extensions_config.json and the user's skill
+ * states, re-read per build) and filtered by the allowlist (null all, [] none, list those). Returns the agent with what
  * the build resolved in `agent.resolved` (the input config is not touched): the run metadata DeerFlow lists
  * (`agent_name`, `model_name`, `thinking_enabled`, `reasoning_effort`, `is_plan_mode`, `subagent_enabled`,
  * `tool_groups`, `available_skills`, and `model_substitution: {requested, used, reason}` when an unknown model name
@@ -171,7 +167,8 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     : null;
 
   const extensions = readExtensionsForBuild();
-  const skills = loadSkills(skillsRoot(appConfig), extensions);
+  // The run's user sees the public skills plus their own custom ones (legacy shared ones while they have none).
+  const skills = skillStorageFor(appConfig.skills, userId).loadSkills(extensions);
   const allowlist: Set<string> | null = isBootstrap
     ? new Set(["bootstrap"])
     : subagent
@@ -188,6 +185,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     allowlist,
     containerPath: appConfig.skills.container_path,
     skillNames: deferredDiscovery ? usableSkills.map((s) => s.name) : null,
+    skillEvolution: appConfig.skill_evolution.enabled,
   });
 
   const subagentRuntime = subagentEnabled ? new LeadSubagentRuntime({ factory: _makeLeadAgent, appConfig }) : undefined;

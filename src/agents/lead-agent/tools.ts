@@ -1,6 +1,6 @@
 // Port of DeerFlow agents/lead_agent/agent.py tool assembly (agent.py:803-918): branch tools, deferral, late tools.
 import type { StructuredToolInterface } from "@langchain/core/tools";
-import { getAgentsDir } from "../../config/paths.js";
+import { getAgentsDir, getSkillsRoot } from "../../config/paths.js";
 import { AgentStore } from "../../config/agent-store.js";
 import type { ExtensionsConfig } from "../../config/extensions-config.js";
 import type { AppConfig } from "../../config/schema.js";
@@ -9,6 +9,7 @@ import type { Skill } from "../../skills/parse-skill.js";
 import { createDescribeSkillTool } from "../../tools/builtins/describe-skill.js";
 import { createMemoryTools } from "../../tools/builtins/memory-tools.js";
 import { createSetupAgentTool } from "../../tools/builtins/setup-agent.js";
+import { createSkillManageTool } from "../../tools/builtins/skill-manage.js";
 import type { SubagentRuntime } from "../../tools/builtins/task.js";
 import { buildDeferredCatalog, createToolSearchTool, type DeferredCatalog } from "../../tools/builtins/tool-search.js";
 import { createUpdateAgentTool, WEBHOOK_CHANNELS } from "../../tools/builtins/update-agent.js";
@@ -51,9 +52,10 @@ export interface LeadTools {
 /**
  * The lead agent's tools, in DeerFlow's order: `getAvailableTools` (config tools, built-ins, `task`,
  * `view_image`, MCP), then `setup_agent` (bootstrap) or `update_agent` (custom agent, not on a webhook channel),
- * then [`tool_search` over the MCP tools when `tool_search.enabled`], [`describe_skill` with deferred skill
- * discovery and at least one usable skill], [memory tools in memory tool mode]. `ask_clarification` is dropped for
- * non-interactive runs and subagents. Skill allowlists never remove ordinary tools.
+ * then [`skill_manage` when `skill_evolution.enabled`], [`tool_search` over the MCP tools when
+ * `tool_search.enabled`], [`describe_skill` with deferred skill discovery and at least one usable skill], [memory
+ * tools in memory tool mode]. `ask_clarification` is dropped for non-interactive runs and subagents. Skill
+ * allowlists never remove ordinary tools.
  * @throws Error "tool_search is enabled ... no deferred catalog" if MCP tools exist but none could be deferred
  *   (fail closed, DeerFlow `tool_search.py:200-218`).
  */
@@ -74,6 +76,8 @@ export async function assembleLeadTools(o: LeadToolsOptions): Promise<LeadTools>
   } else if (branch === "custom" && o.agentName && !(o.channelName && WEBHOOK_CHANNELS.has(o.channelName))) {
     tools.push(createUpdateAgentTool({ store: store(), appConfig, knownSkills }) as unknown as AgentTool);
   }
+  // DeerFlow appends skill_manage to the built-ins of every build when the switch is on.
+  if (appConfig.skill_evolution.enabled) tools.push(createSkillManageTool({ skillsRoot: getSkillsRoot(appConfig.skills) }) as unknown as AgentTool);
   if (o.nonInteractive || branch === "subagent") tools = tools.filter((t) => t.name !== "ask_clarification");
   let deferred: DeferredCatalog | null = null;
   if (appConfig.tool_search.enabled) {
