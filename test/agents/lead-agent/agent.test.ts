@@ -52,6 +52,8 @@ const toolNames = (agent: DeerflowAgent) => ((agent as unknown as { options: { t
 beforeAll(() => {
   agentsDir = mkdtempSync(path.join(tmpdir(), "lead-agents-"));
   process.env.DEER_FLOW_AGENTS_DIR = agentsDir;
+  // Memory written by the runs below lands here, never in the repository's .deer-flow/.
+  process.env.DEER_FLOW_HOME = path.join(agentsDir, "home");
   process.env.DEER_FLOW_SKILLS_DIR = path.join(agentsDir, "no-skills");
   process.env.DEER_FLOW_EXTENSIONS_CONFIG_PATH = "";
   putAgent(
