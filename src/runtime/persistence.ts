@@ -4,6 +4,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { withStatementCache } from "./statement-cache.js";
 import Database from "better-sqlite3";
 import type { AppConfig } from "../config/schema.js";
 import type { ApiKeyRepository, UserRepository } from "../auth/repositories.js";
@@ -97,7 +98,7 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
     const saver = await openCheckpointer(section.connection_string);
     return { checkpointer: saver, threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: "postgres", shared: false, close: async () => { await saver.end(); db.close(); } };
   }
-  return { checkpointer: new SqliteSaver(db), threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: file, shared: false, close: async () => void db.close() };
+  return { checkpointer: new SqliteSaver(withStatementCache(db)), threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: file, shared: false, close: async () => void db.close() };
 }
 
 /** The account and API-key repositories over `db`. */
@@ -135,7 +136,7 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     mkdirSync(path.dirname(file), { recursive: true });
     const db = new Database(file);
     db.pragma("journal_mode = WAL");
-    checkpointer = new SqliteSaver(db);
+    checkpointer = new SqliteSaver(withStatementCache(db));
     closeCheckpointer = async () => void db.close();
   } else {
     // PostgresSaver.setup() is not safe against itself: processes starting together take turns.

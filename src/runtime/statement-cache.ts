@@ -25,3 +25,25 @@ export class StatementCache {
     return statement;
   }
 }
+
+/**
+ * `db` seen through a {@link StatementCache}: `prepare(sql)` returns the statement prepared before for the same
+ * text; every other member is the database's own (methods bound to it). For libraries that prepare on every call
+ * (the LangGraph SQLite checkpointer prepares its INSERTs on each `put` / `putWrites`: 1.9% of the gateway's CPU
+ * under load). Safe while the caller never runs two `iterate()` of one statement at once (the checkpointer only
+ * uses `get`, `all` and `run`).
+ */
+export function withStatementCache(db: Database.Database): Database.Database {
+  const cache = new StatementCache(db);
+  const bound = new Map<PropertyKey, unknown>();
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === "prepare") return (sql: string) => cache.get(sql);
+      const value = Reflect.get(target, prop, target) as unknown;
+      if (typeof value !== "function") return value;
+      let fn = bound.get(prop);
+      if (!fn) bound.set(prop, (fn = (value as (...args: unknown[]) => unknown).bind(target)));
+      return fn;
+    },
+  });
+}
