@@ -86,6 +86,10 @@ export function tokensOf(output: LLMResult): TokenCount | null {
 class RunMetricsHandler extends BaseCallbackHandler {
   name = "deerflow_run_metrics";
   override awaitHandlers = true;
+  // Model and tool events only: each chain event (several per graph step) would otherwise be dispatched here.
+  override ignoreChain = true;
+  override ignoreRetriever = true;
+  override ignoreCustomEvent = true;
   private readonly models = new Map<string, string>();
   private readonly spans = new Map<string, Span>();
   /** The run's span (set when the worker starts and tracing is on): the parent of model and tool spans. */
