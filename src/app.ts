@@ -225,7 +225,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     // Shutdown drain (DeerFlow test_gateway_run_drain_shutdown): interrupt in-flight runs, wait at most 5 s,
     // and only then close the stores, so every final status is written.
     await runs.drain(5_000);
-    await runEvents.drain();
+    runEvents.drain();
     await memoryQueue.flush();
     await closeMcpClients();
     await flushTracing();

@@ -1,7 +1,7 @@
 // The stored event log of each run (DeerFlow runtime/journal.py RunJournal + the run-event store, read by
 // `GET /threads/{id}/runs/{run_id}/events`). The stream bridge forgets a run a minute after it ends; this log
 // keeps what the run emitted, one JSON line per event, under `<home>/data/run-events/<run_id>.jsonl`.
-import { appendFile, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import type { BridgeItem, StreamBridge, SubscribeOptions } from "../stream-bridge.js";
 
@@ -31,16 +31,15 @@ const categoryOf = (event: string): RunEvent["category"] =>
 const FLUSH_EVERY = 64;
 
 /**
- * Append-only per-run event files. A run's events are buffered in memory and appended in one write when the run
- * ends (or every {@link FLUSH_EVERY} events), in publication order; {@link list} sees buffered events too. A
- * synchronous append per event was a file open, write and close on the event loop for every frame.
+ * Append-only per-run event files. A run's events are buffered in memory and appended in one synchronous write
+ * when the run ends (or every {@link FLUSH_EVERY} events), in publication order; {@link list} sees buffered
+ * events too. Measured under load: an append per event (open, write, close each time) and an asynchronous append
+ * per run (thread-pool round trips) both cost several times one synchronous append per run.
  */
 export class RunEventLog {
   private readonly seqs = new Map<string, number>();
   /** Rows not yet written, per run. */
   private readonly pending = new Map<string, RunEvent[]>();
-  /** The write in flight per run: the next one chains on it, so appends never interleave. */
-  private readonly writing = new Map<string, Promise<void>>();
   private dirReady = false;
 
   /** @param dir Directory holding `<run_id>.jsonl` (created on first write). */
@@ -60,53 +59,35 @@ export class RunEventLog {
     let rows = this.pending.get(runId);
     if (!rows) this.pending.set(runId, (rows = []));
     rows.push(row);
-    if (rows.length % FLUSH_EVERY === 0) void this.flush(runId);
+    if (rows.length >= FLUSH_EVERY) this.flush(runId);
   }
 
-  /**
-   * Appends the events of `runId` not yet on disk, after any write still in flight; rows leave the buffer once
-   * written. A failed write drops them: the log is an audit copy and must never break the live stream.
-   */
-  private flush(runId: string): Promise<void> {
+  /** Appends the buffered events of `runId`. A failed write drops them: the log is an audit copy and must never break the live stream. */
+  private flush(runId: string): void {
+    const rows = this.pending.get(runId);
     const file = this.file(runId);
-    const previous = this.writing.get(runId) ?? Promise.resolve();
-    if (!file) return previous;
-    const write = previous
-      .then(async () => {
-        const rows = this.pending.get(runId);
-        if (!rows?.length) return;
-        const count = rows.length;
-        if (!this.dirReady) {
-          mkdirSync(this.dir, { recursive: true });
-          this.dirReady = true;
-        }
-        try {
-          // The callback form: fs/promises builds a FileHandle per call, which cost more than the write itself.
-          const text = rows.map((r) => `${JSON.stringify(r)}\n`).join("");
-          await new Promise<void>((resolve, reject) => appendFile(file, text, (err) => (err ? reject(err) : resolve())));
-        } finally {
-          rows.splice(0, count);
-          if (!rows.length && !this.seqs.has(runId)) this.pending.delete(runId);
-        }
-      })
-      .catch(() => undefined)
-      .finally(() => {
-        if (this.writing.get(runId) === write) this.writing.delete(runId);
-      });
-    this.writing.set(runId, write);
-    return write;
+    this.pending.delete(runId);
+    if (!rows?.length || !file) return;
+    try {
+      if (!this.dirReady) {
+        mkdirSync(this.dir, { recursive: true });
+        this.dirReady = true;
+      }
+      appendFileSync(file, rows.map((r) => `${JSON.stringify(r)}\n`).join(""));
+    } catch {
+      // A full disk must not break the run; the events are lost from the log only.
+    }
   }
 
   /** Writes what is buffered for a finished run and forgets its counter (its file stays). */
-  finish(runId: string): Promise<void> {
+  finish(runId: string): void {
     this.seqs.delete(runId);
-    return this.flush(runId);
+    this.flush(runId);
   }
 
   /** Writes everything still buffered (shutdown, tests). */
-  async drain(): Promise<void> {
-    await Promise.all([...this.pending.keys()].map((id) => this.flush(id)));
-    await Promise.all([...this.writing.values()]);
+  drain(): void {
+    for (const id of [...this.pending.keys()]) this.flush(id);
   }
 
   /**
@@ -131,9 +112,8 @@ export class RunEventLog {
         continue; // a torn last line after a crash
       }
     }
-    // Buffered rows follow the stored ones; a row whose write is in flight may be in both.
-    const lastStored = stored.at(-1)?.seq ?? 0;
-    const rows = [...stored, ...(this.pending.get(runId) ?? []).filter((r) => r.seq > lastStored)];
+    // Buffered rows follow the stored ones.
+    const rows = [...stored, ...(this.pending.get(runId) ?? [])];
     const out: RunEvent[] = [];
     for (const row of rows) {
       if (options.afterSeq !== undefined && row.seq <= options.afterSeq) continue;
@@ -152,8 +132,6 @@ export class RunEventLog {
       const file = this.file(id);
       if (!file) continue;
       rmSync(file, { force: true });
-      // A write in flight would recreate the file.
-      void this.writing.get(id)?.then(() => rmSync(file, { force: true }));
     }
   }
 }
@@ -177,7 +155,7 @@ export class RecordingStreamBridge implements StreamBridge {
   }
 
   publishEnd(runId: string): void {
-    void this.log.finish(runId);
+    this.log.finish(runId);
     this.inner.publishEnd(runId);
   }
 
