@@ -27,8 +27,9 @@ setLogger(pino({ level: process.env.LOG_LEVEL ?? "silent" }));
 const started = performance.now();
 console.log(`deerflow-gateway benchmarks: node ${process.version}, ${os.platform()}/${os.arch()}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? "unknown"})`);
 for (const suite of SUITES.filter((s) => !only || s.title.toLowerCase().includes(only))) {
-  const { results, notes } = await suite.run();
+  const { results, notes, extra } = await suite.run();
   console.log(`\n## ${suite.title}\n\n${formatTable(results)}\n`);
   for (const note of notes) console.log(`- ${note}`);
+  if (extra) console.log(`\n${extra}`);
 }
 console.log(`\ndone in ${((performance.now() - started) / 1000).toFixed(1)} s`);

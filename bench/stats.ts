@@ -6,10 +6,12 @@ export interface BenchResult {
   samples: number[];
 }
 
-/** What a benchmark suite returns: its table rows and free-text notes printed under the table. */
+/** What a benchmark suite returns: its table rows, free-text notes printed under the table, and extra markdown. */
 export interface BenchSuite {
   results: BenchResult[];
   notes: string[];
+  /** A further markdown block (e.g. a second table) printed after the notes. */
+  extra?: string;
 }
 
 /** Summary statistics of a sample set, in milliseconds. */
