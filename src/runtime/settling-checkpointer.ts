@@ -7,6 +7,8 @@ import { BaseCheckpointSaver, type ChannelVersions, type Checkpoint, type Checkp
 /** Delegates everything to `inner`; `settle()` resolves once every write started through this view has finished. */
 export class SettlingCheckpointer extends BaseCheckpointSaver {
   private readonly pending = new Set<Promise<unknown>>();
+  /** The newest root-namespace checkpoint this run's graph saved (what the thread's state now reads), if any. */
+  latestRoot?: Checkpoint;
 
   constructor(private readonly inner: BaseCheckpointSaver) {
     super(inner.serde);
@@ -33,6 +35,8 @@ export class SettlingCheckpointer extends BaseCheckpointSaver {
   }
 
   put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    // LangGraph hands each put its own copy of the checkpoint, so keeping the reference is safe.
+    if (!config.configurable?.checkpoint_ns) this.latestRoot = checkpoint;
     return this.track(this.inner.put(config, checkpoint, metadata, newVersions));
   }
 

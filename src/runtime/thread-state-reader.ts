@@ -29,6 +29,22 @@ const ref = (threadId: string, id: string | undefined): CheckpointRef | null =>
   id ? { thread_id: threadId, checkpoint_ns: "", checkpoint_id: id, checkpoint_map: null } : null;
 
 /**
+ * The nodes a checkpoint's channel values still trigger: `branch:to:<node>` channels and pending sends
+ * (`__pregel_tasks`), de-duplicated. Non-empty means the thread stopped before finishing (an interrupt).
+ */
+export function pendingNodes(channels: Record<string, unknown>): string[] {
+  const next: string[] = [];
+  for (const [key, value] of Object.entries(channels)) {
+    if (key.startsWith("branch:to:")) next.push(key.slice("branch:to:".length));
+    else if (key === "__pregel_tasks" && Array.isArray(value)) {
+      // Sends (e.g. one per tool call) wait here until their node runs.
+      for (const task of value) if (task && typeof (task as { node?: unknown }).node === "string") next.push((task as { node: string }).node);
+    }
+  }
+  return [...new Set(next)];
+}
+
+/**
  * Converts a checkpoint tuple to the wire state. `values` are the channel values without LangGraph internals
  * (`branch:*`, `__*`), messages flattened; `next` are the nodes the checkpoint still triggers (`branch:to:<node>`
  * channels and pending sends); interrupts come from pending `__interrupt__` writes.
@@ -39,20 +55,16 @@ export function checkpointToState(threadId: string, tuple: CheckpointTuple | und
   }
   const channels = tuple.checkpoint.channel_values ?? {};
   const values: Record<string, unknown> = {};
-  const next: string[] = [];
   for (const [key, value] of Object.entries(channels)) {
-    if (key.startsWith("branch:to:")) next.push(key.slice("branch:to:".length));
-    else if (key === "__pregel_tasks" && Array.isArray(value)) {
-      // Sends (e.g. one per tool call) wait here until their node runs.
-      for (const task of value) if (task && typeof (task as { node?: unknown }).node === "string") next.push((task as { node: string }).node);
-    } else if (!key.startsWith("branch:") && !key.startsWith("__") && !key.includes(":")) values[key] = value;
+    if (!key.startsWith("branch:") && !key.startsWith("__") && !key.includes(":")) values[key] = value;
   }
+  const next = pendingNodes(channels);
   const interrupts = (tuple.pendingWrites ?? []).filter(([, channel]) => channel === "__interrupt__").flatMap(([, , value]) => (Array.isArray(value) ? value : [value]));
   const id = tuple.checkpoint.id;
   const parentId = tuple.parentConfig?.configurable?.checkpoint_id as string | undefined;
   return {
     values: serializeValues(values) as Record<string, unknown>,
-    next: [...new Set(next)],
+    next,
     tasks: [],
     metadata: (tuple.metadata ?? {}) as Record<string, unknown>,
     created_at: tuple.checkpoint.ts ?? null,

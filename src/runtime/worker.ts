@@ -18,7 +18,7 @@ import type { RunConfig } from "./run-config.js";
 import type { ActiveRun, RunManager, RunStatus } from "./run-manager.js";
 import type { RunRequest } from "./run-request.js";
 import type { StreamBridge } from "./stream-bridge.js";
-import { readThreadState } from "./thread-state-reader.js";
+import { pendingNodes, readThreadState } from "./thread-state-reader.js";
 import type { ThreadStatus } from "./thread-store.js";
 import { SettlingCheckpointer } from "./settling-checkpointer.js";
 import { graphStreamModes, toWireEvents } from "./wire-events.js";
@@ -204,7 +204,12 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       if (started || status === "interrupted") {
         let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";
         // A run that stopped at interrupt_before/after (or a graph interrupt) leaves nodes pending: the thread waits.
-        if (status === "success" && (await readThreadState(persistence.checkpointer, threadId).catch(() => null))?.next.length) threadStatus = "interrupted";
+        // The run's own newest checkpoint answers without reading the thread back (a store read and a parse).
+        if (status === "success") {
+          const latest = checkpointer?.latestRoot;
+          const next = latest ? pendingNodes(latest.channel_values ?? {}) : ((await readThreadState(persistence.checkpointer, threadId).catch(() => null))?.next ?? []);
+          if (next.length) threadStatus = "interrupted";
+        }
         await persistence.threads.setStatus(threadId, threadStatus);
       }
     } catch (err) {
