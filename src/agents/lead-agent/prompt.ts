@@ -133,7 +133,7 @@ export function applyPromptTemplate(options: PromptOptions = {}): string {
     sub.section,
     [
       '<working_directory existed="true">',
-      "- User uploads: `/mnt/user-data/uploads`",
+      "- User uploads: `/mnt/user-data/uploads`. Files attached to this message are listed in `<current_uploads>`; files from earlier turns are not listed: discover them with `list_uploaded_files`, or read a named file directly.",
       "- Your workspace (scratch files): `/mnt/user-data/workspace`",
       "- Deliverables for the user: `/mnt/user-data/outputs`; present them with `present_files`.",
       "- Use paths relative to these directories in your answers; never expose host paths.",
