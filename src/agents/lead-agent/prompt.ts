@@ -60,7 +60,8 @@ const DEFAULT_SUBAGENT_TYPES = [{ name: "general-purpose", description: "Researc
 function subagentParts(n: number, total: number, types: readonly { name: string; description: string }[]) {
   const parallel = n > 1;
   // Custom descriptions come from config.yaml: first line only, escaped (DeerFlow prompt.py does the same).
-  const listed = types.map((t) => `  - \`${escapePromptText(t.name)}\`: ${escapePromptText(t.description.split("\n")[0].trim())}`);
+  // Upstream's list shape (`- **name**: first line`), which its prompt tests match on (AF-042).
+  const listed = types.map((t) => `- **${escapePromptText(t.name)}**: ${escapePromptText(t.description.split("\n")[0].trim())}`);
   return {
     thinking: parallel
       ? `- DELEGATION CHECK: before acting, decide whether independent parts of the task can run as parallel \`task\` calls (at most ${n} per response); delegate only when the parts are truly independent.`
