@@ -82,3 +82,25 @@ describe("list_uploaded_files (agent-factory.md §2.9)", () => {
     expect(result.message).toMatch(/^No (historical uploaded files in this thread|uploads directory for this thread)\.$/);
   });
 });
+
+describe("<current_uploads> outlines (agent-factory.md §6.2)", () => {
+  it("lists each attached document's outline from its Markdown version, or its first lines without headings", async () => {
+    const thread = (await (await postJson(`${h.url}/threads`, {})).json()).thread_id;
+    await upload(thread, [
+      ["deck.pdf", makePdf(["Quarterly <b>numbers</b>", "Outlook"])],
+      ["notes.md", "first line of notes\nsecond line\n"],
+      ["raw.csv", "a,b\n"],
+    ]);
+    fake.respond = () => ({ content: "ok" });
+    const files = [attached("deck.pdf"), attached("notes.md"), attached("raw.csv")];
+    const run = await postJson(`${h.url}/threads/${thread}/runs/wait`, { input: { messages: [{ role: "user", content: "read these", additional_kwargs: { files } }] } });
+    expect(run.status).toBe(200);
+    const user = fake.requests[0].body.messages.find((m: any) => m.role === "user");
+    const text = typeof user.content === "string" ? user.content : user.content.map((b: any) => b.text).join("");
+    expect(text).toContain(
+      "at /mnt/user-data/uploads/deck.pdf\n  Document outline (use `read_file` with line ranges to read sections):\n    L1: Page 1\n    L5: Page 2\n",
+    );
+    expect(text).toContain("at /mnt/user-data/uploads/notes.md\n  No structural headings detected. Document begins with:\n    > first line of notes\n    > second line\n");
+    expect(text).toMatch(/at \/mnt\/user-data\/uploads\/raw\.csv\n(?! {2}Document| {2}No structural)/);
+  });
+});

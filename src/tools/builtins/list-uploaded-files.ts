@@ -1,30 +1,18 @@
 // Port of DeerFlow tools/builtins/list_uploaded_files_tool.py and utils/file_outline.py (historical uploads on demand).
-import { lstat, readdir, readFile } from "node:fs/promises";
+import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";
 import { tool } from "langchain";
 import { z } from "zod";
 import { neutralizeTags } from "../../agents/middlewares/uploads.js";
 import { TEMP_FILE } from "../../sandbox/local-sandbox.js";
 import { VIRTUAL_ROOT } from "../../sandbox/paths.js";
+import { readUploadOutline, type OutlineEntry } from "../../sandbox/upload-outline.js";
 import { threadSandbox, toolErrorText, type ToolRuntimeConfig } from "../sandbox/runtime.js";
 
 /** Files listed when the model does not say (DeerFlow `_DEFAULT_MAX_RESULTS`). */
 export const DEFAULT_MAX_UPLOAD_RESULTS = 20;
 /** Most files one call lists (DeerFlow `_MAX_MAX_RESULTS`). */
 export const MAX_UPLOAD_RESULTS = 100;
-/** Most outline entries per file; one more adds a `{truncated: true}` sentinel (DeerFlow `MAX_OUTLINE_ENTRIES`). */
-export const MAX_OUTLINE_ENTRIES = 50;
-const PREVIEW_LINES = 5;
-/** Markdown twins larger than this are not scanned for an outline (bytes); keeps one call cheap. */
-const MAX_OUTLINE_SOURCE_BYTES = 8 * 1024 * 1024;
-
-// Bold headings converters emit when they cannot promote them to `#` (DeerFlow file_outline.py, same shapes).
-const BOLD_HEADING = /^\*\*((ITEM|PART|SECTION|SCHEDULE|EXHIBIT|APPENDIX|ANNEX|CHAPTER)\b[A-Z0-9 .,\-]*)\*\*\s*$/;
-const SPLIT_BOLD_HEADING = /^\*\*[\dA-Z][\d.]*\*\*\s+\*\*(?!\d[\d\s.,\-–—/:()%]*\*\*)[^*]+\*\*(?:\s+\*\*[^*]+\*\*){0,2}\s*$/;
-
-/** One outline entry: a heading's text and its 1-based line, or the truncation sentinel. */
-export type OutlineEntry = { title: string; line: number } | { truncated: true };
-
 /** One historical upload as the tool reports it. `size` in bytes. */
 export interface HistoricalUpload {
   filename: string;
@@ -45,47 +33,11 @@ export interface ListUploadedFilesResult {
   message: string;
 }
 
-function cleanBoldTitle(raw: string): string {
-  const merged = raw.replace(/\*\*\s*\*\*/g, " ").trim();
-  const whole = /^\*\*([\s\S]+?)\*\*$/.exec(merged);
-  return whole ? whole[1].trim() : merged;
-}
-
-/**
- * The outline of a Markdown text: `#` headings, bold structural headings (`**PART II**`) and split-bold numbered
- * headings (`**3.2** **Attention**`), at most {@link MAX_OUTLINE_ENTRIES} then a `{truncated: true}` sentinel.
- */
-export function extractOutline(markdown: string): OutlineEntry[] {
-  const out: OutlineEntry[] = [];
-  const lines = markdown.split(/\r?\n/);
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i].trim();
-    if (!line) continue;
-    let title = "";
-    if (line.startsWith("#")) title = cleanBoldTitle(line.replace(/^#+/, "").trim());
-    else if (BOLD_HEADING.test(line)) title = BOLD_HEADING.exec(line)![1].trim();
-    else if (SPLIT_BOLD_HEADING.test(line)) title = [...line.matchAll(/\*\*([^*]+)\*\*/g)].map((m) => m[1]).join(" ");
-    if (!title) continue;
-    if (out.length === MAX_OUTLINE_ENTRIES) {
-      out.push({ truncated: true });
-      break;
-    }
-    out.push({ title, line: i + 1 });
-  }
-  return out;
-}
-
-/** Outline of `file`'s Markdown twin `<stem>.md` (or of `file` itself when it is Markdown), else its first lines. */
-async function outlineFor(dir: string, filename: string): Promise<Pick<HistoricalUpload, "outline" | "outline_preview">> {
-  const ext = path.extname(filename);
-  const twin = path.join(dir, `${filename.slice(0, filename.length - ext.length)}.md`);
-  const info = await lstat(twin).catch(() => null);
-  if (!info?.isFile() || info.size > MAX_OUTLINE_SOURCE_BYTES) return {};
-  const text = await readFile(twin, "utf8").catch(() => "");
-  const outline = extractOutline(text);
-  if (outline.length) return { outline: outline.map((e) => ("title" in e ? { ...e, title: neutralizeTags(e.title) } : e)) };
-  const preview = text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean).slice(0, PREVIEW_LINES).map(neutralizeTags);
-  return preview.length ? { outline_preview: preview } : {};
+/** The outline of an upload with every title tag-neutralized. */
+function neutralizedOutline(dir: string, filename: string): Pick<HistoricalUpload, "outline" | "outline_preview"> {
+  const { outline, outline_preview } = readUploadOutline(dir, filename);
+  if (outline) return { outline: outline.map((e) => ("title" in e ? { ...e, title: neutralizeTags(e.title) } : e)) };
+  return outline_preview ? { outline_preview: outline_preview.map(neutralizeTags) } : {};
 }
 
 const extLabel = (name: string) => neutralizeTags(path.extname(name).toLowerCase()) || "(no extension)";
@@ -117,7 +69,7 @@ export async function listHistoricalUploads(uploadsDir: string, currentRun: Read
   const files: HistoricalUpload[] = [];
   for (const c of candidates.slice(0, limit)) {
     const file: HistoricalUpload = { filename: neutralizeTags(c.name), size: c.size, path: neutralizeTags(`${VIRTUAL_ROOT}/uploads/${c.name}`), extension: neutralizeTags(path.extname(c.name)) };
-    if (includeOutline === true || wanted?.has(c.name)) Object.assign(file, await outlineFor(uploadsDir, c.name));
+    if (includeOutline === true || wanted?.has(c.name)) Object.assign(file, neutralizedOutline(uploadsDir, c.name));
     files.push(file);
   }
   const result: ListUploadedFilesResult = { files, total_count: candidates.length, message: `Found ${candidates.length} historical file(s).` };
