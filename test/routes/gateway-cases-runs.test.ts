@@ -38,6 +38,8 @@ describe("gateway acceptance cases: runs (spec/cases/gateway.md)", () => {
     const t = await newThread("t-17");
     const r = await post(`/threads/${t}/runs/stream`, { assistant_id: "lead_agent", input: hi, stream_mode: ["values", "messages-tuple"] });
     check("GW-017 status", r.s === 200 && r.h.get("content-type")?.startsWith("text/event-stream"), r.h.get("content-type"));
+    // gateway.md §2.1: no caching, and no proxy buffering of the stream.
+    check("GW-017 headers", r.h.get("cache-control") === "no-cache" && r.h.get("x-accel-buffering") === "no", Object.fromEntries(r.h));
     const loc = r.h.get("content-location") ?? "";
     check("GW-017 content-location", /\/threads\/t-17\/runs\/[^/]+$/.test(loc), loc);
     const rid = loc.split("/").at(-1)!;
