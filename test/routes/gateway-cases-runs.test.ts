@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
+import { until } from "../support/wait.js";
 
 // The run-lifecycle acceptance cases of spec/cases/gateway.md (GW-017, GW-018, GW-031, GW-052..GW-055) over HTTP,
 // against the fake OpenAI server (its streamed reply stands in for the fixture's "echo" graph; an HTTP 400 for "boom").
@@ -117,5 +118,37 @@ describe("gateway acceptance cases: runs (spec/cases/gateway.md)", () => {
     check("GW-055 metadata", list[1].metadata?.tag === "first", list[1].metadata);
     const one = JSON.parse((await get(`/threads/${t}/runs/${run.run_id}`)).b);
     check("GW-055 get", keys.every((k) => k in one), Object.keys(one));
+  });
+
+  it("cancels a run waiting for its predecessor without building it: just end, interrupted, no model call (GW-049)", async () => {
+    fake.respond = () => ({ content: "slow answer", delayMs: 800 });
+    const t = await newThread();
+    const r1 = JSON.parse((await post(`/threads/${t}/runs`, { input: hi })).b);
+    await until(async () => fake.requests.length === 1);
+    const r2 = JSON.parse((await post(`/threads/${t}/runs`, { input: hi, multitask_strategy: "enqueue" })).b);
+    check("GW-049 pending", r2.status === "pending", r2.status);
+    const cancel = await fetch(`${h.url}/threads/${t}/runs/${r2.run_id}/cancel?wait=1`, { method: "POST" });
+    check("GW-049 cancel", cancel.status === 204, cancel.status);
+    check("GW-049 status", JSON.parse((await get(`/threads/${t}/runs/${r2.run_id}`)).b).status === "interrupted", null);
+    const events = parseSse((await get(`/threads/${t}/runs/${r2.run_id}/stream`)).b).frames.map((f) => f.event);
+    check("GW-049 stream", events.join(",") === "end", events);
+    await get(`/threads/${t}/runs/${r1.run_id}/join`);
+    check("GW-049 no model call", fake.requests.length === 1, fake.requests.length);
+  });
+
+  it("cancels then streams what remains; again on an interrupted run is not 409; re-cancel is 202 (GW-058, §3.5)", async () => {
+    fake.respond = () => ({ content: "slow answer", delayMs: 800 });
+    const t = await newThread();
+    const run = JSON.parse((await post(`/threads/${t}/runs`, { input: hi })).b);
+    await until(async () => fake.requests.length === 1);
+    const first = await post(`/threads/${t}/runs/${run.run_id}/stream?action=interrupt`, {});
+    check("GW-058 stream", first.s === 200 && parseSse(first.b).frames.at(-1)?.event === "end", first);
+    check("GW-058 status", JSON.parse((await get(`/threads/${t}/runs/${run.run_id}`)).b).status === "interrupted", null);
+    const again = await post(`/threads/${t}/runs/${run.run_id}/stream?action=interrupt`, {});
+    check("GW-058 again", again.s !== 409 && (again.s === 202 || parseSse(again.b).frames.at(-1)?.event === "end"), again);
+    const waited = await post(`/threads/${t}/runs/${run.run_id}/stream?action=interrupt&wait=1`, {});
+    check("GW-058 wait", waited.s === 204, waited);
+    const recancel = await fetch(`${h.url}/threads/${t}/runs/${run.run_id}/cancel`, { method: "POST" });
+    check("§3.5 idempotent cancel", recancel.status === 202, recancel.status);
   });
 });
