@@ -27,6 +27,18 @@ export async function requireThread(request: FastifyRequest, _reply: FastifyRepl
 }
 
 /**
+ * preHandler for read routes where an unknown thread is simply empty (LangGraph history answers `[]`): validates
+ * the id (422) and sets `request.thread` to the caller's thread, or null for a missing thread and for another
+ * user's thread alike (so the answer never tells them apart).
+ * @throws ValidationError (422) for a malformed id.
+ */
+export async function loadThreadIfOwned(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+  const threadId = (request.params as { thread_id?: unknown }).thread_id;
+  assertThreadId(threadId);
+  request.thread = (await request.server.deerflow.persistence.threads.getOwned(threadId, principalOf(request).id)) ?? null;
+}
+
+/**
  * The thread {@link requireThread} loaded for this request.
  * @throws Error when the route did not install the guard (a programming error, answered 500).
  */

@@ -9,7 +9,7 @@ import { readThreadState, readThreadStateAt } from "../src/runtime/thread-state-
 import type { ThreadRecord } from "../src/runtime/thread-store.js";
 import { principalOf } from "../src/auth/principal.js";
 import { ThreadStatusSchema } from "../src/runtime/wire-enums.js";
-import { requireThread, threadOf } from "./guards.js";
+import { loadThreadIfOwned, requireThread, threadOf } from "./guards.js";
 import { pendingThreadOwner } from "../src/runtime/web/pending-threads.js";
 import { doc } from "./openapi.js";
 
@@ -131,8 +131,10 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
     return threadService.updateState(request.params.thread_id, (request.body as z.infer<typeof StateUpdateSchema>));
   });
 
-  app.post<ThreadParams>("/threads/:thread_id/history", { preHandler: requireThread, schema: doc("threads", "Checkpoint history, newest first", { body: HistorySchema }) }, async (request) => {
+  // An unknown thread (or another user's, answered the same) has no history: `[]`, as LangGraph and DeerFlow answer.
+  app.post<ThreadParams>("/threads/:thread_id/history", { preHandler: loadThreadIfOwned, schema: doc("threads", "Checkpoint history, newest first", { body: HistorySchema }) }, async (request) => {
     const body = (request.body as z.infer<typeof HistorySchema>);
+    if (!request.thread) return [];
     return threadService.history(request.params.thread_id, { limit: body.limit, before: body.before ?? undefined, metadata: body.metadata ?? undefined });
   });
 }

@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import type { z } from "zod";
 import { ConfigError } from "../errors.js";
+import { checkConfigVersion } from "./config-version.js";
 import { getLogger } from "../logger.js";
 import { formatKeyPath, substituteEnv } from "./env-substitution.js";
 import { resolveConfigPath } from "./paths.js";
@@ -118,6 +119,7 @@ export function parseAppConfigText(text: string, path: string, env: NodeJS.Proce
     }
   }
   if (config.models.length === 0) getLogger().warn({ path }, "No models are configured. Add at least one entry under `models:`.");
+  checkConfigVersion(data.config_version, path);
   return config;
 }
 

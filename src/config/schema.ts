@@ -153,7 +153,8 @@ export const KNOWN_TOP_LEVEL_KEYS = [
  * valid; unknown top-level keys are retained (loose object).
  */
 export const AppConfigSchema = z.looseObject({
-  config_version: nullish(z.number().int()),
+  // Any value loads: a non-integer counts as version 0 in the outdated-config warning (config-version.ts).
+  config_version: z.unknown().optional(),
   log_level: startupOnly("log_level", z.string().default("info")),
   max_recursion_limit: z.number().int().min(1).default(1000),
   models: z.array(ModelConfigSchema).default([]),

@@ -1,7 +1,7 @@
 // Builds the stream bridge and run manager from the `stream_bridge` section: in memory for one process (the
 // default), or on Redis (`type: redis`) so that several gateway processes behave as one service.
 import type { Logger } from "pino";
-import type { AppConfig } from "../config/schema.js";
+import { StreamBridgeConfigSchema, type AppConfig } from "../config/schema.js";
 import type { Persistence } from "./persistence.js";
 import { RunManager } from "./run-manager.js";
 import { MemoryStreamBridge, type StreamBridge } from "./stream-bridge.js";
@@ -16,13 +16,30 @@ export interface RunCoordination {
   close(): Promise<void>;
 }
 
-/** The Redis URL of the `stream_bridge` section, or null when it is the in-memory bridge. */
-export function streamBridgeUrl(appConfig: AppConfig): string | null {
-  const section = appConfig.stream_bridge;
+/** Selects the Redis bridge when config.yaml has no `stream_bridge` section (DeerFlow `_ENV_REDIS_URL`). */
+export const STREAM_BRIDGE_REDIS_URL_ENV = "DEER_FLOW_STREAM_BRIDGE_REDIS_URL";
+/** The Redis URL used when nothing names one (DeerFlow `_resolve_redis_url`). */
+export const DEFAULT_STREAM_BRIDGE_REDIS_URL = "redis://localhost:6379/0";
+
+/**
+ * The effective `stream_bridge` section: the configured one, else a Redis one when `DEER_FLOW_STREAM_BRIDGE_REDIS_URL`
+ * is set (what Docker Compose sets), else null (the in-memory bridge). Mirrors DeerFlow `_resolve_config`.
+ */
+export function resolveStreamBridgeSection(appConfig: AppConfig, env: NodeJS.ProcessEnv = process.env): AppConfig["stream_bridge"] {
+  if (appConfig.stream_bridge) return appConfig.stream_bridge;
+  const url = env[STREAM_BRIDGE_REDIS_URL_ENV];
+  return url ? StreamBridgeConfigSchema.parse({ type: "redis", redis_url: url }) : null;
+}
+
+/**
+ * The Redis URL of the effective `stream_bridge` section ({@link resolveStreamBridgeSection}), or null for the
+ * in-memory bridge. For `type: redis` the URL is `url` / `redis_url`, else `DEER_FLOW_STREAM_BRIDGE_REDIS_URL`, else
+ * `REDIS_URL`, else `redis://localhost:6379/0` (DeerFlow `_resolve_redis_url`).
+ */
+export function streamBridgeUrl(appConfig: AppConfig, env: NodeJS.ProcessEnv = process.env): string | null {
+  const section = resolveStreamBridgeSection(appConfig, env);
   if (section?.type !== "redis") return null;
-  const url = section.url ?? section.redis_url;
-  if (!url) throw new Error("stream_bridge.type redis needs stream_bridge.url (or stream_bridge.redis_url)");
-  return url;
+  return section.url || section.redis_url || env[STREAM_BRIDGE_REDIS_URL_ENV] || env.REDIS_URL || DEFAULT_STREAM_BRIDGE_REDIS_URL;
 }
 
 /**
@@ -34,7 +51,7 @@ export function streamBridgeUrl(appConfig: AppConfig): string | null {
  */
 export async function openRunCoordination(appConfig: AppConfig, persistence: Persistence, logger: Logger, queueMaxSize?: number): Promise<RunCoordination> {
   const url = streamBridgeUrl(appConfig);
-  const section = appConfig.stream_bridge;
+  const section = resolveStreamBridgeSection(appConfig);
   const maxSize = queueMaxSize ?? section?.queue_maxsize ?? 256;
   if (!url || !section) {
     return { bridge: new MemoryStreamBridge(maxSize), runs: new RunManager(persistence.runs), distributed: false, close: async () => {} };

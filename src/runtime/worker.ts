@@ -13,6 +13,7 @@ import type { RunObservation, RunObserver } from "../observability/run-observer.
 import type { AppConfig } from "../config/schema.js";
 import type { AgentFactory } from "./agent-factory.js";
 import type { Persistence } from "./persistence.js";
+import { ensureInterruptedTitle } from "./interrupted-title.js";
 import { latestCheckpoint, rollbackThread } from "./rollback.js";
 import type { RunConfig } from "./run-config.js";
 import type { ActiveRun, RunManager, RunStatus } from "./run-manager.js";
@@ -103,6 +104,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
   let before: CheckpointTuple | undefined;
   let started = false;
   let checkpointer: SettlingCheckpointer | undefined;
+  let builtAgent: unknown;
   try {
     await Promise.race([run.predecessors, new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }))]);
     if (signal.aborted) {
@@ -135,6 +137,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     // The run's own view of the checkpointer: a rollback first waits for the writes this run's graph started.
     checkpointer = new SettlingCheckpointer(persistence.checkpointer);
     agent.checkpointer = checkpointer;
+    builtAgent = agent;
     const metadata = { ...baseMetadata, ...(agent.resolved?.metadata ?? {}) };
     run.record.metadata = { ...run.record.metadata, ...metadata };
     // One store write for both: the run is `running` from here, with what the build resolved in its metadata.
@@ -198,6 +201,14 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
         }
         status = "error";
         error = "Rolled back by user";
+      }
+      if (status === "interrupted" && builtAgent) {
+        // An interrupted first turn still names its thread (DeerFlow `_ensure_interrupted_title`).
+        const agent = builtAgent;
+        await (async () => {
+          await checkpointer?.settle();
+          await ensureInterruptedTitle(agent, persistence.checkpointer, threadId, deps.getAppConfig(), job.input);
+        })().catch((err) => log.debug({ err: (err as Error).message }, "no title for the interrupted run"));
       }
       if (observation?.scope.fallbacks.length) run.record.metadata = { ...run.record.metadata, model_fallbacks: observation.scope.fallbacks };
       await runs.setStatus(runId, status, error);

@@ -6,6 +6,7 @@ import { getLogger } from "../logger.js";
 import { resolveUse } from "../models/resolve-use.js";
 import { isHostBashAllowed, isHostBashTool } from "../sandbox/security.js";
 import { createAskClarificationTool } from "./builtins/ask-clarification.js";
+import { createListUploadedFilesTool } from "./builtins/list-uploaded-files.js";
 import { createPresentFilesTool } from "./builtins/present-files.js";
 import { createTaskTool, type SubagentRuntime } from "./builtins/task.js";
 import { createViewImageTool } from "./builtins/view-image.js";
@@ -27,6 +28,8 @@ export interface GetAvailableToolsOptions {
   includeMcp?: boolean;
   /** The resolved model: `view_image` is added when it `supports_vision` (null: the first configured model). */
   modelName?: string | null;
+  /** Adds `list_uploaded_files` (default true; subagents pass false: they see no upload history). */
+  includeUploadTool?: boolean;
   /** Adds the `task` tool. */
   subagentEnabled?: boolean;
   /** What runs `task` calls; without one `task` answers with an error naming the missing runtime. */
@@ -89,7 +92,7 @@ export async function loadConfigTools(appConfig: AppConfig, groups: string[] | n
 
 /**
  * The agent's tools, in DeerFlow's order: configured tools ({@link loadConfigTools}); the built-ins
- * `present_files`, `ask_clarification`, [`task` when `subagentEnabled`], [`view_image` when the model
+ * `present_files`, `ask_clarification`, [`list_uploaded_files` unless `includeUploadTool` is false], [`task` when `subagentEnabled`], [`view_image` when the model
  * `supports_vision`]; then the MCP tools of the enabled servers in extensions_config.json (read for this build;
  * connections cached by content, a broken server logged and skipped). De-duplicated by name, first wins
  * (config beats built-in beats MCP). Mirrors DeerFlow `get_available_tools`.
@@ -98,6 +101,7 @@ export async function getAvailableTools(options: GetAvailableToolsOptions): Prom
   const { appConfig, groups = null, includeMcp = true } = options;
   const configTools = await loadConfigTools(appConfig, groups);
   const builtins: AgentTool[] = [createPresentFilesTool() as unknown as AgentTool, createAskClarificationTool() as unknown as AgentTool];
+  if (options.includeUploadTool ?? true) builtins.push(createListUploadedFilesTool() as unknown as AgentTool);
   if (options.subagentEnabled) builtins.push(createTaskTool(options.subagentRuntime) as unknown as AgentTool);
   const model = options.modelName ? getModelConfig(appConfig, options.modelName) : appConfig.models[0];
   if (model?.supports_vision) builtins.push(createViewImageTool() as unknown as AgentTool);

@@ -83,7 +83,7 @@ describe("default branch over HTTP", () => {
     expect(system).toMatch(/<system-reminder>\n<current_date>\d{4}-\d\d-\d\d, \w+day<\/current_date>\n<\/system-reminder>$/);
     expect(body.messages.filter((m: any) => m.role === "system")).toHaveLength(1);
     expect(lastUser(body)).toBe("hello there");
-    expect(toolNames(body)).toEqual(["present_files", "ask_clarification", "files_echo", "files_add"]);
+    expect(toolNames(body)).toEqual(["present_files", "ask_clarification", "list_uploaded_files", "files_echo", "files_add"]);
   });
 
   it("runs an MCP tool the model calls (the broken MCP server does not matter)", async () => {

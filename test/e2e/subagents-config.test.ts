@@ -103,7 +103,7 @@ describe("subagents from config over HTTP", () => {
     expect(lastMessages(frames).at(-1).content).toBe("parent recovered");
   });
 
-  it("offers custom types with their own role, tool allowlist and model, and lists them in the lead's prompt", async () => {
+  it("offers custom types with their own role, tool allowlist and model, and lists them in the lead's prompt (AF-042)", async () => {
     fake.respond = (body) => {
       if (isChild(body, "ANALYST ROLE MARKER")) return { content: "analysis ready" };
       if (body.messages.at(-1).role === "tool") return { content: "parent done" };
@@ -111,11 +111,11 @@ describe("subagents from config over HTTP", () => {
     };
     const frames = await run("analyse");
     const lead = systemText(fake.requests[0].body);
-    expect(lead).toContain("- `analyst`: Data &lt;analysis&gt; specialist");
+    expect(lead).toContain("- **analyst**: Data &lt;analysis&gt; specialist");
     expect(lead).not.toContain("second line never shown");
-    expect(lead).toContain("- `slowpoke`: Takes its time");
-    expect(lead).toContain("- `general-purpose`:");
-    expect(lead).not.toContain("- `bash`:"); // host bash is off
+    expect(lead).toContain("- **slowpoke**: Takes its time");
+    expect(lead).toContain("- **general-purpose**:");
+    expect(lead).not.toContain("**bash**"); // host bash is off
     const child = fake.requests.find((r) => isChild(r.body, "ANALYST ROLE MARKER"))!.body;
     expect(child.model).toBe("gpt-mini");
     expect(toolNames(child)).toEqual(["read_file"]);

@@ -85,8 +85,8 @@ describe("MCP tools from a real stdio server (config.md §11)", () => {
 
   it("puts MCP tools after the configured tools and built-ins in getAvailableTools", async () => {
     const names = (await getAvailableTools({ appConfig: parseAppConfig({}), extensions: ext({ files: stdio({ env: { ECHO_TAG: "two" } }) }), mcpCache: cache })).map((t) => t.name);
-    expect(names).toEqual(["present_files", "ask_clarification", "files_echo", "files_add"]);
+    expect(names).toEqual(["present_files", "ask_clarification", "list_uploaded_files", "files_echo", "files_add"]);
     const without = (await getAvailableTools({ appConfig: parseAppConfig({}), includeMcp: false, extensions: ext({ files: stdio() }), mcpCache: cache })).map((t) => t.name);
-    expect(without).toEqual(["present_files", "ask_clarification"]);
+    expect(without).toEqual(["present_files", "ask_clarification", "list_uploaded_files"]);
   });
 });

@@ -60,7 +60,8 @@ const DEFAULT_SUBAGENT_TYPES = [{ name: "general-purpose", description: "Researc
 function subagentParts(n: number, total: number, types: readonly { name: string; description: string }[]) {
   const parallel = n > 1;
   // Custom descriptions come from config.yaml: first line only, escaped (DeerFlow prompt.py does the same).
-  const listed = types.map((t) => `  - \`${escapePromptText(t.name)}\`: ${escapePromptText(t.description.split("\n")[0].trim())}`);
+  // Upstream's list shape (`- **name**: first line`), which its prompt tests match on (AF-042).
+  const listed = types.map((t) => `- **${escapePromptText(t.name)}**: ${escapePromptText(t.description.split("\n")[0].trim())}`);
   return {
     thinking: parallel
       ? `- DELEGATION CHECK: before acting, decide whether independent parts of the task can run as parallel \`task\` calls (at most ${n} per response); delegate only when the parts are truly independent.`
@@ -133,7 +134,7 @@ export function applyPromptTemplate(options: PromptOptions = {}): string {
     sub.section,
     [
       '<working_directory existed="true">',
-      "- User uploads: `/mnt/user-data/uploads`",
+      "- User uploads: `/mnt/user-data/uploads`. Files attached to this message are listed in `<current_uploads>`; files from earlier turns are not listed: discover them with `list_uploaded_files`, or read a named file directly.",
       "- Your workspace (scratch files): `/mnt/user-data/workspace`",
       "- Deliverables for the user: `/mnt/user-data/outputs`; present them with `present_files`.",
       "- Use paths relative to these directories in your answers; never expose host paths.",

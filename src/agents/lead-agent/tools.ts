@@ -66,6 +66,8 @@ export async function assembleLeadTools(o: LeadToolsOptions): Promise<LeadTools>
     groups: branch === "bootstrap" ? null : o.groups,
     modelName: o.modelName,
     subagentEnabled: o.subagentEnabled,
+    // Subagents keep their own view of the thread's files (DeerFlow task_tool `include_upload_tool: False`).
+    includeUploadTool: branch !== "subagent",
     subagentRuntime: o.subagentRuntime,
     extensions: o.extensions,
   });

@@ -5,6 +5,7 @@ import type { ToolCallHandler } from "langchain";
 
 type ToolCallRequest = Parameters<ToolCallHandler>[0];
 import { DeerflowMiddleware } from "./base.js";
+import { formatFormLines, normalizeFields, type FormField } from "./clarification-fields.js";
 
 const ICONS: Record<string, string> = {
   missing_info: "❓",
@@ -70,13 +71,17 @@ export function normalizeOptions(raw: unknown): ClarificationOption[] {
   return out;
 }
 
-/** Renders the question shown to the user: icon + context (if any), the question, then numbered options. */
-export function formatClarification(args: Record<string, unknown>, options: ClarificationOption[]): string {
+/**
+ * Renders the question shown to the user: icon + context (if any), the question, then the form's numbered fields
+ * (which take precedence) or the numbered options.
+ */
+export function formatClarification(args: Record<string, unknown>, options: ClarificationOption[], fields: readonly FormField[] = []): string {
   const icon = ICONS[String(args.clarification_type ?? "missing_info")] ?? "❓";
   const question = String(args.question ?? "").trim();
   const context = typeof args.context === "string" && args.context.trim() ? args.context.trim() : null;
   let text = context ? `${icon} ${context}\n${question}` : `${icon} ${question}`;
-  if (options.length) text += `\n${options.map((o, i) => `  ${i + 1}. ${o.label}`).join("\n")}`;
+  if (fields.length) text += `\n${formatFormLines(fields)}`;
+  else if (options.length) text += `\n${options.map((o, i) => `  ${i + 1}. ${o.label}`).join("\n")}`;
   return text;
 }
 
@@ -84,7 +89,8 @@ export function formatClarification(args: Record<string, unknown>, options: Clar
  * Intercepts `ask_clarification` calls (hook: wrapToolCall; other tools pass through) and ends the turn with the
  * formatted question as the tool result, id `clarification:<call id>` (or `clarification:<first 16 hex of the
  * text's sha256>` when the call has no id), artifact `{human_input: {...}}` describing the request for UIs, whose
- * `request_id` is that same id. The tool's `returnDirect` flag makes the
+ * `request_id` is that same id: version 2 with `input_mode: "form"` and the validated `fields` when the call sent a
+ * valid form (see `normalizeFields`), else version 1 with `choice_with_other` + `options` or `free_text`. The tool's `returnDirect` flag makes the
  * agent stop after it. With `context.disable_clarification` truthy, the result instead tells the model to
  * proceed on its own, marked `status: "error"` so the loop continues.
  */
@@ -106,19 +112,20 @@ export class ClarificationMiddleware extends DeerflowMiddleware {
     }
     const args = (request.toolCall.args ?? {}) as Record<string, unknown>;
     const options = normalizeOptions(args.options);
-    const text = formatClarification(args, options);
+    const fields = normalizeFields(args.fields, (raw) => normalizeOptions(raw).map((o) => o.label));
+    const text = formatClarification(args, options, fields);
     const requestId = `clarification:${callId || createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
     const payload: Record<string, unknown> = {
-      version: 1,
+      version: fields.length ? 2 : 1,
       kind: "human_input_request",
       source: "ask_clarification",
-      input_mode: options.length ? "choice_with_other" : "free_text",
+      input_mode: fields.length ? "form" : options.length ? "choice_with_other" : "free_text",
       request_id: requestId,
       clarification_type: String(args.clarification_type ?? "missing_info"),
       question: String(args.question ?? ""),
       ...(callId ? { tool_call_id: callId } : {}),
       ...("context" in args ? { context: args.context } : {}),
-      ...(options.length ? { options } : {}),
+      ...(fields.length ? { fields } : options.length ? { options } : {}),
     };
     return new ToolMessage({
       id: requestId,

@@ -8,6 +8,7 @@ import { ThreadStateFields, type ThreadData, type UploadedFile } from "../thread
 import { DeerflowMiddleware } from "./base.js";
 import { textOf } from "./message-utils.js";
 import { threadDirsOf } from "./thread-data.js";
+import { readUploadOutline } from "../../sandbox/upload-outline.js";
 
 /** Where uploads appear inside the sandbox. */
 export const VIRTUAL_UPLOADS_DIR = "/mnt/user-data/uploads";
@@ -31,11 +32,31 @@ export function neutralizeTags(text: string): string {
   return text.replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
-/** The `<current_uploads>` block for `files` (at most `max` listed, the rest counted by extension). */
-export function formatUploadsBlock(files: UploadedFile[], max: number): string {
+/** Lines describing a listed upload's document outline (or its first lines when it has no headings). */
+function outlineLines(dir: string, filename: string): string[] {
+  const { outline, outline_preview } = readUploadOutline(dir, filename);
+  if (outline) {
+    const visible = outline.filter((e): e is { title: string; line: number } => "title" in e);
+    const lines = ["  Document outline (use `read_file` with line ranges to read sections):", ...visible.map((e) => `    L${e.line}: ${neutralizeTags(e.title)}`)];
+    if (visible.length < outline.length) lines.push(`    ... (showing first ${visible.length} headings; use \`read_file\` to explore further)`);
+    return lines;
+  }
+  if (outline_preview) return ["  No structural headings detected. Document begins with:", ...outline_preview.map((t) => `    > ${neutralizeTags(t)}`)];
+  return [];
+}
+
+/**
+ * The `<current_uploads>` block for `files` (at most `max` listed, the rest counted by extension). With the
+ * thread's uploads directory `dir`, each listed file with a Markdown version also gets its outline (DeerFlow
+ * `_format_file_entry`), so the model can read the section it needs by line range.
+ */
+export function formatUploadsBlock(files: UploadedFile[], max: number, dir?: string | null): string {
   const listed = files.slice(0, max);
   const lines = ["<current_uploads>", "The user attached these files to this message:"];
-  for (const f of listed) lines.push(`- ${neutralizeTags(f.filename)} (${formatSize(f.size ?? 0)}) at ${neutralizeTags(String(f.path))}`);
+  for (const f of listed) {
+    lines.push(`- ${neutralizeTags(f.filename)} (${formatSize(f.size ?? 0)}) at ${neutralizeTags(String(f.path))}`);
+    if (dir) lines.push(...outlineLines(dir, f.filename));
+  }
   const rest = files.slice(max);
   if (rest.length) {
     const byExt = new Map<string, number>();
@@ -66,7 +87,8 @@ const UploadsContextSchema = z.looseObject({ thread_id: z.string().optional(), u
  * (`{filename, size, path, status}`) of the last message when it is a human message; keeps entries whose
  * filename is a bare name (no directories), not an upload staging file, and present in the thread's uploads
  * directory (when it can be resolved). Prepends a `<current_uploads>` block (name, size, virtual path
- * `/mnt/user-data/uploads/<name>`, at most `maxFilesPerContextSection` listed) and a blank line to the message
+ * `/mnt/user-data/uploads/<name>`, the document outline or first lines of a file's Markdown version, at most
+ * `maxFilesPerContextSection` listed) and a blank line to the message
  * (same id), keeping the original text under `additional_kwargs.original_user_content`, and writes
  * `uploaded_files`. No files, or a last message that is not human: `{uploaded_files: []}`, clearing a stale list.
  * Hook: beforeAgent (a state write, once per run).
@@ -110,7 +132,7 @@ export class UploadsMiddleware extends DeerflowMiddleware {
     }
     if (files.length === 0) return { uploaded_files: [] };
     if (last.additional_kwargs?.uploads_injected) return { uploaded_files: files };
-    const block = formatUploadsBlock(files, this.maxFiles);
+    const block = formatUploadsBlock(files, this.maxFiles, dir);
     const original = textOf(last);
     const content = typeof last.content === "string" ? `${block}\n\n${last.content}` : [{ type: "text", text: `${block}\n\n` }, ...last.content];
     const kwargs: Record<string, unknown> = { ...last.additional_kwargs, uploads_injected: true };

@@ -12,6 +12,25 @@ export const AskClarificationSchema = z.object({
   context: z.string().optional().describe("Why you are asking: what you know and what is missing."),
   options: z.union([z.array(z.union([z.string(), z.record(z.string(), z.unknown())])), z.string()]).optional()
     .describe("Choices to offer the user, when the answer is one of a few."),
+  fields: z
+    .union([
+      z.array(
+        z.object({
+          name: z.string().describe("Unique identifier; avoid JavaScript prototype names such as constructor or toString."),
+          label: z.string().optional().describe("Display text (defaults to name)."),
+          type: z.string().optional().describe("text (default), textarea, number, select, multi_select, checkbox or date."),
+          required: z.union([z.boolean(), z.string()]).optional(),
+          options: z.array(z.string()).optional().describe("Choices; required for select and multi_select."),
+          placeholder: z.string().optional(),
+        }).passthrough(),
+      ),
+      z.string(),
+    ])
+    .optional()
+    .describe(
+      "A form collecting several values in one question; takes precedence over options. At most 16 fields, 24 options " +
+        "per field and 200 characters per name, label, option or placeholder; exceeding a limit degrades the form to a plain question.",
+    ),
 });
 
 /**

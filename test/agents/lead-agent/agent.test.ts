@@ -180,15 +180,15 @@ describe("_makeLeadAgent: validation and branches", () => {
 
 describe("_makeLeadAgent: tools", () => {
   it("gives the default agent every configured tool plus the built-ins", async () => {
-    expect(toolNames(await build({}))).toEqual(["bash", "web_search", "present_files", "ask_clarification"]);
+    expect(toolNames(await build({}))).toEqual(["bash", "web_search", "present_files", "ask_clarification", "list_uploaded_files"]);
   });
 
   it("filters configured tools by the custom agent's tool_groups and adds update_agent", async () => {
-    expect(toolNames(await build({ context: { agent_name: "researcher" } }))).toEqual(["web_search", "present_files", "ask_clarification", "update_agent"]);
+    expect(toolNames(await build({ context: { agent_name: "researcher" } }))).toEqual(["web_search", "present_files", "ask_clarification", "list_uploaded_files", "update_agent"]);
   });
 
   it("drops ask_clarification for non-interactive runs (AF-028)", async () => {
-    expect(toolNames(await build({ context: { non_interactive: true } }))).toEqual(["bash", "web_search", "present_files"]);
+    expect(toolNames(await build({ context: { non_interactive: true } }))).toEqual(["bash", "web_search", "present_files", "list_uploaded_files"]);
   });
 });
 

@@ -85,7 +85,7 @@ describe("bootstrap branch (agent-factory.md §2.3, AF-030)", () => {
 describe("custom and default branches: tools and skills", () => {
   it("orders a custom agent's tools: configured, built-ins, update_agent, describe_skill (AF-032)", async () => {
     const cfg = parseAppConfig({ ...base, skills: { deferred_discovery: true } });
-    expect(toolNames(await build({ context: { agent_name: "test" } }, cfg))).toEqual(["bash", "web_search", "present_files", "ask_clarification", "update_agent", "describe_skill"]);
+    expect(toolNames(await build({ context: { agent_name: "test" } }, cfg))).toEqual(["bash", "web_search", "present_files", "ask_clarification", "list_uploaded_files", "update_agent", "describe_skill"]);
   });
 
   it("gates update_agent: not on github, yes on other channels, never for the default agent (AF-033)", async () => {
@@ -98,7 +98,7 @@ describe("custom and default branches: tools and skills", () => {
   it("lets the skill allowlist limit skills but never ordinary tools (AF-034)", async () => {
     const config: LeadAgentConfig = { context: { agent_name: "restricted" } };
     const agent = await build(config);
-    expect(toolNames(agent)).toEqual(["web_search", "present_files", "ask_clarification", "update_agent"]);
+    expect(toolNames(agent)).toEqual(["web_search", "present_files", "ask_clarification", "list_uploaded_files", "update_agent"]);
     expect(agent.resolved.metadata.available_skills).toEqual(["deep-research", "ghost-skill"]);
     const { system } = await systemOf(agent);
     expect(system).toContain("<name>deep-research</name>");
@@ -109,7 +109,7 @@ describe("custom and default branches: tools and skills", () => {
     mkdirSync(path.join(root, "skills", "custom", "narrow"), { recursive: true });
     writeFileSync(path.join(root, "skills", "custom", "narrow", "SKILL.md"), "---\nname: narrow\ndescription: d\nallowed-tools: [web_search]\n---\n");
     try {
-      expect(toolNames(await build({}))).toEqual(["bash", "web_search", "present_files", "ask_clarification"]);
+      expect(toolNames(await build({}))).toEqual(["bash", "web_search", "present_files", "ask_clarification", "list_uploaded_files"]);
     } finally {
       rmSync(path.join(root, "skills", "custom"), { recursive: true, force: true });
     }
@@ -157,7 +157,7 @@ describe("MCP tools and tool_search in the lead agent", () => {
 
   it("binds MCP tools directly, and defers them behind tool_search when tool_search.enabled", async () => {
     writeExtensions({ mcpServers: { files: echo } });
-    expect(toolNames(await build({}))).toEqual(["bash", "web_search", "present_files", "ask_clarification", "files_echo", "files_add"]);
+    expect(toolNames(await build({}))).toEqual(["bash", "web_search", "present_files", "ask_clarification", "list_uploaded_files", "files_echo", "files_add"]);
     const cfg = parseAppConfig({ ...base, tool_search: { enabled: true } });
     const agent = await build({}, cfg);
     expect(toolNames(agent).slice(-3)).toEqual(["files_echo", "files_add", "tool_search"]);

@@ -28,7 +28,7 @@ describe("sandbox tools configured like upstream", () => {
 
   it("leave host bash out unless sandbox.allow_host_bash is true (by group or by use:)", async () => {
     const off = parseAppConfig({ tools: UPSTREAM_TOOLS });
-    expect(names(await getAvailableTools({ appConfig: off, includeMcp: false }))).toEqual(["ls", "read_file", "write_file", "str_replace", "present_files", "ask_clarification"]);
+    expect(names(await getAvailableTools({ appConfig: off, includeMcp: false }))).toEqual(["ls", "read_file", "write_file", "str_replace", "present_files", "ask_clarification", "list_uploaded_files"]);
     const on = parseAppConfig({ tools: UPSTREAM_TOOLS, sandbox: { allow_host_bash: true } });
     expect(names(await getAvailableTools({ appConfig: on, includeMcp: false }))).toContain("bash");
     expect(isHostBashTool({ group: "shell", use: "deerflow-gateway/sandbox:bashTool" })).toBe(true);
