@@ -5,6 +5,7 @@ import { DeerflowMiddleware } from "./base.js";
 import { recordStopReason, rewriteAiMessage } from "./message-utils.js";
 import { resolveRunScope, RunScopedStore, type RunScope, type RuntimeLike } from "./run-scope.js";
 import { z } from "zod";
+import { parseOnce } from "../parse-once.js";
 
 /** `loop_detection` (DeerFlow `loop_detection_config.py`): thresholds of LoopDetectionMiddleware. */
 export const LoopDetectionConfigSchema = z
@@ -111,7 +112,7 @@ export class LoopDetectionMiddleware extends DeerflowMiddleware {
   /** @param config The `loop_detection` section; defaults 3/5/20/100/30/50. @throws ZodError when hard < warn. */
   constructor(config: Partial<LoopDetectionConfig> = {}) {
     super();
-    this.config = LoopDetectionConfigSchema.parse(config);
+    this.config = parseOnce(LoopDetectionConfigSchema, config);
     this.runs = new RunScopedStore(newRunState, this.config.max_tracked_threads);
   }
 

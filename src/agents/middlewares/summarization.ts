@@ -11,6 +11,7 @@ import { DeerflowMiddleware } from "./base.js";
 import { textOf } from "./message-utils.js";
 import { isRealUserMessage } from "./title.js";
 import { z } from "zod";
+import { parseOnce } from "../parse-once.js";
 
 const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
 const ContextSizeSchema = z.looseObject({ type: z.enum(["fraction", "tokens", "messages"]), value: z.number() });
@@ -172,7 +173,7 @@ export class SummarizationMiddleware extends DeerflowMiddleware {
  * model is given (DeerFlow logs a warning and skips it then). `model_name` resolution is the caller's job.
  */
 export function createSummarizationMiddleware(config: Partial<SummarizationConfig>, model: BaseChatModel | null | undefined): SummarizationMiddleware | null {
-  const c = SummarizationConfigSchema.parse(config);
+  const c = parseOnce(SummarizationConfigSchema, config);
   if (!c.enabled) return null;
   if (!model) {
     getLogger().warn("summarization is enabled but no summary model could be built; skipping it");

@@ -83,6 +83,15 @@ export async function listHistoricalUploads(uploadsDir: string, currentRun: Read
   return result;
 }
 
+/** Arguments of `list_uploaded_files` (built once: a zod schema compiles its parser per instance). */
+const ListUploadedFilesSchema = z.object({
+  include_outline: z
+    .union([z.boolean(), z.array(z.string())])
+    .optional()
+    .describe("false (default): no outlines; true: the document outline (headings) or a preview for every file with a Markdown version; a list of file names: outlines only for those."),
+  max_results: z.number().int().optional().describe(`Most files to return (default ${DEFAULT_MAX_UPLOAD_RESULTS}, max ${MAX_UPLOAD_RESULTS}).`),
+});
+
 /**
  * Creates `list_uploaded_files`: lets the agent discover files uploaded in earlier turns of the thread (the current
  * run's attachments are already in `<current_uploads>`). The thread and user come from the server-set runtime
@@ -117,13 +126,7 @@ export function createListUploadedFilesTool(options: { baseDir?: string } = {}) 
         "Discover files uploaded in PREVIOUS turns of this thread (files attached to the current message are already listed in <current_uploads>). " +
         "Use it when the user refers to earlier uploads without naming them or you need an overview of the thread's files; " +
         "if the user names a file, read it directly with read_file or grep.",
-      schema: z.object({
-        include_outline: z
-          .union([z.boolean(), z.array(z.string())])
-          .optional()
-          .describe("false (default): no outlines; true: the document outline (headings) or a preview for every file with a Markdown version; a list of file names: outlines only for those."),
-        max_results: z.number().int().optional().describe(`Most files to return (default ${DEFAULT_MAX_UPLOAD_RESULTS}, max ${MAX_UPLOAD_RESULTS}).`),
-      }),
+      schema: ListUploadedFilesSchema,
     },
   );
 }
