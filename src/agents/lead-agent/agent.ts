@@ -257,7 +257,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     // DeerFlow silently runs the default model for an unknown name; the run record says so.
     ...(requested && requested !== modelName ? { model_substitution: { requested: String(requested).slice(0, 200), used: modelName, reason: "not_configured" } } : {}),
   };
-  const callbacks = buildTracingCallbacks(undefined, { userId, threadId: runContextOf(config).threadId });
+  const callbacks = await buildTracingCallbacks(undefined, { userId, threadId: runContextOf(config).threadId });
   log.debug({ agent: agentName ?? "default", branch, model: modelName, thinkingEnabled, reasoningEffort, isPlanMode, subagentEnabled, tools: tools.map((t) => t.name) }, "lead agent built");
   const agent = createDeerflowAgent(model, tools, {
     middleware,

@@ -1,17 +1,15 @@
 // Port of DeerFlow tracing/factory.py (build_tracing_callbacks): tracing handlers attached once, at the graph root.
 import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { LangChainTracer } from "@langchain/core/tracers/tracer_langchain";
-import { CallbackHandler as LangfuseCallbackHandler } from "@langfuse/langchain";
-import { LangfuseSpanProcessor } from "@langfuse/otel";
-import { setLangfuseTracerProvider } from "@langfuse/tracing";
-import { context } from "@opentelemetry/api";
-import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
+import type { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
 import { readTracingConfig, type TracingConfig } from "../../config/tracing-config.js";
 import { getLogger } from "../../logger.js";
 
 let tracer: { project: string; handler: LangChainTracer } | null = null;
-let langfuse: { key: string; provider: BasicTracerProvider } | null = null;
+let langfuse: { key: string; provider: BasicTracerProvider; Handler: LangfuseHandlerClass } | null = null;
+
+/** @langfuse/langchain's CallbackHandler constructor. */
+type LangfuseHandlerClass = new (options: { userId?: string; sessionId?: string }) => BaseCallbackHandler;
 const warned = new Set<string>();
 
 function warnOnce(key: string, message: string): void {
@@ -27,9 +25,19 @@ function warnOnce(key: string, message: string): void {
  * the background; an unreachable backend only loses spans (the exporter logs through OpenTelemetry's diag), it
  * never fails a run.
  */
-function ensureLangfuse(config: TracingConfig["langfuse"]): void {
+async function ensureLangfuse(config: TracingConfig["langfuse"]): Promise<LangfuseHandlerClass> {
   const key = `${config.publicKey}@${config.baseUrl}`;
-  if (langfuse?.key === key) return;
+  if (langfuse?.key === key) return langfuse.Handler;
+  // Loaded on first use: Langfuse and the OpenTelemetry SDK add ~10 MB to every process that never traces.
+  const [{ CallbackHandler }, { LangfuseSpanProcessor }, { setLangfuseTracerProvider }, { context }, { AsyncLocalStorageContextManager }, { BasicTracerProvider }] = await Promise.all([
+    import("@langfuse/langchain"),
+    import("@langfuse/otel"),
+    import("@langfuse/tracing"),
+    import("@opentelemetry/api"),
+    import("@opentelemetry/context-async-hooks"),
+    import("@opentelemetry/sdk-trace-base"),
+  ]);
+  if (langfuse?.key === key) return langfuse.Handler;
   const previous = langfuse?.provider;
   const provider = new BasicTracerProvider({
     spanProcessors: [new LangfuseSpanProcessor({ publicKey: config.publicKey!, secretKey: config.secretKey!, baseUrl: config.baseUrl, exportMode: "batched" })],
@@ -39,8 +47,9 @@ function ensureLangfuse(config: TracingConfig["langfuse"]): void {
   // manager that context is lost across awaits. Registered only when the process has none (returns false then).
   const manager = new AsyncLocalStorageContextManager().enable();
   if (!context.setGlobalContextManager(manager)) manager.disable();
-  langfuse = { key, provider };
+  langfuse = { key, provider, Handler: CallbackHandler as unknown as LangfuseHandlerClass };
   void previous?.shutdown().catch(() => undefined);
+  return langfuse.Handler;
 }
 
 /**
@@ -52,7 +61,7 @@ function ensureLangfuse(config: TracingConfig["langfuse"]): void {
  * callback manager, so tracing can never fail a run.
  * @param run The run's user and thread, recorded on the Langfuse trace (`userId`, `sessionId`).
  */
-export function buildTracingCallbacks(config: TracingConfig = readTracingConfig(), run: { userId?: string | null; threadId?: string | null } = {}): BaseCallbackHandler[] {
+export async function buildTracingCallbacks(config: TracingConfig = readTracingConfig(), run: { userId?: string | null; threadId?: string | null } = {}): Promise<BaseCallbackHandler[]> {
   const handlers: BaseCallbackHandler[] = [];
   if (config.langsmith.enabled) {
     if (tracer?.project !== config.langsmith.project) tracer = { project: config.langsmith.project, handler: new LangChainTracer({ projectName: config.langsmith.project }) };
@@ -62,8 +71,8 @@ export function buildTracingCallbacks(config: TracingConfig = readTracingConfig(
   }
   if (config.langfuse.enabled) {
     try {
-      ensureLangfuse(config.langfuse);
-      handlers.push(new LangfuseCallbackHandler({ ...(run.userId ? { userId: run.userId } : {}), ...(run.threadId ? { sessionId: run.threadId } : {}) }));
+      const Handler = await ensureLangfuse(config.langfuse);
+      handlers.push(new Handler({ ...(run.userId ? { userId: run.userId } : {}), ...(run.threadId ? { sessionId: run.threadId } : {}) }));
     } catch (err) {
       warnOnce("langfuse-init", `Langfuse tracing could not start (${(err as Error).message}); tracing to Langfuse is off`);
     }

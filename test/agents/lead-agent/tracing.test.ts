@@ -20,15 +20,15 @@ describe("readTracingConfig (config.md §2.3)", () => {
 });
 
 describe("tracing callbacks", () => {
-  it("builds one shared LangSmith tracer, reports missing credentials and Langfuse once, and attaches without duplicates", () => {
+  it("builds one shared LangSmith tracer, reports missing credentials and Langfuse once, and attaches without duplicates", async () => {
     const logs = captureLogs();
     try {
       const on = readTracingConfig({ LANGSMITH_TRACING: "true", LANGSMITH_API_KEY: "k", LANGSMITH_PROJECT: "proj" });
-      const [tracer] = buildTracingCallbacks(on);
+      const [tracer] = await buildTracingCallbacks(on);
       expect(tracer).toBeInstanceOf(LangChainTracer);
       expect((tracer as LangChainTracer).projectName).toBe("proj");
-      expect(buildTracingCallbacks(on)[0]).toBe(tracer);
-      expect(buildTracingCallbacks(readTracingConfig({ LANGSMITH_TRACING: "true", LANGFUSE_TRACING: "1" }))).toEqual([]);
+      expect((await buildTracingCallbacks(on))[0]).toBe(tracer);
+      expect(await buildTracingCallbacks(readTracingConfig({ LANGSMITH_TRACING: "true", LANGFUSE_TRACING: "1" }))).toEqual([]);
       expect(logs.messages().some((m) => m.includes("LANGSMITH_API_KEY"))).toBe(true);
       expect(logs.messages().some((m) => m.includes("Langfuse"))).toBe(true);
     } finally {
