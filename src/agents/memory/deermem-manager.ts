@@ -9,6 +9,9 @@ import { getAppConfig } from "../../config/app-config.js";
 import { getRuntimeHome } from "../../config/paths.js";
 import { getLogger } from "../../logger.js";
 import { createChatModel } from "../../models/create-chat-model.js";
+import type { AppConfig } from "../../config/schema.js";
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import { initChatModel } from "langchain";
 import { textOf } from "../middlewares/message-utils.js";
 import { applyUpdate, buildUpdatePrompt, isMemoryRelevant, parseUpdate, trimToCapacity, type ConversationTurns } from "./extraction.js";
 import { FileMemoryStore } from "./file-memory-store.js";
@@ -17,6 +20,25 @@ import { deerMemConfigOf, DeerMemConfigSchema, type DeerMemConfig } from "./memo
 import { coerceConfidence, emptyMemory, factKey, newFactId, normalizeMemory, type MemoryDocument } from "./memory-document.js";
 import { MemoryFactNotFoundError, withinTimeout, type MemoryFactPatch, type MemoryManager, type MemoryManagerInit, type MemoryScope, type MemorySearchHit } from "./manager.js";
 import { ConflictError } from "../../errors.js";
+
+/**
+ * The model that extracts memory: `model_name` (a `models[]` entry); else `model` (a bare name of a `models[]` entry,
+ * or LangChain `initChatModel` with provider/api key/base URL/temperature); else the default model.
+ * @throws the model factory's errors (unknown entry, missing provider package).
+ */
+export async function extractionModel(cfg: DeerMemConfig, appConfig: AppConfig): Promise<BaseChatModel> {
+  const sub = cfg.model;
+  if (cfg.model_name || !sub?.model) return createChatModel(cfg.model_name, { thinkingEnabled: false, appConfig });
+  const direct = sub.provider || sub.api_key || sub.base_url || sub.temperature != null;
+  if (!direct && appConfig.models.some((m) => m.name === sub.model)) return createChatModel(sub.model, { thinkingEnabled: false, appConfig });
+  const provider = sub.provider ?? "openai";
+  return (await initChatModel(sub.model, {
+    modelProvider: provider,
+    ...(sub.api_key ? { apiKey: sub.api_key } : {}),
+    ...(sub.temperature != null ? { temperature: sub.temperature } : {}),
+    ...(sub.base_url ? (provider === "openai" ? { configuration: { baseURL: sub.base_url } } : { baseUrl: sub.base_url }) : {}),
+  })) as unknown as BaseChatModel;
+}
 
 /** Conversations remembered as already extracted, per (user, agent, thread); least recently used dropped beyond this. */
 export const WATERMARK_MAX_KEYS = 4096;
@@ -52,6 +74,7 @@ export class DeerMemManager implements MemoryManager {
   readonly supportsSearch = true;
   private readonly init: MemoryManagerInit;
   private storeInstance?: FileMemoryStore;
+  private storeRoot?: string;
   private readonly buckets = new Map<string, Bucket>();
   private readonly running = new Map<string, Promise<void>>();
   private readonly watermarks = new Map<string, { count: number; last: string }>();
@@ -74,12 +97,17 @@ export class DeerMemManager implements MemoryManager {
     return DeerMemConfigSchema.parse(this.init.backendConfig ?? {});
   }
 
-  /** The file store, rooted at `storage_path` (resolved once, on first use). */
+  /**
+   * The file store, rooted at `storage_path` (relative: under the runtime home; empty: the runtime home). Without a
+   * home given at construction the root follows `DEER_FLOW_HOME` as it is now.
+   */
   get store(): FileMemoryStore {
-    if (!this.storeInstance) {
-      const configured = this.config.storage_path;
-      const home = this.init.home ?? getRuntimeHome();
-      this.storeInstance = new FileMemoryStore(configured ? path.resolve(home, configured) : home);
+    const configured = this.config.storage_path;
+    const home = this.init.home ?? getRuntimeHome();
+    const root = configured ? path.resolve(home, configured) : home;
+    if (!this.storeInstance || this.storeRoot !== root) {
+      this.storeInstance = new FileMemoryStore(root);
+      this.storeRoot = root;
     }
     return this.storeInstance;
   }
@@ -295,7 +323,7 @@ export class DeerMemManager implements MemoryManager {
     if (!batch.length) return;
     const cfg = this.config;
     const appConfig = this.init.getAppConfig();
-    const model = await createChatModel(cfg.model_name, { thinkingEnabled: false, appConfig });
+    const model = await extractionModel(cfg, appConfig);
     const prompt = buildUpdatePrompt(this.read(scope), batch);
     // Outside any run's async context: the extraction must not stream into, or be traced as part of, the run whose
     // turn queued it (a timer keeps the async context of the code that set it).

@@ -47,8 +47,17 @@ export const DeerMemConfigSchema = z.strictObject({
   debounce_seconds: z.number().min(0).max(3600).default(30),
   /** Pending conversations admitted at once (0 = unlimited); beyond it new updates are dropped with a warning. */
   queue_max_depth: z.number().int().min(0).default(1000),
-  /** The `models[]` entry that extracts memory; null = the default (first) model. */
+  /** The `models[]` entry that extracts memory; null = `model` below, else the default (first) model. */
   model_name: z.string().min(1).nullable().default(null),
+  /**
+   * DeerMem's own model sub-config (`provider`, `model`, `api_key`, `base_url`, `temperature`; LangChain
+   * `initChatModel` parameters, provider default `openai`). A bare `model` that names a `models[]` entry uses that
+   * entry. Empty or null: the default model.
+   */
+  model: z
+    .strictObject({ provider: z.string().min(1).nullish(), model: z.string().min(1).nullish(), api_key: z.string().nullish(), base_url: z.string().nullish(), temperature: z.number().min(0).max(2).nullish() })
+    .nullish()
+    .transform((v) => (v && v.model ? v : null)),
   /** Most facts kept per (user, agent); the lowest-confidence ones are evicted first. */
   max_facts: z.number().int().min(1).max(10_000).default(100),
   /** Extracted facts below this confidence are not stored. */
@@ -81,7 +90,8 @@ const warnOnce = (key: string, message: string, extra: Record<string, unknown> =
 function migrateLegacyKeys(input: unknown): unknown {
   if (!input || typeof input !== "object" || Array.isArray(input)) return input;
   const raw = { ...(input as Record<string, unknown>) };
-  const backend = raw.backend_config && typeof raw.backend_config === "object" && !Array.isArray(raw.backend_config) ? { ...(raw.backend_config as Record<string, unknown>) } : raw.backend_config;
+  const given = raw.backend_config ?? {};
+  const backend = given && typeof given === "object" && !Array.isArray(given) ? { ...(given as Record<string, unknown>) } : given;
   const moved: string[] = [];
   for (const key of LEGACY_TOP_LEVEL_KEYS) {
     if (!(key in raw)) continue;
@@ -94,7 +104,7 @@ function migrateLegacyKeys(input: unknown): unknown {
   if (moved.length) {
     raw.backend_config = backend;
     warnOnce(`legacy:${moved.join(",")}`, `memory: moved legacy top-level keys into memory.backend_config (${moved.join(", ")}); move them there in config.yaml to silence this`);
-  } else if (backend !== raw.backend_config) raw.backend_config = backend;
+  }
   return raw;
 }
 
