@@ -78,12 +78,14 @@ export class DeerMemManager implements MemoryManager {
   private readonly buckets = new Map<string, Bucket>();
   private readonly running = new Map<string, Promise<void>>();
   private readonly watermarks = new Map<string, { count: number; last: string }>();
-  private readonly cache = new Map<string, { mtimeMs: number; size: number; doc: MemoryDocument }>();
+  private readonly cache = new Map<string, { mtimeMs: number; size: number; doc: MemoryDocument; context?: { budget: string; text: string } }>();
 
   constructor(init: MemoryManagerInit) {
     this.init = init;
     // Validates a directly constructed backend too (the config loader already did for config.yaml).
-    DeerMemConfigSchema.parse(init.backendConfig ?? {});
+    const cfg = DeerMemConfigSchema.parse(init.backendConfig ?? {});
+    // Loads the tokenizer in the background, so the first run does not wait for it.
+    if (cfg.token_counting === "tiktoken") void tokenCounter("tiktoken");
   }
 
   /** The knobs now: the live config's `backend_config` when it still selects deermem, else the one built with. */
@@ -139,14 +141,22 @@ export class DeerMemManager implements MemoryManager {
 
   async getContext(scope: MemoryScope & { threadId?: string }): Promise<string> {
     const cfg = this.config;
-    const doc = this.read(scope);
-    if (!doc.facts.length && !Object.values({ ...doc.user, ...doc.history }).some((s) => s.summary.trim())) return "";
-    return formatMemoryForInjection(doc, {
-      maxTokens: cfg.max_injection_tokens,
-      count: await tokenCounter(cfg.token_counting),
-      guaranteedCategories: cfg.guaranteed_categories,
-      guaranteedTokenBudget: cfg.guaranteed_token_budget,
-    });
+    const budget = `${cfg.max_injection_tokens}|${cfg.token_counting}|${cfg.guaranteed_token_budget}|${cfg.guaranteed_categories.join(",")}`;
+    const doc = this.read(scope, false);
+    // The formatted text is kept with the cached document: a user's runs re-render only after their memory changed.
+    const entry = this.cache.get(this.store.fileFor(scope.userId, scope.agentName));
+    if (entry?.context?.budget === budget) return entry.context.text;
+    let text = "";
+    if (doc.facts.length || Object.values({ ...doc.user, ...doc.history }).some((s) => s.summary.trim())) {
+      text = formatMemoryForInjection(doc, {
+        maxTokens: cfg.max_injection_tokens,
+        count: await tokenCounter(cfg.token_counting),
+        guaranteedCategories: cfg.guaranteed_categories,
+        guaranteedTokenBudget: cfg.guaranteed_token_budget,
+      });
+    }
+    if (entry) entry.context = { budget, text };
+    return text;
   }
 
   async flush(scope?: MemoryScope): Promise<void> {
@@ -247,8 +257,11 @@ export class DeerMemManager implements MemoryManager {
       .map(({ id, content, category, confidence, createdAt, source }) => ({ id, content, category, confidence, createdAt, source }));
   }
 
-  /** The scope's document, from the cache while the file's mtime and size are unchanged. */
-  private read(scope: MemoryScope): MemoryDocument {
+  /**
+   * The scope's document, from the cache while the file's mtime and size are unchanged. `copy` false hands out the
+   * cached object itself (read-only use).
+   */
+  private read(scope: MemoryScope, copy = true): MemoryDocument {
     const file = this.store.fileFor(scope.userId, scope.agentName);
     let stat: { mtimeMs: number; size: number } | null = null;
     try {
@@ -257,7 +270,7 @@ export class DeerMemManager implements MemoryManager {
       stat = null;
     }
     const hit = this.cache.get(file);
-    if (stat && hit && hit.mtimeMs === stat.mtimeMs && hit.size === stat.size) return structuredClone(hit.doc);
+    if (stat && hit && hit.mtimeMs === stat.mtimeMs && hit.size === stat.size) return copy ? structuredClone(hit.doc) : hit.doc;
     const doc = this.store.load(scope.userId, scope.agentName);
     this.cache.delete(file);
     if (stat) {
