@@ -133,7 +133,16 @@ export class DeerMemManager implements MemoryManager {
       return;
     }
     if (!bucket) this.buckets.set(key, (bucket = { scope: { ...scope }, threads: new Map(), timer: null }));
-    bucket.threads.set(threadId, relevant);
+    // Turns of the pending conversation that are gone from the new one (summarization removed them before they were
+    // extracted) stay in front of it: upstream flushes them with a summarization hook, here they are simply kept.
+    const previous = bucket.threads.get(threadId);
+    let conversation = relevant;
+    if (previous) {
+      const present = new Set(relevant.map(identity));
+      const removed = previous.filter((m) => !present.has(identity(m)));
+      if (removed.length) conversation = [...removed, ...relevant];
+    }
+    bucket.threads.set(threadId, conversation);
     if (bucket.timer) clearTimeout(bucket.timer);
     bucket.timer = setTimeout(() => void this.processBucket(key), debounce * 1000);
     bucket.timer.unref?.();

@@ -191,3 +191,16 @@ describe("memory tool mode (agent-factory.md §1.6)", () => {
     expect(existsSync(path.join(root, "users", "dave", "memory", "default.json"))).toBe(true);
   });
 });
+
+describe("summarization before extraction", () => {
+  it("keeps pending turns that a summarization removed, so they are still extracted", async () => {
+    const scope = { userId: "erin", agentName: "default" };
+    const scripted = parseAppConfig({ models: [{ name: "s", use: "deerflow-gateway:ScriptedChatModel", model: "s" }] });
+    const offline = new DeerMemManager({ backendConfig: {}, mode: "middleware", getAppConfig: () => scripted, home: root });
+    offline.add("t", [new HumanMessage({ content: "I live in Oslo.", id: "h1" }), new AIMessage({ content: "Nice.", id: "a1" })], scope);
+    // The next turn's state after a summarization: the early turns were replaced by a summary.
+    offline.add("t", [new HumanMessage({ content: "Earlier: Oslo", id: "s", name: "summary" }), new HumanMessage({ content: "I work at a bakery.", id: "h2" }), new AIMessage({ content: "Cool.", id: "a2" })], scope);
+    await offline.flush();
+    expect((await offline.getMemory(scope)).facts.map((f) => f.content)).toEqual(["I live in Oslo", "I work at a bakery"]);
+  });
+});
