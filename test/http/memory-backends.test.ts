@@ -5,6 +5,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseAppConfigText } from "../../src/config/app-config.js";
 import { MEMORY_UPDATE_MARKER } from "../../src/agents/memory/extraction.js";
+import { ACCEPTED_WITHOUT_EFFECT_KEYS, DeerMemConfigSchema, MEMORY_SHARED_KEYS } from "../../src/agents/memory/memory-config.js";
 import { echoReply, startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
@@ -101,6 +102,14 @@ export class JournalMemory {
 
 describe("memory config", () => {
   const load = (yaml: string) => parseAppConfigText(yaml, "/tmp/config.yaml");
+
+  it("config/config.example.yaml documents every memory key this gateway acts on", () => {
+    const text = readFileSync(path.resolve(import.meta.dirname, "../../config/config.example.yaml"), "utf8");
+    const section = /^memory:\n([\s\S]*?)\n(?=\S)/m.exec(text)![1];
+    const implemented = Object.keys(DeerMemConfigSchema.shape).filter((k) => !(ACCEPTED_WITHOUT_EFFECT_KEYS as readonly string[]).includes(k));
+    const missing = [...MEMORY_SHARED_KEYS, ...implemented].filter((key) => !new RegExp(`^\\s+(# )?${key}:`, "m").test(section));
+    expect(missing).toEqual([]);
+  });
 
   it("refuses an unknown memory key, naming it", () => {
     expect(() => load("memory:\n  enabeld: true\n")).toThrow(/memory.*enabeld/);
