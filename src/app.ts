@@ -8,7 +8,7 @@ import { registerRoutes } from "../routes/index.js";
 import { sseSerializer } from "../routes/sse.js";
 import { installErrorHandlers } from "../routes/errors.js";
 import { registerOpenApi } from "../routes/openapi.js";
-import { createMemoryManager, type MemoryManager } from "./agents/memory/manager.js";
+import { buildMemoryManager, type MemoryManager } from "./agents/memory/manager.js";
 import { closeMcpClients } from "./tools/mcp-tools.js";
 import { AgentStore } from "./config/agent-store.js";
 import { getAppConfig, onAppConfigReload } from "./config/app-config.js";
@@ -127,7 +127,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
   // An unresolvable memory backend stops the start here, before anything is opened (memory is persistent state:
   // never silently replaced by another backend).
-  const memoryManager = options.memoryManager ?? (await createMemoryManager(appConfig.memory, readConfig, getProjectRoot(), home));
+  const memoryManager = options.memoryManager ?? (await buildMemoryManager(appConfig.memory, readConfig, getProjectRoot(), home));
   // Checked before anything is opened: auth disabled in production stops the start here.
   const auth = createAuthRuntime({ home, authDisabled: options.authDisabled, trustedProxies: options.trustedProxies, corsOrigins, originAllowed: corsOriginAllowed });
   // With Redis and a shared database, other processes' runs are live: only the reaper may mark them.

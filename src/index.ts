@@ -27,7 +27,7 @@ export {
 export { FileMemoryStore } from "./agents/memory/file-memory-store.js";
 export type { MemoryDocument, MemoryFact, MemorySection } from "./agents/memory/memory-document.js";
 export {
-  createMemoryManager, MemoryFactNotFoundError, MemoryUnsupportedError, type MemoryManager, type MemoryManagerInit, type MemoryScope,
+  buildMemoryManager, MemoryFactNotFoundError, MemoryUnsupportedError, type MemoryManager, type MemoryManagerInit, type MemoryScope,
   type MemorySearchHit,
 } from "./agents/memory/manager.js";
 export { DeerMemManager, defaultMemoryManager } from "./agents/memory/deermem-manager.js";

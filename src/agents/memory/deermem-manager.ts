@@ -75,6 +75,8 @@ export class DeerMemManager implements MemoryManager {
   private readonly init: MemoryManagerInit;
   private storeInstance?: FileMemoryStore;
   private storeRoot?: string;
+  private parsedFor?: object;
+  private parsed?: DeerMemConfig;
   private readonly buckets = new Map<string, Bucket>();
   private readonly running = new Map<string, Promise<void>>();
   private readonly watermarks = new Map<string, { count: number; last: string }>();
@@ -92,7 +94,11 @@ export class DeerMemManager implements MemoryManager {
   get config(): DeerMemConfig {
     try {
       const memory = this.init.getAppConfig().memory;
-      if (memory.manager_class === "deermem") return deerMemConfigOf(memory);
+      if (memory.manager_class === "deermem") {
+        // The loaded config object only changes on a reload: parse its knobs once per object (this runs per turn).
+        if (memory !== this.parsedFor) this.parsed = deerMemConfigOf((this.parsedFor = memory));
+        return this.parsed!;
+      }
     } catch {
       // No readable config (an embed without config.yaml): the construction-time knobs.
     }

@@ -124,7 +124,7 @@ const isManager = (v: unknown): v is MemoryManager =>
  * @throws MemoryManagerConfigError for an unknown name, an unresolvable path, an export that is not a class
  *   producing a MemoryManager, or `mode: tool` with a backend that cannot search.
  */
-export async function createMemoryManager(memory: MemoryConfig, getAppConfig: () => AppConfig, projectRoot = process.cwd(), home?: string): Promise<MemoryManager> {
+export async function buildMemoryManager(memory: MemoryConfig, getAppConfig: () => AppConfig, projectRoot = process.cwd(), home?: string): Promise<MemoryManager> {
   const init: MemoryManagerInit = { backendConfig: memory.backend_config, mode: memory.mode, getAppConfig, home };
   let manager: MemoryManager;
   if (memory.manager_class === "deermem") {
