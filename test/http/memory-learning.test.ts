@@ -151,6 +151,21 @@ describe("memory that learns (default deermem backend)", () => {
     expect(Math.floor(block.length / 4)).toBeLessThanOrEqual(60 + 20);
   });
 
+  it("follows config.yaml edits without a restart: injection off still learns, a new budget applies at once", async () => {
+    h = await startHarness(config("", "").replace("memory:\n", "memory:\n  injection_enabled: false\n"));
+    scriptExtraction(() => ({ newFacts: [fact("Collects vinyl records", "context", 0.9), fact("Plays the cello every evening", "context", 0.8)] }));
+    await chat("t-1", "I collect vinyl and play the cello.");
+    await flush();
+    expect((await getJson("/api/memory")).facts).toHaveLength(2);
+    await chat("t-2", "hello");
+    expect(promptOf(chatRequests().at(-1)!)).not.toContain("<memory>\n");
+    h.writeConfig(config("    max_injection_tokens: 14\n    token_counting: char\n"));
+    await chat("t-3", "hello again");
+    const prompt = promptOf(chatRequests().at(-1)!);
+    expect(prompt).toContain("<memory>\nFacts:\n- [context | 0.90] Collects vinyl records\n</memory>");
+    expect(prompt).not.toContain("cello");
+  });
+
   it("a malformed memory file: a logged warning, a working run, the file kept aside, then fresh memory", async () => {
     h = await startHarness(config());
     const file = memoryFile("default");
