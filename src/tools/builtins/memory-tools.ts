@@ -21,6 +21,12 @@ export interface MemoryToolsOptions {
 
 const json = (value: unknown) => JSON.stringify(value);
 
+// Built once per process: zod compiles a parser per schema instance, and tools are created per agent build.
+const SearchArgs = z.object({ query: z.string().describe("Words to look for in the facts (case-insensitive)"), category: z.string().nullish().describe("Only facts of this category, e.g. preference, correction, context"), limit: z.number().int().min(1).max(50).default(10) });
+const AddArgs = z.object({ content: z.string().describe("The fact, specific and factual"), category: z.string().default("context").describe("preference, correction, behavior, knowledge, goal or context"), confidence: z.number().min(0).max(1).default(0.7).describe("0.9+ for explicit statements, lower for inferences") });
+const UpdateArgs = z.object({ fact_id: z.string(), content: z.string().min(1).nullish(), category: z.string().nullish(), confidence: z.number().min(0).max(1).nullish() });
+const DeleteArgs = z.object({ fact_id: z.string() });
+
 type Operation = "search" | "createFact" | "updateFact" | "deleteFact" | "getMemory";
 
 /** The backend's implementation of `op`. @throws MemoryUnsupportedError when the backend lacks it. */
@@ -63,7 +69,7 @@ export function createMemoryTools(options: MemoryToolsOptions) {
     {
       name: "memory_search",
       description: "Search what you already know about the user (preferences, corrections, context). Returns JSON {results, count}; each fact has id, content, category, confidence, createdAt and source.",
-      schema: z.object({ query: z.string().describe("Words to look for in the facts (case-insensitive)"), category: z.string().nullish().describe("Only facts of this category, e.g. preference, correction, context"), limit: z.number().int().min(1).max(50).default(10) }),
+      schema: SearchArgs,
     },
   );
   const add = tool(
@@ -82,7 +88,7 @@ export function createMemoryTools(options: MemoryToolsOptions) {
     {
       name: "memory_add",
       description: "Remember a durable fact about the user (preference, correction, personal or work context) for future conversations. Returns JSON {fact_id, status}.",
-      schema: z.object({ content: z.string().describe("The fact, specific and factual"), category: z.string().default("context").describe("preference, correction, behavior, knowledge, goal or context"), confidence: z.number().min(0).max(1).default(0.7).describe("0.9+ for explicit statements, lower for inferences") }),
+      schema: AddArgs,
     },
   );
   const update = tool(
@@ -96,7 +102,7 @@ export function createMemoryTools(options: MemoryToolsOptions) {
     {
       name: "memory_update",
       description: "Update a stored fact by id (from memory_search); omitted fields stay as they are. Returns JSON {fact_id, status}.",
-      schema: z.object({ fact_id: z.string(), content: z.string().min(1).nullish(), category: z.string().nullish(), confidence: z.number().min(0).max(1).nullish() }),
+      schema: UpdateArgs,
     },
   );
   const remove = tool(
@@ -107,7 +113,7 @@ export function createMemoryTools(options: MemoryToolsOptions) {
         return json({ fact_id, status: "deleted" });
       }, fact_id);
     },
-    { name: "memory_delete", description: "Forget a stored fact by id (from memory_search). Returns JSON {fact_id, status}.", schema: z.object({ fact_id: z.string() }) },
+    { name: "memory_delete", description: "Forget a stored fact by id (from memory_search). Returns JSON {fact_id, status}.", schema: DeleteArgs },
   );
   return [search, add, update, remove] as const;
 }
