@@ -7,8 +7,8 @@ import { HumanMessage } from "@langchain/core/messages";
 import { MemorySaver } from "@langchain/langgraph";
 import type { ToolCallHandler } from "langchain";
 import { createDeerflowAgent, type DeerflowAgent } from "../src/agents/factory.js";
-import { FileMemoryStore } from "../src/agents/memory/file-memory-store.js";
-import { MemoryUpdateQueue } from "../src/agents/memory/memory-queue.js";
+import { DeerMemManager } from "../src/agents/memory/deermem-manager.js";
+import { parseAppConfig } from "../src/config/schema.js";
 import { DeerflowMiddleware } from "../src/agents/middlewares/base.js";
 import { MemoryMiddleware } from "../src/agents/middlewares/memory.js";
 import { SummarizationMiddleware } from "../src/agents/middlewares/summarization.js";
@@ -31,14 +31,14 @@ class BenchGuardrail extends DeerflowMiddleware {
 
 /**
  * Every feature on: sandbox group, memory, custom summarization and guardrail, subagent, vision, title, plan mode,
- * loop detection, token budget. Memory is the built-in MemoryMiddleware class given one shared queue, so the
- * benchmark can flush the background writes before it removes its temporary home.
+ * loop detection, token budget. Memory is the built-in MemoryMiddleware class given one shared default backend; its
+ * extraction (a model call per batch) is not part of the chain's cost, so the pending turns are dropped at the end.
  */
-function buildAll(model: ScriptedChatModel, queue: MemoryUpdateQueue): DeerflowAgent {
+function buildAll(model: ScriptedChatModel, manager: DeerMemManager): DeerflowAgent {
   return createDeerflowAgent(model, null, {
     features: {
       sandbox: true,
-      memory: new MemoryMiddleware({ queue }),
+      memory: new MemoryMiddleware({ manager }),
       summarization: new SummarizationMiddleware({ model, trigger: { type: "tokens", value: 100_000 } }),
       subagent: true,
       vision: true,
@@ -71,7 +71,7 @@ export async function runSdkChainBench(): Promise<BenchSuite> {
   process.env.DEER_FLOW_HOME = home;
   try {
     const model = new ScriptedChatModel({ tokenDelayMs: 0 });
-    const queue = new MemoryUpdateQueue(new FileMemoryStore(home));
+    const queue = new DeerMemManager({ backendConfig: { debounce_seconds: 3600 }, mode: "middleware", getAppConfig: () => parseAppConfig({ memory: { backend_config: { debounce_seconds: 3600 } } }), home });
     const build = await measure(BUILD_ITERATIONS, BUILD_WARMUP, async () => buildAll(model, queue));
 
     const stepPart: number[] = [];
@@ -94,7 +94,7 @@ export async function runSdkChainBench(): Promise<BenchSuite> {
       if (i === 0) reply = String(out.messages.at(-1)?.content);
     });
 
-    await queue.flush();
+    await queue.forget({ userId: "bench", agentName: "default" });
     const sample = buildAll(model, queue);
     const nodes = Object.keys((sample as unknown as { graph: { nodes: Record<string, unknown> } }).graph.nodes).filter((n) => n !== "__start__");
     const chain = ((sample as unknown as { options: { middleware: { name: string }[] } }).options.middleware).map((m) => m.name);

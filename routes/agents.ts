@@ -80,7 +80,7 @@ export async function agentRoutes(app: FastifyInstance): Promise<void> {
     const name = validateAgentName(request.params.name);
     await store.delete(name, userId(request));
     // The agent's memory goes with it: a new agent of the same name must not inherit the old conversations.
-    await app.deerflow.memoryQueue.forget(userId(request), name);
+    await app.deerflow.memoryManager.forget({ userId: userId(request), agentName: name });
     return reply.code(204).send();
   });
 

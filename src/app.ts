@@ -8,11 +8,11 @@ import { registerRoutes } from "../routes/index.js";
 import { sseSerializer } from "../routes/sse.js";
 import { installErrorHandlers } from "../routes/errors.js";
 import { registerOpenApi } from "../routes/openapi.js";
-import { MemoryUpdateQueue } from "./agents/memory/memory-queue.js";
+import { buildMemoryManager, type MemoryManager } from "./agents/memory/manager.js";
 import { closeMcpClients } from "./tools/mcp-tools.js";
 import { AgentStore } from "./config/agent-store.js";
 import { getAppConfig, onAppConfigReload } from "./config/app-config.js";
-import { getAgentsDir, getRuntimeHome, getSkillsRoot } from "./config/paths.js";
+import { getAgentsDir, getProjectRoot, getRuntimeHome, getSkillsRoot } from "./config/paths.js";
 import { DEFAULT_CORS_ORIGINS } from "./config/server-env.js";
 import type { AppConfig } from "./config/schema.js";
 import { getLogger } from "./logger.js";
@@ -76,6 +76,8 @@ export interface BuildAppOptions {
   rateLimitRedis?: unknown;
   /** OpenTelemetry tracing (src/observability/tracing.ts); off when absent. Flushed when the app closes. */
   tracing?: GatewayTracing;
+  /** The memory backend (default: built from `memory.manager_class` at start-up). */
+  memoryManager?: MemoryManager;
 }
 
 export { corsOriginAllowed } from "./http/origins.js";
@@ -93,8 +95,8 @@ export interface GatewayServices {
   sandbox: LocalSandboxProvider;
   /** Stored events of every run (`GET .../runs/{run_id}/events`). */
   runEvents: RunEventLog;
-  /** The memory update queue and its store (the Settings memory routes read and write through it). */
-  memoryQueue: MemoryUpdateQueue;
+  /** The memory backend (`memory.manager_class`); the memory routes read and write through it. */
+  memoryManager: MemoryManager;
   /** Per-user run limits and their counts (src/limits). */
   admission: RunAdmission;
   /** True when runs and their events are shared with other gateway processes (Redis bridge). */
@@ -123,6 +125,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const appConfig = readConfig();
   const home = options.home ?? getRuntimeHome();
   const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
+  // An unresolvable memory backend stops the start here, before anything is opened (memory is persistent state:
+  // never silently replaced by another backend).
+  const memoryManager = options.memoryManager ?? (await buildMemoryManager(appConfig.memory, readConfig, getProjectRoot(), home));
   // Checked before anything is opened: auth disabled in production stops the start here.
   const auth = createAuthRuntime({ home, authDisabled: options.authDisabled, trustedProxies: options.trustedProxies, corsOrigins, originAllowed: corsOriginAllowed });
   // With Redis and a shared database, other processes' runs are live: only the reaper may mark them.
@@ -144,8 +149,6 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const runEvents = new RunEventLog(path.join(home, "data", "run-events"));
   const bridge = new RecordingStreamBridge(coordination.bridge, runEvents);
   const closing = new AbortController();
-  // Batches memory writes for a second: a busy gateway writes each memory file once per batch, not once per run.
-  const memoryQueue = new MemoryUpdateQueue(undefined, { debounceMs: 1_000 });
   const sandbox = createSandboxProvider(appConfig, home, getSkillsRoot(appConfig.skills));
   const metrics = options.metrics ?? createGatewayMetrics();
   const admission = new RunAdmission(persistence.usage, metrics);
@@ -157,7 +160,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     getAppConfig: readConfig,
     logger,
     cleanupDelayMs: options.cleanupDelayMs,
-    memoryQueue,
+    memoryManager,
     sandboxProvider: sandbox,
     observer: createRunObserver({ metrics, tracing: options.tracing, onTokens: (userId, tokens) => persistence.usage.add(userId, tokens) }),
     admission,
@@ -197,7 +200,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   app.decorate("metrics", metrics);
   installHttpObservability(app, metrics, options.tracing);
   const stopReloadCount = onAppConfigReload((result) => metrics.configReloads.inc({ result }));
-  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, admission, runEvents, memoryQueue, distributed: coordination.distributed, closing });
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, admission, runEvents, memoryManager, distributed: coordination.distributed, closing });
   // Every JSON body is bounded in depth and size here, before any route, store or graph sees it.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     try {
@@ -226,7 +229,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     // and only then close the stores, so every final status is written.
     await runs.drain(5_000);
     runEvents.drain();
-    await memoryQueue.flush();
+    // Pending memory updates are applied within memory.shutdown_flush_timeout_seconds; the rest is dropped.
+    await memoryManager.shutdownFlush(readConfig().memory.shutdown_flush_timeout_seconds * 1000);
     await closeMcpClients();
     await flushTracing();
     await bridge.close();

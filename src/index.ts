@@ -24,8 +24,14 @@ export {
   ThreadState, ThreadStateFields, THREAD_STATE_FIELDS, mergeArtifacts, mergeDelegations, mergeGoal, mergePromoted, mergeSandbox,
   mergeSkillContext, mergeTodos, mergeViewedImages,
 } from "./agents/thread-state.js";
-export { FileMemoryStore, type MemoryDocument } from "./agents/memory/file-memory-store.js";
-export { MemoryUpdateQueue, recordConversation, type MemoryJob, type MemoryUpdater } from "./agents/memory/memory-queue.js";
+export { FileMemoryStore } from "./agents/memory/file-memory-store.js";
+export type { MemoryDocument, MemoryFact, MemorySection } from "./agents/memory/memory-document.js";
+export {
+  buildMemoryManager, MemoryFactNotFoundError, MemoryUnsupportedError, type MemoryManager, type MemoryManagerInit, type MemoryScope,
+  type MemorySearchHit,
+} from "./agents/memory/manager.js";
+export { DeerMemManager, defaultMemoryManager } from "./agents/memory/deermem-manager.js";
+export { NoopMemoryManager } from "./agents/memory/noop-manager.js";
 export { ensureSandbox, type SandboxProvider } from "./sandbox/provider.js";
 export { LocalSandboxProvider } from "./sandbox/local-provider.js";
 export { bashTool, lsTool, readFileTool, strReplaceTool, writeFileTool } from "./tools/sandbox/index.js";

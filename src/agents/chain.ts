@@ -1,6 +1,6 @@
 // Port of DeerFlow agents/factory.py: _assemble_from_features and _insert_extra.
 import type { AgentMiddleware } from "langchain";
-import { MemoryConfigSchema } from "./middlewares/memory.js";
+import { MemoryConfigSchema } from "./memory/memory-config.js";
 import { DeerflowError } from "../errors.js";
 import { getLogger } from "../logger.js";
 import { createAskClarificationTool } from "../tools/builtins/ask-clarification.js";
@@ -65,7 +65,7 @@ function builtInMemory(features: RuntimeFeatures, name: string): { middleware: A
       if (tools.some((x) => x.name === t.name)) getLogger().warn(`Memory tool name '${t.name}' already exists and was skipped.`);
       else tools.push(t);
     }
-    // The file-backed store needs no passive writes in tool mode, so no MemoryMiddleware is added.
+    // The model drives memory in tool mode; the default backend needs no passive writes, so no MemoryMiddleware.
     return { middleware: null, tools };
   }
   if (config.mode === "tool") getLogger().warn("memory.mode is 'tool' but memory is disabled: memory tools will not be registered");

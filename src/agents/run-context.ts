@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { isAppConfig } from "../config/app-config-brand.js";
 import type { AppConfig } from "../config/schema.js";
-import type { MemoryUpdateQueue } from "./memory/memory-queue.js";
+import type { MemoryManager } from "./memory/manager.js";
 import type { LocalSandbox } from "../sandbox/local-sandbox.js";
 
 /** The user every request runs as when auth is disabled, and the owner of pre-auth data. */
@@ -36,7 +36,7 @@ export const SubagentMarkerSchema = z.looseObject({
 /** A parsed {@link SubagentMarkerSchema}. */
 export type SubagentMarker = z.infer<typeof SubagentMarkerSchema>;
 
-const isMemoryQueue = (v: unknown): v is MemoryUpdateQueue => typeof v === "object" && v !== null && typeof (v as { add?: unknown }).add === "function";
+const isMemoryManager = (v: unknown): v is MemoryManager => typeof v === "object" && v !== null && typeof (v as { add?: unknown }).add === "function" && typeof (v as { getContext?: unknown }).getContext === "function";
 const isSandboxProvider = (v: unknown): v is RunSandboxProvider =>
   typeof v === "object" && v !== null && typeof (v as RunSandboxProvider).sandboxFor === "function" && typeof (v as RunSandboxProvider).acquire === "function";
 
@@ -64,8 +64,8 @@ export const RunContextSchema = z.looseObject({
   is_internal: z.boolean().optional(),
   /** The config snapshot of this run (read once at run start, so a mid-run edit cannot mix two configs). */
   app_config: z.custom<AppConfig>((v) => isAppConfig(v)).optional(),
-  /** The process's memory update queue (batched writes). */
-  memory_queue: z.custom<MemoryUpdateQueue>(isMemoryQueue).optional(),
+  /** The process's memory backend (`memory.manager_class`). */
+  memory_manager: z.custom<MemoryManager>(isMemoryManager).optional(),
   /** The process's sandbox provider. */
   sandbox_provider: z.custom<RunSandboxProvider>(isSandboxProvider).optional(),
   /** Set on subagent runs only. */
@@ -83,13 +83,13 @@ export interface BuildRunContextArgs {
   /** Caller options already filtered by the run-config rules (whitelisted `context` keys, `agent_name`...). */
   options?: Record<string, unknown>;
   appConfig?: AppConfig;
-  memoryQueue?: MemoryUpdateQueue;
+  memoryManager?: MemoryManager;
   sandboxProvider?: RunSandboxProvider;
   subagent?: SubagentMarker;
 }
 
 /** Keys only the server sets; values for them in `options` are dropped. */
-const SERVER_OWNED_KEYS = ["thread_id", "run_id", "user_id", "app_config", "memory_queue", "sandbox_provider", "sandbox_id", "is_internal", SUBAGENT_CONTEXT_KEY] as const;
+const SERVER_OWNED_KEYS = ["thread_id", "run_id", "user_id", "app_config", "memory_manager", "sandbox_provider", "sandbox_id", "is_internal", SUBAGENT_CONTEXT_KEY] as const;
 
 /**
  * Builds the runtime context of a run: the caller's options first, then the server-owned keys on top (so a client
@@ -105,7 +105,7 @@ export function buildRunContext(args: BuildRunContextArgs): RunContext {
   context.user_id = args.userId;
   context.is_internal = false;
   if (args.appConfig) context.app_config = args.appConfig;
-  if (args.memoryQueue) context.memory_queue = args.memoryQueue;
+  if (args.memoryManager) context.memory_manager = args.memoryManager;
   if (args.sandboxProvider) context.sandbox_provider = args.sandboxProvider;
   if (args.subagent) context[SUBAGENT_CONTEXT_KEY] = args.subagent;
   return context as RunContext;
@@ -127,7 +127,7 @@ export interface RunContextView {
   userId: string;
   agentName: string | undefined;
   appConfig: AppConfig | undefined;
-  memoryQueue: MemoryUpdateQueue | undefined;
+  memoryManager: MemoryManager | undefined;
   sandboxProvider: RunSandboxProvider | undefined;
   subagent: SubagentMarker | undefined;
 }
@@ -146,7 +146,7 @@ export function runContextOf(runtime: RuntimeLike | null | undefined): RunContex
   const pick = (key: string) => raw[key] ?? cfg[key];
   const marker = SubagentMarkerSchema.safeParse(raw[SUBAGENT_CONTEXT_KEY]);
   const appConfig = pick("app_config");
-  const queue = raw.memory_queue;
+  const memory = raw.memory_manager;
   const provider = raw.sandbox_provider;
   return {
     raw,
@@ -155,7 +155,7 @@ export function runContextOf(runtime: RuntimeLike | null | undefined): RunContex
     userId: str(pick("user_id")) ?? DEFAULT_USER_ID,
     agentName: str(pick("agent_name")),
     appConfig: isAppConfig(appConfig) ? appConfig : undefined,
-    memoryQueue: isMemoryQueue(queue) ? queue : undefined,
+    memoryManager: isMemoryManager(memory) ? memory : undefined,
     sandboxProvider: isSandboxProvider(provider) ? provider : undefined,
     subagent: marker.success ? marker.data : undefined,
   };

@@ -1,7 +1,7 @@
 // Port of DeerFlow config/app_config.py (AppConfig) and its section models, for the sections this gateway reads.
 import { z } from "zod";
 import { LoopDetectionConfigSchema } from "../agents/middlewares/loop-detection.js";
-import { MemoryConfigSchema } from "../agents/middlewares/memory.js";
+import { MemoryConfigSchema } from "../agents/memory/memory-config.js";
 import { SummarizationConfigSchema } from "../agents/middlewares/summarization.js";
 import { TitleConfigSchema } from "../agents/middlewares/title.js";
 import { TokenBudgetConfigSchema } from "../agents/middlewares/token-budget.js";

@@ -5,6 +5,7 @@ import { AIMessage, AIMessageChunk, type BaseMessage } from "@langchain/core/mes
 import { ChatGenerationChunk, type ChatResult } from "@langchain/core/outputs";
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import { userTypedText } from "../agents/middlewares/message-utils.js";
+import { scriptedMemoryUpdate } from "../agents/memory/scripted-extraction.js";
 
 /**
  * Constructor options of {@link ScriptedChatModel}. The model reads them from a `config.yaml` model entry
@@ -66,6 +67,8 @@ export function scriptedTokens(text: string): string[] {
  * - last human message `!fail <message>`: the model call throws `Error(<message>)`;
  * - a slash-activated skill (`/<skill> <request>`, see SkillActivationMiddleware): `Following the <skill> skill
  *   (<its first heading>): <request>`, so the activation can be seen offline;
+ * - a memory-extraction request (the default memory backend's prompt): the JSON update of the fixed rule in
+ *   {@link scriptedMemoryUpdate} (first-person sentences of the user become facts);
  * - anything else: `You said: <text>` (the last human text, echoed).
  *
  * Latency: `tokenDelayMs` per token, streamed or not.
@@ -106,6 +109,8 @@ export class ScriptedChatModel extends BaseChatModel {
     const last = messages.at(-1);
     const aiCount = messages.filter((m) => m.getType() === "ai").length;
     if (!last) return { kind: "text", text: "You said nothing." };
+    const memoryUpdate = scriptedMemoryUpdate(messages);
+    if (memoryUpdate !== null) return { kind: "text", text: memoryUpdate };
     if (last.getType() === "tool") {
       return { kind: "text", text: `Tool ${last.name ?? "tool"} returned: ${textOf(last)}` };
     }

@@ -6,7 +6,7 @@ import type { Callbacks } from "@langchain/core/callbacks/manager";
 import type { CheckpointTuple } from "@langchain/langgraph";
 import { MiddlewareError } from "langchain";
 import type { Logger } from "pino";
-import type { MemoryUpdateQueue } from "../agents/memory/memory-queue.js";
+import type { MemoryManager } from "../agents/memory/manager.js";
 import { buildRunContext, type RunSandboxProvider } from "../agents/run-context.js";
 import { streamAgent } from "../agents/stream-agent.js";
 import type { RunObservation, RunObserver } from "../observability/run-observer.js";
@@ -40,8 +40,8 @@ export interface WorkerDeps {
   logger: Logger;
   /** How long a finished run's events stay replayable, in ms (default 60000). */
   cleanupDelayMs?: number;
-  /** The process's memory update queue, handed to every run through its context. */
-  memoryQueue?: MemoryUpdateQueue;
+  /** The process's memory backend, handed to every run through its context. */
+  memoryManager?: MemoryManager;
   /** The process's sandbox provider, handed to every run through its context. */
   sandboxProvider?: RunSandboxProvider;
   /** Metrics and model-call observation of each run (src/observability); none in bare embeds. */
@@ -122,7 +122,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       userId: String(runConfig.context.user_id),
       options: runConfig.context,
       appConfig: deps.getAppConfig(),
-      memoryQueue: deps.memoryQueue,
+      memoryManager: deps.memoryManager,
       sandboxProvider: deps.sandboxProvider,
     });
     const baseMetadata = { ...runConfig.metadata, ...(job.requestId ? { request_id: job.requestId } : {}), run_id: runId, thread_id: threadId, assistant_id: run.record.assistant_id };

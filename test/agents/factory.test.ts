@@ -11,6 +11,7 @@ import { Next, RuntimeFeatures } from "../../src/agents/features.js";
 import { DeerflowMiddleware } from "../../src/agents/middlewares/base.js";
 import { DanglingToolCallMiddleware } from "../../src/agents/middlewares/dangling-tool-call.js";
 import type { MemoryMiddleware } from "../../src/agents/middlewares/memory.js";
+import type { DeerMemManager } from "../../src/agents/memory/deermem-manager.js";
 import { SummarizationMiddleware } from "../../src/agents/middlewares/summarization.js";
 import { ThreadState } from "../../src/agents/thread-state.js";
 import { DeerflowError } from "../../src/errors.js";
@@ -245,13 +246,14 @@ describe("createDeerflowAgent: every feature on, one real run", () => {
       expect(final.uploaded_files).toEqual([]);
       expect((final.messages as BaseMessage[]).map((m) => m.getType())).toEqual(["human", "ai"]);
       const memory = (opts(agent).middleware ?? []).find((m) => m.name === "MemoryMiddleware") as unknown as MemoryMiddleware;
-      await memory.queue.flush();
-      expect(memory.queue.store.load("u1", "default").threads["t-full"].last_user_message).toBe("hello full chain");
+      const manager = memory.managerFor({ context: {} }) as DeerMemManager;
+      expect(manager.pending).toBeGreaterThan(0);
+      await manager.forget({ userId: "u1", agentName: "default" });
 
       const out = await run(agent, "!call boom {}", "t-full", { thread_id: "t-full", run_id: "run-2", user_id: "u1" });
       expect(out.messages.slice(-3).map((m) => m.getType())).toEqual(["ai", "tool", "ai"]);
       expect(String(out.messages.at(-2)!.content)).toContain("Tool 'boom' failed");
-      await memory.queue.flush();
+      await manager.forget({ userId: "u1", agentName: "default" });
     } finally {
       delete process.env.DEER_FLOW_HOME;
       rmSync(home, { recursive: true, force: true });

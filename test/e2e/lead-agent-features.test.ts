@@ -31,13 +31,14 @@ describe("the lead agent's chain over HTTP", () => {
   });
 
   it("queues the conversation for memory and writes it under DEER_FLOW_HOME by shutdown", async () => {
-    const res = await postJson(`${h.url}/threads/${(await (await postJson(`${h.url}/threads`, { thread_id: "mem-t" })).json()).thread_id}/runs/stream`, { input: human("remember lisbon") });
+    const res = await postJson(`${h.url}/threads/${(await (await postJson(`${h.url}/threads`, { thread_id: "mem-t" })).json()).thread_id}/runs/stream`, { input: human("I live in Lisbon. Remember it.") });
     await res.text();
     await h.app.close();
     const file = path.join(process.env.DEER_FLOW_HOME!, "users", "default", "memory", "default.json");
     expect(existsSync(file)).toBe(true);
     const doc = JSON.parse(readFileSync(file, "utf8"));
-    expect(doc.threads["mem-t"].last_user_message).toContain("remember lisbon");
+    // The scripted model's extraction rule: first-person sentences become facts.
+    expect(doc.facts.map((f: { content: string; source: string }) => [f.content, f.source])).toEqual([["I live in Lisbon", "mem-t"]]);
     const { buildTestApp } = await import("../support/harness.js");
     h.app = await buildTestApp();
   });

@@ -19,7 +19,7 @@ let h: Harness;
 const seen: LeadAgentConfig[] = [];
 /** The real factory, recording the config of every call. */
 const recording: AgentFactory = (config) => {
-  seen.push(structuredClone({ ...config, context: { ...config.context, app_config: undefined, memory_queue: undefined } }) as LeadAgentConfig);
+  seen.push(structuredClone({ ...config, context: { ...config.context, app_config: undefined, memory_manager: undefined } }) as LeadAgentConfig);
   (seen.at(-1) as any).appConfigObject = config.context?.app_config;
   return makeLeadAgent(config) as never;
 };

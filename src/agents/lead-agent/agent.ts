@@ -225,7 +225,6 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     customMounts: appConfig.sandbox.mounts,
     subagentTypes: subagentEnabled ? getSubagentTypes(appConfig).map((t) => ({ name: t.name, description: t.description })) : [],
   });
-  const queue = runContextOf(config).memoryQueue;
   const middleware = buildMiddlewares({
     appConfig,
     agentName,
@@ -233,7 +232,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     supportsVision: modelConfig.supports_vision,
     summaryModel: appConfig.summarization.enabled ? await auxiliaryModel(appConfig.summarization.model_name, appConfig, model) : null,
     titleModel: appConfig.title.enabled && appConfig.title.model_name && !subagent ? await auxiliaryModel(appConfig.title.model_name, appConfig, null) : null,
-    memoryQueue: queue,
+    memoryManager: runContextOf(config).memoryManager,
     skills,
     skillAllowlist: allowlist,
     deferredTools: deferred,

@@ -3,7 +3,7 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import type { AgentMiddleware } from "langchain";
 import type { AppConfig } from "../../config/schema.js";
 import type { Skill } from "../../skills/parse-skill.js";
-import type { MemoryUpdateQueue } from "../memory/memory-queue.js";
+import type { MemoryManager } from "../memory/manager.js";
 import { ClarificationMiddleware } from "../middlewares/clarification.js";
 import { DanglingToolCallMiddleware } from "../middlewares/dangling-tool-call.js";
 import { DeferredToolFilterMiddleware } from "../middlewares/deferred-tool-filter.js";
@@ -38,8 +38,8 @@ export interface BuildMiddlewaresOptions {
   summaryModel?: BaseChatModel | null;
   /** Model that writes titles (title.model_name); without one the title is the shortened first message. */
   titleModel?: BaseChatModel | null;
-  /** The process's memory queue (shared, so writes to one memory file never interleave); default a new one. */
-  memoryQueue?: MemoryUpdateQueue;
+  /** The process's memory backend (`memory.manager_class`); default the run's, else the process-wide default. */
+  memoryManager?: MemoryManager;
   /** Every discovered skill (enabled and disabled), for slash activation. */
   skills?: readonly Skill[];
   /** The agent's skill allowlist (null = all enabled skills). */
@@ -99,7 +99,7 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
     new SandboxMiddleware({ lazyInit: true }),
     new DanglingToolCallMiddleware(),
     new ToolErrorHandlingMiddleware(),
-    new DynamicContextMiddleware({ agentName: options.agentName ?? null, memoryConfig, now: options.now }),
+    new DynamicContextMiddleware({ agentName: options.agentName ?? null, memoryConfig, now: options.now, manager: options.memoryManager }),
     new SkillActivationMiddleware({ skills: options.skills ?? [], allowlist: options.skillAllowlist ?? null, containerPath: appConfig.skills.container_path }),
   ];
   const summarization = createSummarizationMiddleware(appConfig.summarization, options.summaryModel);
@@ -108,8 +108,8 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
   if (appConfig.token_usage.enabled) chain.push(new TokenUsageMiddleware());
   if (!options.subagent) {
     chain.push(new TitleMiddleware({ ...appConfig.title, model: options.titleModel ?? undefined }));
-    if (!(appConfig.memory.enabled && appConfig.memory.mode === "tool")) {
-      chain.push(new MemoryMiddleware({ agentName: options.agentName ?? "default", memoryConfig: appConfig.memory, queue: options.memoryQueue }));
+    if (!(appConfig.memory.enabled && appConfig.memory.mode === "tool") || options.memoryManager?.requiresPassiveWritesInToolMode) {
+      chain.push(new MemoryMiddleware({ agentName: options.agentName ?? "default", memoryConfig: appConfig.memory, manager: options.memoryManager }));
     }
   }
   if (options.supportsVision) chain.push(new ViewImageMiddleware());

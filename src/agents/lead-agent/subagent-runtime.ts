@@ -98,7 +98,7 @@ export class LeadSubagentRuntime implements SubagentRuntime {
       runId: parentRun.runId,
       userId: parentRun.userId,
       appConfig,
-      memoryQueue: parentRun.memoryQueue,
+      memoryManager: parentRun.memoryManager,
       sandboxProvider: parentRun.sandboxProvider,
       options: {
         model_name: type.model ?? metadata.model_name ?? parent.model_name,

@@ -1,20 +1,16 @@
 // Port of DeerFlow agents/middlewares/dynamic_context_middleware.py (DynamicContextMiddleware).
 import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ModelRequest } from "langchain";
-import { MemoryConfigSchema } from "./memory.js";
+import { MemoryConfigSchema } from "../memory/memory-config.js";
 import { getLogger } from "../../logger.js";
-import { escapePromptText } from "../prompt-text.js";
-import { FileMemoryStore, type MemoryDocument } from "../memory/file-memory-store.js";
+import { defaultMemoryManager } from "../memory/deermem-manager.js";
+import type { MemoryManager } from "../memory/manager.js";
 import { DeerflowMiddleware } from "./base.js";
 import { hiddenHumanMessage, textOf } from "./message-utils.js";
 import { resolveRunScope, RunScopedStore } from "./run-scope.js";
 import { runContextOf, type RuntimeLike } from "../run-context.js";
 
 const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
-/** Most facts rendered into `<memory>`. */
-export const MEMORY_FACTS_LIMIT = 30;
-/** Most digests of the user's other conversations rendered into `<memory>`. */
-export const MEMORY_THREADS_LIMIT = 5;
 
 /** `YYYY-MM-DD, Weekday` in the server's local time zone (DeerFlow's reminder format). */
 export function formatReminderDate(date: Date): string {
@@ -22,31 +18,9 @@ export function formatReminderDate(date: Date): string {
   return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}, ${WEEKDAYS[date.getDay()]}`;
 }
 
-const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s);
-
-/**
- * The `<memory>` block for a memory document: remembered facts (newest first, at most 30) and digests of the
- * user's other recent conversations (at most 5, the current thread excluded), every field escaped. Null when there
- * is nothing to show.
- */
-export function renderMemory(doc: MemoryDocument, currentThreadId?: string): string | null {
-  const facts = [...doc.facts].sort((a, b) => b.updated_at.localeCompare(a.updated_at)).slice(0, MEMORY_FACTS_LIMIT);
-  const threads = Object.entries(doc.threads)
-    .filter(([id, t]) => id !== currentThreadId && t.last_user_message.trim())
-    .sort(([, a], [, b]) => b.updated_at.localeCompare(a.updated_at))
-    .slice(0, MEMORY_THREADS_LIMIT);
-  if (!facts.length && !threads.length) return null;
-  const lines = ["<memory>"];
-  if (facts.length) {
-    lines.push("Known facts about the user:");
-    for (const f of facts) lines.push(`- ${f.category ? `(${escapePromptText(f.category)}) ` : ""}${escapePromptText(clip(f.content, 500))}`);
-  }
-  if (threads.length) {
-    lines.push("Recent conversations:");
-    for (const [, t] of threads) lines.push(`- ${t.updated_at.slice(0, 10)}: ${escapePromptText(clip(t.last_user_message.replace(/\s+/g, " "), 200))}`);
-  }
-  lines.push("</memory>");
-  return lines.join("\n");
+/** The `<memory>` block around a backend's memory text (null when the text is empty). */
+export function renderMemory(text: string): string | null {
+  return text.trim() ? `<memory>\n${text.trim()}\n</memory>` : null;
 }
 
 /** True for a message a user typed (not a hidden/injected one, not a summary). */
@@ -62,8 +36,8 @@ export interface DynamicContextOptions {
   agentName?: string | null;
   /** The `memory` section; memory is injected when `enabled` and `injection_enabled`. */
   memoryConfig?: Record<string, unknown> | null;
-  /** Where memory is read; default the file store under `DEER_FLOW_HOME`. */
-  store?: FileMemoryStore;
+  /** Where memory is read; default the run's manager (run context), else the process-wide default backend. */
+  manager?: MemoryManager;
   /** Clock (tests pin the date). */
   now?: () => Date;
 }
@@ -84,31 +58,35 @@ export class DynamicContextMiddleware extends DeerflowMiddleware {
   readonly agentName: string;
   private readonly memoryConfig: ReturnType<typeof MemoryConfigSchema.parse>;
   private readonly now: () => Date;
-  private storeInstance?: FileMemoryStore;
-  private readonly memoryByRun = new RunScopedStore<{ memory?: string | null }>(() => ({}));
+  private readonly fixedManager?: MemoryManager;
+  private readonly memoryByRun = new RunScopedStore<{ memory?: Promise<string | null> }>(() => ({}));
 
   constructor(options: DynamicContextOptions = {}) {
     super();
     this.agentName = options.agentName ?? "default";
     this.memoryConfig = MemoryConfigSchema.parse(options.memoryConfig ?? {});
     this.now = options.now ?? (() => new Date());
-    this.storeInstance = options.store;
+    this.fixedManager = options.manager;
   }
 
-  /** The memory block for this run's user (cached per run), or null. Errors are logged and give no memory. */
-  memoryFor(runtime: RuntimeLike | undefined, messages: readonly BaseMessage[]): string | null {
-    if (!this.memoryConfig.enabled || !this.memoryConfig.injection_enabled) return null;
+  /**
+   * The `<memory>` block of this run's user and agent (read once per run, from `manager.getContext`), or null when
+   * memory or its injection is off or nothing is stored. Errors are logged and give no memory: the run goes on.
+   */
+  memoryFor(runtime: RuntimeLike | undefined, messages: readonly BaseMessage[]): Promise<string | null> {
+    if (!this.memoryConfig.enabled || !this.memoryConfig.injection_enabled) return Promise.resolve(null);
     const run = this.memoryByRun.get(resolveRunScope(runtime, messages));
-    if (run.memory !== undefined) return run.memory;
-    const ctx = runContextOf(runtime).raw;
-    try {
-      this.storeInstance ??= new FileMemoryStore();
-      const doc = this.storeInstance.load(runContextOf(runtime).userId, this.agentName);
-      run.memory = renderMemory(doc, typeof ctx.thread_id === "string" ? ctx.thread_id : undefined);
-    } catch (err) {
-      getLogger().warn({ err: (err as Error).message }, "memory could not be loaded; continuing without it");
-      run.memory = null;
-    }
+    if (run.memory) return run.memory;
+    const ctx = runContextOf(runtime);
+    const manager = this.fixedManager ?? ctx.memoryManager ?? defaultMemoryManager();
+    run.memory = (async () => {
+      try {
+        return renderMemory(await manager.getContext({ userId: ctx.userId, agentName: this.agentName, threadId: ctx.threadId }));
+      } catch (err) {
+        getLogger().warn({ err: (err as Error).message }, "memory could not be loaded; continuing without it");
+        return null;
+      }
+    })();
     return run.memory;
   }
 
@@ -128,9 +106,9 @@ export class DynamicContextMiddleware extends DeerflowMiddleware {
     return [...messages.slice(0, target), ...injected, ...messages.slice(target)];
   }
 
-  wrapModelCall(request: ModelRequest, handler: (r: ModelRequest) => unknown) {
+  async wrapModelCall(request: ModelRequest, handler: (r: ModelRequest) => unknown) {
     const history = request.state?.messages ?? request.messages;
-    const memory = this.memoryFor(request.runtime as RuntimeLike, history);
+    const memory = await this.memoryFor(request.runtime as RuntimeLike, history);
     return handler({ ...request, messages: this.inject(request.messages, memory) }) as never;
   }
 }

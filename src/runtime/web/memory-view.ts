@@ -1,106 +1,92 @@
-// The web app's view of long-term memory (DeerFlow app/gateway/routers/memory.py `MemoryResponse`), mapped onto
-// the file memory store (src/agents/memory/file-memory-store.ts). The store keeps facts and per-thread digests;
-// the profile summaries the app shows (user / history sections) are kept in the same file under `profile`, so
-// export and import round-trip.
-import { randomUUID } from "node:crypto";
+// The web app's view of long-term memory (DeerFlow app/gateway/routers/memory.py `MemoryResponse` and the request
+// bodies of its fact and import routes). The default backend stores this shape as is.
 import { z } from "zod";
-import type { FileMemoryStore, MemoryDocument, MemoryFact } from "../../agents/memory/file-memory-store.js";
-import { NotFoundError } from "../../errors.js";
+import { emptyMemory, type MemoryDocument } from "../../agents/memory/memory-document.js";
+import type { MemoryConfig } from "../../agents/memory/memory-config.js";
+import { MemoryUnsupportedError, type MemoryManager, type MemoryScope } from "../../agents/memory/manager.js";
 
-const Section = z.looseObject({ summary: z.string().default(""), updatedAt: z.string().default("") });
+export type { MemoryScope };
+
+/** Management operations of a memory backend the routes call. */
+export type MemoryOperation = "getMemory" | "reloadMemory" | "clearMemory" | "importMemory" | "createFact" | "updateFact" | "deleteFact";
+
+/** The backend's implementation of `name`, bound to it. @throws MemoryUnsupportedError (501) when it has none. */
+export function memoryOperation<K extends MemoryOperation>(manager: MemoryManager, name: K): NonNullable<MemoryManager[K]> {
+  const fn = manager[name];
+  if (typeof fn !== "function") throw new MemoryUnsupportedError(manager.name, name);
+  return (fn as (...args: unknown[]) => unknown).bind(manager) as NonNullable<MemoryManager[K]>;
+}
+
+const Section = z.looseObject({ summary: z.string().max(100_000).default(""), updatedAt: z.string().max(64).default("") });
 const emptySection = () => ({ summary: "", updatedAt: "" });
-/** The summaries block of the app's memory view. */
-export const ProfileSchema = z.looseObject({
-  user: z.looseObject({ workContext: Section.default(emptySection()), personalContext: Section.default(emptySection()), topOfMind: Section.default(emptySection()) }).default({ workContext: emptySection(), personalContext: emptySection(), topOfMind: emptySection() }),
-  history: z.looseObject({ recentMonths: Section.default(emptySection()), earlierContext: Section.default(emptySection()), longTermBackground: Section.default(emptySection()) }).default({ recentMonths: emptySection(), earlierContext: emptySection(), longTermBackground: emptySection() }),
-});
 
-/** A fact as the app reads it. `confidence` 0..1; `createdAt` ISO. */
+/** A fact as the app sends it in an import. `confidence` 0..1; `createdAt` ISO. */
 const FactView = z.looseObject({
   id: z.string().min(1).max(128).optional(),
   content: z.string().min(1).max(10_000),
   category: z.string().max(64).default("context"),
   confidence: z.number().min(0).max(1).default(0.5),
-  createdAt: z.string().optional(),
+  createdAt: z.string().max(64).optional(),
   source: z.string().max(256).default("manual"),
+  sourceError: z.string().max(10_000).optional(),
 });
 
 /** The `POST /api/memory/import` body (a `GET /api/memory/export` answer). */
-export const MemoryImportSchema = ProfileSchema.extend({ version: z.string().optional(), lastUpdated: z.string().optional(), facts: z.array(FactView).max(10_000).default([]) });
+export const MemoryImportSchema = z.looseObject({
+  version: z.string().optional(),
+  lastUpdated: z.string().optional(),
+  user: z.looseObject({ workContext: Section.default(emptySection()), personalContext: Section.default(emptySection()), topOfMind: Section.default(emptySection()) }).default({ workContext: emptySection(), personalContext: emptySection(), topOfMind: emptySection() }),
+  history: z.looseObject({ recentMonths: Section.default(emptySection()), earlierContext: Section.default(emptySection()), longTermBackground: Section.default(emptySection()) }).default({ recentMonths: emptySection(), earlierContext: emptySection(), longTermBackground: emptySection() }),
+  facts: z.array(FactView).max(10_000).default([]),
+});
 /** `POST /api/memory/facts`. */
 export const FactCreateSchema = z.looseObject({ content: z.string().trim().min(1).max(10_000), category: z.string().max(64).default("context"), confidence: z.number().min(0).max(1).default(0.5) });
 /** `PATCH /api/memory/facts/{id}`: omitted fields keep their value. */
 export const FactPatchSchema = z.looseObject({ content: z.string().trim().min(1).max(10_000).nullish(), category: z.string().max(64).nullish(), confidence: z.number().min(0).max(1).nullish() });
 
-type StoredFact = MemoryFact & { confidence?: number; source?: string };
-type Doc = MemoryDocument & { profile?: unknown };
-
-/** The `MemoryResponse` view of a stored document. */
-export function memoryView(doc: Doc) {
-  const profile = ProfileSchema.parse(doc.profile ?? {});
+/** The `MemoryResponse` of a document (only the documented fields; an empty document for a backend without one). */
+export function memoryView(doc: Partial<MemoryDocument> | null | undefined): MemoryDocument {
+  const base = emptyMemory();
   return {
-    version: String(doc.version ?? "1"),
-    lastUpdated: doc.updated_at ?? "",
-    user: profile.user,
-    history: profile.history,
-    facts: (doc.facts as StoredFact[]).map((f) => ({
-      id: f.id, content: f.content, category: f.category ?? "context", confidence: typeof f.confidence === "number" ? f.confidence : 0.5,
-      createdAt: f.created_at, source: f.source ?? "agent",
+    version: doc?.version ?? base.version,
+    lastUpdated: doc?.lastUpdated ?? "",
+    user: { ...base.user, ...(doc?.user ?? {}) },
+    history: { ...base.history, ...(doc?.history ?? {}) },
+    facts: (doc?.facts ?? []).map((f) => ({
+      id: f.id, content: f.content, category: f.category, confidence: f.confidence, createdAt: f.createdAt, source: f.source,
+      ...(f.sourceError ? { sourceError: f.sourceError } : {}),
     })),
   };
 }
 
-/** Memory operations of one (user, agent) pair. Every write goes through the store's atomic save. */
-export class MemoryService {
-  constructor(private readonly store: FileMemoryStore, private readonly userId: string, private readonly agentName: string) {}
+/** An imported body as a memory document. */
+export function importedDocument(body: z.infer<typeof MemoryImportSchema>): MemoryDocument {
+  return {
+    version: "2",
+    lastUpdated: "",
+    user: { workContext: body.user.workContext, personalContext: body.user.personalContext, topOfMind: body.user.topOfMind },
+    history: { recentMonths: body.history.recentMonths, earlierContext: body.history.earlierContext, longTermBackground: body.history.longTermBackground },
+    facts: body.facts.map((f) => ({ id: f.id ?? "", content: f.content, category: f.category, confidence: f.confidence, createdAt: f.createdAt ?? "", source: f.source, ...(f.sourceError ? { sourceError: f.sourceError } : {}) })),
+  };
+}
 
-  read() {
-    return memoryView(this.store.load(this.userId, this.agentName) as Doc);
-  }
+const SECRET_KEY = /(api_?key|secret|password|passwd|credential|authorization|(^|_)token$)/i;
 
-  /** Deletes every fact, digest and summary. */
-  clear() {
-    return memoryView(this.store.update(this.userId, this.agentName, () => ({ version: 1, updated_at: null, facts: [], threads: {} })) as Doc);
-  }
+/** `backend_config` with secret-looking values (api keys, passwords, tokens) replaced by `"***"`, at any depth. */
+export function redactSecrets(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redactSecrets);
+  if (!value || typeof value !== "object") return value;
+  return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, SECRET_KEY.test(k) && v != null && v !== "" ? "***" : redactSecrets(v)]));
+}
 
-  addFact(input: z.infer<typeof FactCreateSchema>) {
-    const now = new Date().toISOString();
-    const fact: StoredFact = { id: `fact_${randomUUID().replace(/-/g, "").slice(0, 12)}`, content: input.content, category: input.category, confidence: input.confidence, source: "manual", created_at: now, updated_at: now };
-    return memoryView(this.store.update(this.userId, this.agentName, (doc) => void doc.facts.push(fact)) as Doc);
-  }
-
-  /** @throws NotFoundError (404) for an unknown fact. */
-  patchFact(id: string, patch: z.infer<typeof FactPatchSchema>) {
-    return memoryView(this.store.update(this.userId, this.agentName, (doc) => {
-      const fact = doc.facts.find((f) => f.id === id) as StoredFact | undefined;
-      if (!fact) throw new NotFoundError(`Memory fact '${id}' not found`);
-      if (patch.content != null) fact.content = patch.content;
-      if (patch.category != null) fact.category = patch.category;
-      if (patch.confidence != null) fact.confidence = patch.confidence;
-      fact.updated_at = new Date().toISOString();
-    }) as Doc);
-  }
-
-  /** @throws NotFoundError (404) for an unknown fact. */
-  deleteFact(id: string) {
-    return memoryView(this.store.update(this.userId, this.agentName, (doc) => {
-      const before = doc.facts.length;
-      doc.facts = doc.facts.filter((f) => f.id !== id);
-      if (doc.facts.length === before) throw new NotFoundError(`Memory fact '${id}' not found`);
-    }) as Doc);
-  }
-
-  /** Replaces the facts and summaries with an exported document (conversation digests are kept). */
-  import(data: z.infer<typeof MemoryImportSchema>) {
-    const now = new Date().toISOString();
-    return memoryView(this.store.update(this.userId, this.agentName, (doc) => {
-      const seen = new Set<string>();
-      doc.facts = data.facts.map((f) => {
-        let id = f.id && !seen.has(f.id) ? f.id : `fact_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
-        seen.add(id);
-        return { id, content: f.content, category: f.category, confidence: f.confidence, source: f.source, created_at: f.createdAt ?? now, updated_at: now } as StoredFact;
-      });
-      (doc as Doc).profile = { user: data.user, history: data.history };
-    }) as Doc);
-  }
+/** The `MemoryConfigResponse`: the shared keys and the backend's config, secrets redacted. */
+export function memoryConfigView(memory: MemoryConfig) {
+  return {
+    enabled: memory.enabled,
+    mode: memory.mode,
+    injection_enabled: memory.injection_enabled,
+    shutdown_flush_timeout_seconds: memory.shutdown_flush_timeout_seconds,
+    manager_class: memory.manager_class,
+    backend_config: redactSecrets(memory.backend_config) as Record<string, unknown>,
+  };
 }

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createDeerflowAgent } from "../../../src/agents/factory.js";
-import { FileMemoryStore } from "../../../src/agents/memory/file-memory-store.js";
+import { DeerMemManager } from "../../../src/agents/memory/deermem-manager.js";
+import { parseAppConfig } from "../../../src/config/schema.js";
 import { DynamicContextMiddleware, formatReminderDate, renderMemory } from "../../../src/agents/middlewares/dynamic-context.js";
 import { SystemMessageCoalescingMiddleware } from "../../../src/agents/middlewares/system-message-coalescing.js";
 import { FakeChatModel } from "../../support/fake-chat-model.js";
@@ -13,6 +14,7 @@ const FRIDAY = new Date(2026, 4, 8, 10, 0, 0);
 const SATURDAY = new Date(2026, 4, 9, 0, 5, 0);
 const home = mkdtempSync(path.join(tmpdir(), "dyn-ctx-"));
 afterAll(() => rmSync(home, { recursive: true, force: true }));
+const manager = new DeerMemManager({ backendConfig: {}, mode: "middleware", getAppConfig: () => parseAppConfig({}), home });
 
 /** Runs one wrapModelCall and returns what the handler received. */
 async function send(mw: { wrapModelCall: Function }, messages: BaseMessage[], extra: Record<string, unknown> = {}) {
@@ -30,9 +32,8 @@ describe("DynamicContextMiddleware (agent-factory.md §6.14, AF-062 adapted to w
   });
 
   it("inserts a date reminder (and the user's memory) before the latest user message, leaving the user text untouched", async () => {
-    const store = new FileMemoryStore(home);
-    store.addFact("u1", "default", "User prefers Python.");
-    const mw = new DynamicContextMiddleware({ store, now: () => FRIDAY });
+    await manager.createFact({ userId: "u1", agentName: "default" }, { content: "User prefers Python.", category: "preference", confidence: 0.9 });
+    const mw = new DynamicContextMiddleware({ manager, now: () => FRIDAY });
     const hi = new HumanMessage({ content: "Hi", id: "msg-1" });
     const { messages } = await send(mw, [hi]);
     expect(messages).toHaveLength(3);
@@ -41,14 +42,13 @@ describe("DynamicContextMiddleware (agent-factory.md §6.14, AF-062 adapted to w
     expect(reminder.content).toBe("<system-reminder>\n<current_date>2026-05-08, Friday</current_date>\n</system-reminder>");
     expect(reminder.additional_kwargs).toMatchObject({ hide_from_ui: true, dynamic_context_reminder: true, reminder_date: "2026-05-08, Friday" });
     expect(HumanMessage.isInstance(memory)).toBe(true);
-    expect(String(memory.content)).toContain("<system-reminder>\n<memory>");
-    expect(String(memory.content)).toContain("User prefers Python.");
+    expect(String(memory.content)).toBe("<system-reminder>\n<memory>\nFacts:\n- [preference | 0.90] User prefers Python.\n</memory>\n</system-reminder>");
     expect(memory.additional_kwargs.hide_from_ui).toBe(true);
     expect(user).toBe(hi);
   });
 
   it("shows the new date after midnight and only the date when memory is empty or off", async () => {
-    const mw = new DynamicContextMiddleware({ store: new FileMemoryStore(home), now: () => SATURDAY, memoryConfig: { injection_enabled: false } });
+    const mw = new DynamicContextMiddleware({ manager, now: () => SATURDAY, memoryConfig: { injection_enabled: false } });
     const history = [new HumanMessage({ content: "Hi", id: "m1" }), new AIMessage("Hello"), new HumanMessage({ content: "Good morning", id: "m2" })];
     const { messages } = await send(mw, history);
     expect(messages.map((m) => m.getType())).toEqual(["human", "ai", "system", "human"]);
@@ -62,16 +62,9 @@ describe("DynamicContextMiddleware (agent-factory.md §6.14, AF-062 adapted to w
     expect((await send(mw, [existing, new HumanMessage("Hi")])).messages).toHaveLength(2);
   });
 
-  it("renders memory facts and other conversations escaped, excluding the current thread", () => {
-    const text = renderMemory({
-      version: 1, updated_at: null,
-      facts: [{ id: "1", content: "likes <tags> & stuff", created_at: "2026-01-01", updated_at: "2026-01-01" }],
-      threads: { t1: { updated_at: "2026-01-02T00:00:00Z", turns: 2, last_user_message: "current", last_assistant_message: "" }, t2: { updated_at: "2026-01-03T00:00:00Z", turns: 2, last_user_message: "older talk", last_assistant_message: "" } },
-    }, "t1");
-    expect(text).toContain("likes &lt;tags&gt; &amp; stuff");
-    expect(text).toContain("older talk");
-    expect(text).not.toContain("current");
-    expect(renderMemory({ version: 1, updated_at: null, facts: [], threads: {} })).toBeNull();
+  it("wraps a backend's memory text in <memory> (nothing for empty text)", () => {
+    expect(renderMemory("Facts:\n- [context | 0.90] x")).toBe("<memory>\nFacts:\n- [context | 0.90] x\n</memory>");
+    expect(renderMemory("  ")).toBeNull();
   });
 });
 
