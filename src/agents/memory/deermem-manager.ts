@@ -55,6 +55,9 @@ interface Bucket {
   timer: NodeJS.Timeout | null;
 }
 
+/** UTF-8 length in bytes: an upper bound of any byte-level BPE token count (each token covers at least one byte). */
+const utf8Bytes = (text: string): number => Buffer.byteLength(text, "utf8");
+
 /**
  * The default memory backend (`manager_class: deermem`).
  *
@@ -85,9 +88,7 @@ export class DeerMemManager implements MemoryManager {
   constructor(init: MemoryManagerInit) {
     this.init = init;
     // Validates a directly constructed backend too (the config loader already did for config.yaml).
-    const cfg = DeerMemConfigSchema.parse(init.backendConfig ?? {});
-    // Loads the tokenizer in the background, so the first run does not wait for it.
-    if (cfg.token_counting === "tiktoken") void tokenCounter("tiktoken");
+    DeerMemConfigSchema.parse(init.backendConfig ?? {});
   }
 
   /** The knobs now: the live config's `backend_config` when it still selects deermem, else the one built with. */
@@ -163,12 +164,13 @@ export class DeerMemManager implements MemoryManager {
     if (entry?.context?.budget === budget) return entry.context.text;
     let text = "";
     if (doc.facts.length || Object.values({ ...doc.user, ...doc.history }).some((s) => s.summary.trim())) {
-      text = formatMemoryForInjection(doc, {
-        maxTokens: cfg.max_injection_tokens,
-        count: await tokenCounter(cfg.token_counting),
-        guaranteedCategories: cfg.guaranteed_categories,
-        guaranteedTokenBudget: cfg.guaranteed_token_budget,
-      });
+      const options = { maxTokens: cfg.max_injection_tokens, guaranteedCategories: cfg.guaranteed_categories, guaranteedTokenBudget: cfg.guaranteed_token_budget };
+      // A token is at least one UTF-8 byte, so memory whose whole text fits both budgets in bytes is injected whole
+      // without counting: the tiktoken table (~55 MB resident, 300-500 ms to load) is loaded only for a memory
+      // large enough for the budgets to matter.
+      const whole = formatMemoryForInjection(doc, { ...options, maxTokens: Number.MAX_SAFE_INTEGER, guaranteedTokenBudget: Number.MAX_SAFE_INTEGER, count: utf8Bytes });
+      const fits = cfg.token_counting === "tiktoken" && utf8Bytes(whole) <= Math.min(cfg.max_injection_tokens, cfg.guaranteed_token_budget || cfg.max_injection_tokens);
+      text = fits ? whole : formatMemoryForInjection(doc, { ...options, count: await tokenCounter(cfg.token_counting) });
     }
     if (entry) entry.context = { budget, text };
     return text;

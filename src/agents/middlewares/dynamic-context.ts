@@ -9,6 +9,7 @@ import { DeerflowMiddleware } from "./base.js";
 import { hiddenHumanMessage, textOf } from "./message-utils.js";
 import { resolveRunScope, RunScopedStore } from "./run-scope.js";
 import { runContextOf, type RuntimeLike } from "../run-context.js";
+import { parseOnce } from "../parse-once.js";
 
 const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 
@@ -64,7 +65,7 @@ export class DynamicContextMiddleware extends DeerflowMiddleware {
   constructor(options: DynamicContextOptions = {}) {
     super();
     this.agentName = options.agentName ?? "default";
-    this.memoryConfig = MemoryConfigSchema.parse(options.memoryConfig ?? {});
+    this.memoryConfig = parseOnce(MemoryConfigSchema, options.memoryConfig ?? {});
     this.now = options.now ?? (() => new Date());
     this.fixedManager = options.manager;
   }

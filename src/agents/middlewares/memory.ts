@@ -8,6 +8,7 @@ import { MemoryConfigSchema, type MemoryConfig } from "../memory/memory-config.j
 import { DeerflowMiddleware } from "./base.js";
 import { hasToolCallIntent } from "./message-utils.js";
 import { runContextOf, type RuntimeLike } from "../run-context.js";
+import { parseOnce } from "../parse-once.js";
 
 export { MemoryConfigSchema, type MemoryConfig };
 
@@ -42,7 +43,7 @@ export class MemoryMiddleware extends DeerflowMiddleware {
   constructor(options: MemoryMiddlewareOptions = {}) {
     super();
     this.agentName = options.agentName ?? "default";
-    this.memoryConfig = MemoryConfigSchema.parse(options.memoryConfig ?? {});
+    this.memoryConfig = parseOnce(MemoryConfigSchema, options.memoryConfig ?? {});
     this.fixedManager = options.manager;
   }
 
