@@ -76,9 +76,10 @@ export function substituteEnvLenient(value: unknown, env: NodeJS.ProcessEnv = pr
   return value;
 }
 
-const isFile = (p: string) => {
+const isFile = (p: string): boolean => {
   try {
-    return statSync(p).isFile();
+    // No exception for a missing file: this runs for each candidate on every agent build.
+    return statSync(p, { throwIfNoEntry: false })?.isFile() ?? false;
   } catch {
     return false;
   }

@@ -87,7 +87,8 @@ export function resolveConfigPath(explicitPath?: string | null, env: NodeJS.Proc
 
 function isFile(p: string): boolean {
   try {
-    return statSync(p).isFile();
+    // No exception for a missing file: getAppConfig checks the candidates on every call.
+    return statSync(p, { throwIfNoEntry: false })?.isFile() ?? false;
   } catch {
     return false;
   }

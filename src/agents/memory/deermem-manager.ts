@@ -282,12 +282,17 @@ export class DeerMemManager implements MemoryManager {
     const file = this.store.fileFor(scope.userId, scope.agentName);
     let stat: { mtimeMs: number; size: number } | null = null;
     try {
-      stat = statSync(file);
+      // Most users have no memory file yet: no exception for a missing one (this runs on every model call).
+      stat = statSync(file, { throwIfNoEntry: false }) ?? null;
     } catch {
       stat = null;
     }
     const hit = this.cache.get(file);
     if (stat && hit && hit.mtimeMs === stat.mtimeMs && hit.size === stat.size) return copy ? structuredClone(hit.doc) : hit.doc;
+    if (!stat) {
+      this.cache.delete(file);
+      return emptyMemory();
+    }
     const doc = this.store.load(scope.userId, scope.agentName);
     this.cache.delete(file);
     if (stat) {
