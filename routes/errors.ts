@@ -20,6 +20,14 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   rate_limited: 429,
 };
 
+/** Longest error detail echoed from a framework message, in characters. */
+const MAX_DETAIL_CHARS = 300;
+
+/** `message`, cut to {@link MAX_DETAIL_CHARS} characters with an ellipsis (for details that quote the request). */
+export function capDetail(message: string): string {
+  return message.length > MAX_DETAIL_CHARS ? `${message.slice(0, MAX_DETAIL_CHARS)}…` : message;
+}
+
 /**
  * Installs the error and not-found handlers: domain errors get their table status and `{detail}` (a string, or
  * the 422 issue list); malformed JSON is 422 `json_invalid`; other 4xx keep their status with `{detail}`;
@@ -42,11 +50,12 @@ export function installErrorHandlers(app: FastifyInstance): void {
       return reply.code(422).send({ detail: [{ type: "json_invalid", loc: ["body"], msg: "JSON decode error", ctx: { error: err.message } }] });
     }
     const status = err.statusCode ?? 500;
-    if (status >= 400 && status < 500) return reply.code(status).send({ detail: err.message });
+    // Framework errors may quote the request (a 414 repeats the whole URL): the detail is capped.
+    if (status >= 400 && status < 500) return reply.code(status).send({ detail: capDetail(err.message) });
     request.log.error({ err }, "unhandled error");
     return reply.code(500).send({ detail: "Internal server error" });
   });
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send({ detail: `Not found: ${request.method} ${request.url.split("?")[0]}` });
+    reply.code(404).send({ detail: capDetail(`Not found: ${request.method} ${request.url.split("?")[0]}`) });
   });
 }

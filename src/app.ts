@@ -6,7 +6,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from "pino";
 import { registerRoutes } from "../routes/index.js";
 import { sseSerializer } from "../routes/sse.js";
-import { installErrorHandlers } from "../routes/errors.js";
+import { capDetail, installErrorHandlers } from "../routes/errors.js";
 import { registerOpenApi } from "../routes/openapi.js";
 import { buildMemoryManager, type MemoryManager } from "./agents/memory/manager.js";
 import { closeMcpClients } from "./tools/mcp-tools.js";
@@ -183,7 +183,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     // Malformed URLs and the like, caught before routing: still answered as {detail}.
     frameworkErrors: (error, _request, reply) => {
       const raw = reply as unknown as { code(status: number): { send(body: unknown): unknown } };
-      void raw.code(error.statusCode ?? 400).send({ detail: error.message });
+      void raw.code(error.statusCode ?? 400).send({ detail: capDetail(error.message) });
     },
   }) as unknown as FastifyInstance;
   // One JSON line per request, written when the response (SSE included) has finished.

@@ -151,6 +151,15 @@ describe("memory that learns (default deermem backend)", () => {
     expect(Math.floor(block.length / 4)).toBeLessThanOrEqual(60 + 20);
   });
 
+  it("imports under the learned-fact rules: one copy of a text, at most max_facts (lowest confidence out)", async () => {
+    h = await startHarness(config("    max_facts: 3\n"));
+    const facts = [0.5, 0.9, 0.6, 0.8, 0.7].map((confidence, i) => ({ content: `Imported fact ${i}`, category: "context", confidence }));
+    facts.push({ content: "imported FACT 1", category: "context", confidence: 0.95 });
+    expect((await postJson(`${h.url}/api/memory/import`, { facts })).status).toBe(200);
+    const kept = ((await getJson("/api/memory")).facts as { content: string }[]).map((f) => f.content).sort();
+    expect(kept).toEqual(["Imported fact 1", "Imported fact 3", "Imported fact 4"]);
+  });
+
   it("follows config.yaml edits without a restart: injection off still learns, a new budget applies at once", async () => {
     h = await startHarness(config("", "").replace("memory:\n", "memory:\n  injection_enabled: false\n"));
     scriptExtraction(() => ({ newFacts: [fact("Collects vinyl records", "context", 0.9), fact("Plays the cello every evening", "context", 0.8)] }));

@@ -35,6 +35,14 @@ describe("hardening", () => {
     expect((await fetch(`${h.url}/threads/travel/state/nope`)).status).toBe(404);
   });
 
+  it("answers an over-long URL with a JSON 414 whose detail does not repeat the whole URL", async () => {
+    const res = await fetch(`${h.url}/threads/${"a".repeat(5000)}`);
+    expect(res.status).toBe(414);
+    const { detail } = await res.json();
+    expect(typeof detail).toBe("string");
+    expect(detail.length).toBeLessThanOrEqual(301);
+  });
+
   it("reserves the agent name 'default'", async () => {
     const res = await postJson(`${h.url}/api/agents`, { name: "Default", soul: "x" });
     expect(res.status).toBe(422);

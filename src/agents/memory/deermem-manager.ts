@@ -219,11 +219,17 @@ export class DeerMemManager implements MemoryManager {
     await this.running.get(bucketKey(scope));
     const imported = normalizeMemory(doc);
     const seen = new Set<string>();
-    imported.facts = imported.facts.map((f) => {
+    const texts = new Set<string>();
+    // The same rules as learned facts: one copy of a text, at most `max_facts` (lowest confidence out).
+    imported.facts = imported.facts.flatMap((f) => {
+      const key = factKey(f.content);
+      if (texts.has(key)) return [];
+      texts.add(key);
       const id = seen.has(f.id) ? newFactId() : f.id;
       seen.add(id);
-      return { ...f, id, createdAt: f.createdAt || new Date().toISOString() };
+      return [{ ...f, id, createdAt: f.createdAt || new Date().toISOString() }];
     });
+    trimToCapacity(imported, this.config.max_facts);
     return this.write(scope, () => imported);
   }
 
