@@ -31,9 +31,24 @@ export interface RunInfo {
 }
 
 /** One run under observation (see {@link RunObserver.begin}). */
+/**
+ * A run's model calls and tokens so far, by caller (DeerFlow RunJournal): calls tagged `subagent:<type>` count as
+ * subagent tokens, `middleware:<name>` as middleware tokens, everything else as the lead agent's.
+ */
+export interface RunUsage {
+  inputTokens: number;
+  outputTokens: number;
+  calls: number;
+  leadAgentTokens: number;
+  subagentTokens: number;
+  middlewareTokens: number;
+}
+
 export interface RunObservation {
   /** The run scope to execute the worker in (withRunScope). */
   scope: RunScope;
+  /** Model calls and tokens of the run so far. */
+  usage: RunUsage;
   /** Callback handlers to add to the run's config (model calls and tokens). */
   callbacks: BaseCallbackHandler[];
   /** The worker began executing (after its predecessors on the thread). */
@@ -166,12 +181,23 @@ class RunMetricsHandler extends BaseCallbackHandler {
     this.options.metrics.timeToFirstToken.observe({ assistant_id: this.info.assistantId }, (now() - this.startedAt) / 1000);
   }
 
-  override handleLLMEnd(output: LLMResult, runId: string): void {
+  /** Model calls and tokens of this run, by caller. */
+  readonly usage: RunUsage = { inputTokens: 0, outputTokens: 0, calls: 0, leadAgentTokens: 0, subagentTokens: 0, middlewareTokens: 0 };
+
+  override handleLLMEnd(output: LLMResult, runId: string, _parent?: string, tags?: string[]): void {
     const model = this.label(runId);
     this.models.delete(runId);
     const { metrics, onTokens } = this.options;
     metrics.modelCalls.inc({ model });
     const tokens = tokensOf(output);
+    this.usage.calls++;
+    if (tokens) {
+      this.usage.inputTokens += tokens.input;
+      this.usage.outputTokens += tokens.output;
+      const caller = tags?.find((t) => t.startsWith("subagent:") || t.startsWith("middleware:")) ?? "lead_agent";
+      const key = caller.startsWith("subagent:") ? "subagentTokens" : caller.startsWith("middleware:") ? "middlewareTokens" : "leadAgentTokens";
+      this.usage[key] += tokens.input + tokens.output;
+    }
     const span = this.spans.get(runId);
     this.spans.delete(runId);
     if (span) {
@@ -212,6 +238,7 @@ export function createRunObserver(options: RunObserverOptions): RunObserver {
       let done = false;
       return {
         scope,
+        usage: handler.usage,
         callbacks: [handler],
         started() {
           if (startedAt !== null) return;

@@ -4,6 +4,7 @@ import pg from "pg";
 import { DEFAULT_USER_ID } from "../agents/run-context.js";
 import type { RunListOptions, RunRepository, ThreadRepository, ThreadSearchQuery } from "./repositories.js";
 import type { RunRecord } from "./run-manager.js";
+import { pickRunCounters, runCountersOf } from "./run-counters.js";
 import { ThreadStore, type ThreadRecord, type ThreadStatus } from "./thread-store.js";
 
 /**
@@ -30,6 +31,8 @@ const MIGRATIONS: readonly string[] = [
      seq BIGSERIAL UNIQUE, id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL, prefix TEXT NOT NULL,
      key_hash TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL, last_used_at TEXT);
    CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys (user_id);`,
+  // Run counters (gateway.md §1.3): token totals by caller, model calls, messages, stop reason.
+  `ALTER TABLE runs ADD COLUMN IF NOT EXISTS counters JSONB NOT NULL DEFAULT '{}'::jsonb`,
 ];
 
 /** Any advisory-lock key unique to this schema: concurrent starts migrate one at a time. */
@@ -136,13 +139,14 @@ export class PgThreadStore implements ThreadRepository {
 
 interface RunRow extends Omit<RunRecord, "error"> {
   error: string | null;
+  counters: unknown;
 }
 
-const RUN_COLUMNS = "run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, error";
+const RUN_COLUMNS = "run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, error, counters";
 const toRun = (row: RunRow | undefined): RunRecord | null => {
   if (!row) return null;
-  const { error, ...rest } = row;
-  return { ...rest, ...(error !== null ? { error } : {}) };
+  const { error, counters, ...rest } = row;
+  return { ...rest, ...runCountersOf(counters), ...(error !== null ? { error } : {}) };
 };
 
 /** Run records in PostgreSQL (`runs` table). */
@@ -151,9 +155,9 @@ export class PgRunStore implements RunRepository {
 
   async save(record: RunRecord): Promise<void> {
     await this.pool.query(
-      `INSERT INTO runs (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+      `INSERT INTO runs (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
        ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, metadata = EXCLUDED.metadata, kwargs = EXCLUDED.kwargs,
-         updated_at = EXCLUDED.updated_at, error = EXCLUDED.error`,
+         updated_at = EXCLUDED.updated_at, error = EXCLUDED.error, counters = EXCLUDED.counters`,
       [
         record.run_id,
         record.thread_id,
@@ -165,6 +169,7 @@ export class PgRunStore implements RunRepository {
         record.created_at,
         record.updated_at,
         record.error ?? null,
+        JSON.stringify(pickRunCounters(record)),
       ],
     );
   }

@@ -4,11 +4,12 @@ import { ConflictError, NotFoundError } from "../errors.js";
 import type { RunRepository } from "./repositories.js";
 
 import type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
+import { emptyRunCounters, type RunCounters } from "./run-counters.js";
 
 export type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
 
 /** The Run resource as the API returns it (LangGraph API `Run`). Timestamps are ISO strings. */
-export interface RunRecord {
+export interface RunRecord extends Partial<RunCounters> {
   run_id: string;
   thread_id: string;
   assistant_id: string;
@@ -107,6 +108,7 @@ export class RunManager {
       multitask_strategy: input.strategy,
       created_at: now,
       updated_at: now,
+      ...emptyRunCounters(),
     };
     let resolveDone!: () => void;
     const done = new Promise<void>((r) => (resolveDone = r));

@@ -2,6 +2,7 @@
 import type Database from "better-sqlite3";
 import type { RunListOptions, RunRepository } from "./repositories.js";
 import type { RunRecord, RunStatus } from "./run-manager.js";
+import { pickRunCounters, runCountersOf } from "./run-counters.js";
 import { StatementCache } from "./statement-cache.js";
 
 interface Row {
@@ -15,6 +16,7 @@ interface Row {
   created_at: string;
   updated_at: string;
   error: string | null;
+  counters: string;
 }
 
 export type { RunListOptions };
@@ -33,20 +35,35 @@ export class RunStore implements RunRepository {
       metadata TEXT NOT NULL, kwargs TEXT NOT NULL, multitask_strategy TEXT NOT NULL,
       created_at TEXT NOT NULL, updated_at TEXT NOT NULL, error TEXT);
       CREATE INDEX IF NOT EXISTS runs_by_thread ON runs (thread_id, created_at)`);
+    // Databases created before the run counters existed get the column (older rows read as all zero).
+    const columns = db.prepare("PRAGMA table_info(runs)").all() as { name: string }[];
+    if (!columns.some((c) => c.name === "counters")) db.exec("ALTER TABLE runs ADD COLUMN counters TEXT NOT NULL DEFAULT '{}'");
   }
 
   private static toRecord(row: Row | undefined): RunRecord | null {
     if (!row) return null;
-    const { error, ...rest } = row;
-    return { ...rest, metadata: JSON.parse(row.metadata), kwargs: JSON.parse(row.kwargs), ...(error !== null ? { error } : {}) };
+    const { error, counters, ...rest } = row;
+    return { ...rest, metadata: JSON.parse(row.metadata), kwargs: JSON.parse(row.kwargs), ...runCountersOf(counters), ...(error !== null ? { error } : {}) };
   }
 
   /** Inserts or replaces a run record. */
   async save(record: RunRecord): Promise<void> {
     this.statements
-      .get(`INSERT OR REPLACE INTO runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, error)
-        VALUES (@run_id, @thread_id, @assistant_id, @status, @metadata, @kwargs, @multitask_strategy, @created_at, @updated_at, @error)`)
-      .run({ ...record, metadata: JSON.stringify(record.metadata), kwargs: JSON.stringify(record.kwargs), error: record.error ?? null });
+      .get(`INSERT OR REPLACE INTO runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, error, counters)
+        VALUES (@run_id, @thread_id, @assistant_id, @status, @metadata, @kwargs, @multitask_strategy, @created_at, @updated_at, @error, @counters)`)
+      .run({
+        run_id: record.run_id,
+        thread_id: record.thread_id,
+        assistant_id: record.assistant_id,
+        status: record.status,
+        multitask_strategy: record.multitask_strategy,
+        created_at: record.created_at,
+        updated_at: record.updated_at,
+        metadata: JSON.stringify(record.metadata),
+        kwargs: JSON.stringify(record.kwargs),
+        error: record.error ?? null,
+        counters: JSON.stringify(pickRunCounters(record)),
+      });
   }
 
   /** The run, or null. */

@@ -3,19 +3,20 @@
 // records the final run and thread status. Runs in the background; never throws.
 import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { Callbacks } from "@langchain/core/callbacks/manager";
-import type { CheckpointTuple } from "@langchain/langgraph";
+import type { Checkpoint, CheckpointTuple } from "@langchain/langgraph";
 import { MiddlewareError } from "langchain";
 import type { Logger } from "pino";
 import type { MemoryManager } from "../agents/memory/manager.js";
 import { buildRunContext, type RunSandboxProvider } from "../agents/run-context.js";
 import { streamAgent } from "../agents/stream-agent.js";
-import type { RunObservation, RunObserver } from "../observability/run-observer.js";
+import type { RunObservation, RunObserver, RunUsage } from "../observability/run-observer.js";
 import type { AppConfig } from "../config/schema.js";
 import type { AgentFactory } from "./agent-factory.js";
 import type { Persistence } from "./persistence.js";
 import { ensureInterruptedTitle } from "./interrupted-title.js";
 import { latestCheckpoint, rollbackThread } from "./rollback.js";
 import type { RunConfig } from "./run-config.js";
+import { emptyRunCounters, type RunCounters } from "./run-counters.js";
 import type { ActiveRun, RunManager, RunStatus } from "./run-manager.js";
 import type { RunRequest } from "./run-request.js";
 import type { StreamBridge } from "./stream-bridge.js";
@@ -87,6 +88,35 @@ export function rootError(err: unknown): Error {
   return e;
 }
 
+/** Messages in a checkpoint's `messages` channel. */
+const messageCount = (checkpoint: Checkpoint | undefined): number => {
+  const messages = checkpoint?.channel_values?.messages;
+  return Array.isArray(messages) ? messages.length : 0;
+};
+
+/**
+ * The Run JSON counters of a finished run (DeerFlow RunJournal): its model usage by caller, the messages it added
+ * (newest checkpoint of the run against the one it started from) and the stop reason a guard middleware wrote
+ * into the run context.
+ */
+function runCounters(usage: RunUsage | undefined, before: CheckpointTuple | undefined, latest: Checkpoint | undefined, context: Record<string, unknown> | undefined): RunCounters {
+  const counters = emptyRunCounters();
+  if (usage) {
+    Object.assign(counters, {
+      total_input_tokens: usage.inputTokens,
+      total_output_tokens: usage.outputTokens,
+      total_tokens: usage.inputTokens + usage.outputTokens,
+      llm_call_count: usage.calls,
+      lead_agent_tokens: usage.leadAgentTokens,
+      subagent_tokens: usage.subagentTokens,
+      middleware_tokens: usage.middlewareTokens,
+    });
+  }
+  if (latest) counters.message_count = Math.max(0, messageCount(latest) - messageCount(before?.checkpoint));
+  counters.stop_reason = typeof context?.stop_reason === "string" ? context.stop_reason : null;
+  return counters;
+}
+
 /**
  * Executes an admitted run to completion. Cancelled while pending: no agent is built (DeerFlow
  * `test_pending_cancel_stops_waiting_for_prior_finalization`). A failure publishes an `error` event; a cancel with
@@ -104,6 +134,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
   let before: CheckpointTuple | undefined;
   let started = false;
   let checkpointer: SettlingCheckpointer | undefined;
+  let context: Record<string, unknown> | undefined;
   let builtAgent: unknown;
   try {
     await Promise.race([run.predecessors, new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }))]);
@@ -116,7 +147,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     await persistence.threads.setStatus(threadId, "busy");
     bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: 1 });
     before = await latestCheckpoint(persistence.checkpointer, threadId);
-    const context = buildRunContext({
+    context = buildRunContext({
       threadId,
       runId,
       userId: String(runConfig.context.user_id),
@@ -211,6 +242,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
         })().catch((err) => log.debug({ err: (err as Error).message }, "no title for the interrupted run"));
       }
       if (observation?.scope.fallbacks.length) run.record.metadata = { ...run.record.metadata, model_fallbacks: observation.scope.fallbacks };
+      Object.assign(run.record, runCounters(observation?.usage, before, checkpointer?.latestRoot, context));
       await runs.setStatus(runId, status, error);
       if (started || status === "interrupted") {
         let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";

@@ -35,7 +35,7 @@ describe("PostgreSQL stores", () => {
     await Promise.all([migratePostgres(pool), migratePostgres(pool), migratePostgres(pool)]);
     await migratePostgres(pool);
     const { rows } = await pool.query("SELECT version FROM deerflow_migrations ORDER BY version");
-    expect(rows).toEqual([{ version: 1 }, { version: 2 }]);
+    expect(rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
   });
 
   it("creates threads idempotently, strips server-owned metadata and merges patches", async () => {
@@ -80,6 +80,11 @@ describe("PostgreSQL stores", () => {
     await runs.save(run("r-3", "T", "pending", "2026-01-01T00:00:03.000Z"));
     await runs.save({ ...run("r-1", "T", "error", "2026-01-01T00:00:01.000Z"), error: "boom" });
     expect(await runs.get("r-1")).toMatchObject({ status: "error", error: "boom", metadata: { k: 1 } });
+    // The Run JSON counters are stored with the run (all zero for a record saved without them).
+    await runs.save({ ...run("r-c", "C", "success", "2026-01-01T00:00:04.000Z"), total_tokens: 36, llm_call_count: 2, stop_reason: "loop_capped" });
+    expect(await runs.get("r-c")).toMatchObject({ total_tokens: 36, llm_call_count: 2, stop_reason: "loop_capped", message_count: 0 });
+    expect(await runs.get("r-2")).toMatchObject({ total_tokens: 0, stop_reason: null });
+    await runs.deleteThread("C");
     expect((await runs.get("r-2"))!).not.toHaveProperty("error");
     expect((await runs.list("T")).map((r) => r.run_id)).toEqual(["r-3", "r-2", "r-1"]);
     expect((await runs.list("T", { status: "running" })).map((r) => r.run_id)).toEqual(["r-2"]);

@@ -146,6 +146,8 @@ export class LeadSubagentRuntime implements SubagentRuntime {
         configurable: { ...childConfig.configurable, __pregel_abort_signals: {} },
         metadata: { ...childConfig.metadata, ...(resolved?.metadata ?? {}) },
         callbacks: resolved?.callbacks as never,
+        // DeerFlow's caller tag: the run's counters book these model calls as subagent tokens.
+        tags: [`subagent:${input.subagent_type}`],
         streamMode: "values",
         signal,
         recursionLimit: this.options.recursionLimit ?? type.maxTurns,

@@ -134,7 +134,7 @@ export class SummarizationMiddleware extends DeerflowMiddleware {
     }
     const prompt = `${this.prompt}\n\n<existing_summary>\n${escapeXml(previous ?? "")}\n</existing_summary>\n\n<new_messages>\n${escapeXml(getBufferString(trimmed))}\n</new_messages>`;
     try {
-      const text = textOf(await this.model.invoke(prompt, { tags: ["nostream"] })).trim();
+      const text = textOf(await this.model.invoke(prompt, { tags: ["nostream", "middleware:summarization"] })).trim();
       return text || null;
     } catch (err) {
       getLogger().warn({ err: (err as Error).message }, "summarization failed; history kept as is");

@@ -100,7 +100,7 @@ export class TitleMiddleware extends DeerflowMiddleware {
       .replaceAll("{user_msg}", stripThink(userText).slice(0, 500))
       .replaceAll("{assistant_msg}", stripThink(assistant ? textOf(assistant) : "").slice(0, 500));
     try {
-      const out = await this.model.invoke(prompt, { tags: ["nostream"] });
+      const out = await this.model.invoke(prompt, { tags: ["nostream", "middleware:title"] });
       const title = stripThink(textOf(out)).trim().replace(/^["'“”‘’`]+|["'“”‘’`]+$/g, "").trim().slice(0, this.config.max_chars).trim();
       return title || fallback;
     } catch (err) {
