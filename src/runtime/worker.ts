@@ -22,11 +22,10 @@ import type { RunRequest } from "./run-request.js";
 import type { StreamBridge } from "./stream-bridge.js";
 import { pendingNodes, readThreadState } from "./thread-state-reader.js";
 import type { ThreadStatus } from "./thread-store.js";
+import { runTurns } from "./run-scheduler.js";
 import { SettlingCheckpointer } from "./settling-checkpointer.js";
 import { graphStreamModes, toWireEvents } from "./wire-events.js";
 
-/** Resolves on the next turn of the event loop (after pending I/O callbacks). */
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Longest stretch, in ms, a run streaming without I/O holds the event loop between yields. */
 const YIELD_EVERY_MS = 2;
@@ -142,6 +141,13 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       status = "interrupted";
       return;
     }
+    // The build and the graph's first steps run without I/O: wait for a turn, so runs started together take turns
+    // with each other and with the sockets instead of holding the event loop back to back.
+    await runTurns.turn();
+    if (signal.aborted) {
+      status = "interrupted";
+      return;
+    }
     started = true;
     observation?.started();
     await persistence.threads.setStatus(threadId, "busy");
@@ -200,7 +206,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       const firstToken: boolean = !firstTokenOut && event.startsWith("messages");
       if (firstToken || performance.now() - lastYield >= YIELD_EVERY_MS) {
         firstTokenOut ||= firstToken;
-        await yieldToEventLoop();
+        await runTurns.turn();
         lastYield = performance.now();
       }
     }
