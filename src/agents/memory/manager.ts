@@ -5,7 +5,7 @@ import type { AppConfig } from "../../config/schema.js";
 import { DeerflowError } from "../../errors.js";
 import { resolveUse, UseResolutionError } from "../../models/resolve-use.js";
 import { BUILT_IN_MANAGERS, type MemoryConfig } from "./memory-config.js";
-import type { MemoryDocument } from "./memory-document.js";
+import type { MemoryDocument, MemoryFact } from "./memory-document.js";
 
 /** Whose memory: memories are bucketed per (user, agent); agent `default` is the default agent. */
 export interface MemoryScope {
@@ -13,15 +13,8 @@ export interface MemoryScope {
   agentName: string;
 }
 
-/** A fact found by {@link MemoryManager.search}. */
-export interface MemorySearchHit {
-  id: string;
-  content: string;
-  category: string;
-  confidence: number;
-  createdAt: string;
-  source: string;
-}
+/** A fact found by {@link MemoryManager.search}: the stored fact without its correction detail. */
+export type MemorySearchHit = Pick<MemoryFact, "id" | "content" | "category" | "confidence" | "createdAt" | "source">;
 
 /** Fields of a fact edit; omitted fields keep their value. */
 export interface MemoryFactPatch {
