@@ -4,7 +4,7 @@ import pg from "pg";
 import { DEFAULT_USER_ID } from "../agents/run-context.js";
 import type { RunListOptions, RunRepository, ThreadRepository, ThreadSearchQuery } from "./repositories.js";
 import type { RunRecord } from "./run-manager.js";
-import { pickRunCounters, runCountersOf } from "./run-counters.js";
+import { runCountersOf } from "./run-counters.js";
 import { ThreadStore, type ThreadRecord, type ThreadStatus } from "./thread-store.js";
 
 /**
@@ -169,7 +169,7 @@ export class PgRunStore implements RunRepository {
         record.created_at,
         record.updated_at,
         record.error ?? null,
-        JSON.stringify(pickRunCounters(record)),
+        JSON.stringify(runCountersOf(record)),
       ],
     );
   }

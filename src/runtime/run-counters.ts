@@ -38,8 +38,8 @@ export function emptyRunCounters(): RunCounters {
 }
 
 /**
- * The counters stored for a run (a JSON object, possibly from an older row without some keys): known keys of the
- * right type are taken, the rest default. Never throws.
+ * The counters of a run record, or of what a store kept for it (an object or its JSON text, possibly from an older
+ * row without some keys): known keys of the right type are taken, the rest default. Never throws.
  */
 export function runCountersOf(stored: unknown): RunCounters {
   const out = emptyRunCounters();
@@ -58,9 +58,4 @@ export function runCountersOf(stored: unknown): RunCounters {
     else if (typeof v === "number" && Number.isFinite(v)) out[key] = v;
   }
   return out;
-}
-
-/** The counters part of a run record (for storing). */
-export function pickRunCounters(record: Partial<RunCounters>): RunCounters {
-  return runCountersOf(record);
 }

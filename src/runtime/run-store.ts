@@ -2,7 +2,7 @@
 import type Database from "better-sqlite3";
 import type { RunListOptions, RunRepository } from "./repositories.js";
 import type { RunRecord, RunStatus } from "./run-manager.js";
-import { pickRunCounters, runCountersOf } from "./run-counters.js";
+import { runCountersOf } from "./run-counters.js";
 import { StatementCache } from "./statement-cache.js";
 
 interface Row {
@@ -62,7 +62,7 @@ export class RunStore implements RunRepository {
         metadata: JSON.stringify(record.metadata),
         kwargs: JSON.stringify(record.kwargs),
         error: record.error ?? null,
-        counters: JSON.stringify(pickRunCounters(record)),
+        counters: JSON.stringify(runCountersOf(record)),
       });
   }
 
