@@ -46,11 +46,15 @@ export class RunStore implements RunRepository {
     return { ...rest, metadata: JSON.parse(row.metadata), kwargs: JSON.parse(row.kwargs), ...runCountersOf(counters), ...(error !== null ? { error } : {}) };
   }
 
-  /** Inserts or replaces a run record. */
+  /** Inserts a run record, or updates the stored one (status, metadata, kwargs, updated_at, error, counters). */
   async save(record: RunRecord): Promise<void> {
     this.statements
-      .get(`INSERT OR REPLACE INTO runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, error, counters)
-        VALUES (@run_id, @thread_id, @assistant_id, @status, @metadata, @kwargs, @multitask_strategy, @created_at, @updated_at, @error, @counters)`)
+      // An upsert, not INSERT OR REPLACE: a status change updates the row in place (REPLACE deletes and re-inserts
+      // it, with index upkeep twice and a new rowid, which is the list's tie-break).
+      .get(`INSERT INTO runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, error, counters)
+        VALUES (@run_id, @thread_id, @assistant_id, @status, @metadata, @kwargs, @multitask_strategy, @created_at, @updated_at, @error, @counters)
+        ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, metadata = excluded.metadata, kwargs = excluded.kwargs,
+          updated_at = excluded.updated_at, error = excluded.error, counters = excluded.counters`)
       .run({
         run_id: record.run_id,
         thread_id: record.thread_id,
