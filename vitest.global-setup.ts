@@ -5,24 +5,13 @@
 // start fails the run: those tests never skip.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "./test/support/gateway-process.js";
 
 const script = path.join(path.dirname(fileURLToPath(import.meta.url)), "scripts", "services.sh");
 
-/** A loopback TCP port that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export default async function setup(): Promise<(() => void) | undefined> {
   if (process.env.DEERFLOW_TEST_PG_URL && process.env.DEERFLOW_TEST_REDIS_URL) return undefined;

@@ -1,15 +1,13 @@
 // Throughput, latency, server CPU per run, resident memory and event-loop delay of stateless `POST /runs/stream`
 // against a real server process (what `npm start` runs: the compiled dist/src/server.js) with the zero-latency
 // scripted model, at concurrency 1, 16 and 64. Loopback only. CPU and RSS are read from /proc (Linux).
-import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import http from "node:http";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { startBenchGateway } from "./gateway-server.js";
 import type { BenchResult, BenchSuite } from "./stats.js";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const LEVELS: { concurrency: number; runs: number }[] = [
   { concurrency: 1, runs: 150 },
   { concurrency: 16, runs: 400 },
@@ -48,37 +46,6 @@ async function eventLoopP99Ms(url: string): Promise<number | null> {
   return value === undefined ? null : Number(value) * 1000;
 }
 
-async function startServer(dir: string): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
-  writeFileSync(path.join(dir, "config.yaml"), CONFIG);
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
-  execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: ROOT });
-  const child = spawn(process.execPath, ["dist/src/server.js"], {
-    cwd: ROOT,
-    // Auth off: the bench measures runs (and reads /metrics, admin-only with sign-in on).
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), DEER_FLOW_CONFIG_PATH: path.join(dir, "config.yaml"), DEER_FLOW_HOME: path.join(dir, "home"), DEER_FLOW_AUTH_DISABLED: "1", LOG_LEVEL: "warn" },
-    stdio: "ignore",
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) throw new Error("server did not start");
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    url,
-    pid: child.pid!,
-    stop: () =>
-      new Promise((resolve) => {
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
-  };
-}
 
 /**
  * One streamed run over a keep-alive `node:http` agent sized to the concurrency (one socket per worker, so the
@@ -112,7 +79,7 @@ function oneRun(url: string, agent: http.Agent, i: number): Promise<[number, num
 /** Streamed runs per second, latency, server CPU per run, RSS and event-loop delay at each concurrency level. */
 export async function runRunsBench(): Promise<BenchSuite> {
   const dir = mkdtempSync(path.join(tmpdir(), "dfgw-bench-runs-"));
-  const server = await startServer(dir);
+  const server = await startBenchGateway(dir, CONFIG);
   const results: BenchResult[] = [];
   const notes: string[] = [];
   const rows = ["| C | runs | runs/s | server CPU ms/run | RSS MB at end | event-loop delay p99 ms |", "| ---: | ---: | ---: | ---: | ---: | ---: |"];

@@ -3,18 +3,16 @@
 // bridge adds over the in-memory one (SQLite, one process) at concurrency 1. Uses DEERFLOW_TEST_PG_URL /
 // DEERFLOW_TEST_REDIS_URL when set, else starts a private PostgreSQL and Redis (scripts/services.sh).
 // BENCH_WORKERS=1,2,4,8 picks the process counts (default 1,2); BENCH_RUNS the runs per level (default 640).
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import pg from "pg";
 import startServices from "../vitest.global-setup.js";
+import { startBenchGateway, type BenchGateway } from "./gateway-server.js";
 import { formatTable, summarize, type BenchResult } from "./stats.js";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const MODELS = "models:\n  - name: scripted\n    use: deerflow-gateway:ScriptedChatModel\n    model: scripted\n    token_delay_ms: 0\n";
 const WORKERS = (process.env.BENCH_WORKERS ?? "1,2").split(",").map(Number);
 const RUNS = Number(process.env.BENCH_RUNS ?? 640);
@@ -39,28 +37,11 @@ async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): 
   };
 }
 
-async function startGateway(dir: string, config: string, workers: number): Promise<{ url: string; stop(): Promise<void> }> {
-  writeFileSync(path.join(dir, "config.yaml"), config);
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
-    cwd: ROOT,
-    env: { ...process.env, DEER_FLOW_AUTH_DISABLED: "1", DEER_FLOW_ENV: "", HOST: "127.0.0.1", PORT: String(port), WORKERS: String(workers), DEER_FLOW_CONFIG_PATH: path.join(dir, "config.yaml"), DEER_FLOW_HOME: path.join(dir, "home"), LOG_LEVEL: "warn" },
-    stdio: "ignore",
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) throw new Error("server did not start");
-    await new Promise((r) => setTimeout(r, 100));
-  }
+async function startGateway(dir: string, config: string, workers: number): Promise<BenchGateway> {
+  const gw = await startBenchGateway(dir, config, { WORKERS: String(workers) }, 60_000);
   // Give every worker time to listen, so the first requests are not all served by the first one up.
   await new Promise((r) => setTimeout(r, workers > 1 ? 3_000 : 0));
-  return { url, stop: () => new Promise((resolve) => (child.once("exit", () => resolve()), child.kill("SIGTERM"))) };
+  return gw;
 }
 
 /** One streamed stateless run; resolves its whole duration in ms. */

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import puppeteer from "puppeteer-core";
+import { freePort } from "../../test/support/gateway-process.js";
 import { ensureFrontendBuild, findChromium, nextBin } from "./frontend.js";
 import { portOf, startProxy } from "./proxy.js";
 import { runScenario } from "./scenario.js";
@@ -71,16 +72,6 @@ async function waitFor(url: string, timeoutMs: number): Promise<void> {
   }
 }
 
-/** A free TCP port on 127.0.0.1. */
-async function freePort(): Promise<number> {
-  const { createServer } = await import("node:net");
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function main(): Promise<void> {
   const chromium = findChromium();

@@ -1,0 +1,48 @@
+// The gateway as the benchmarks run it: built and started as `npm start` does (dist/src/server.js), on a free
+// loopback port, with its config and home in a temp directory, auth off.
+import { execFileSync, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+/** A running gateway process. */
+export interface BenchGateway {
+  url: string;
+  pid: number;
+  /** SIGTERM, resolved when the process has exited. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Builds the server (scripts/build.mjs), writes `config` to `<dir>/config.yaml` and starts `node dist/src/server.js`
+ * with `DEER_FLOW_HOME=<dir>/home`, auth off (the benchmarks measure runs and read `/metrics`) and `env` on top.
+ * Resolves once `/health` answers.
+ * @throws Error "server did not start" after `startTimeoutMs` (default 20000 ms).
+ */
+export async function startBenchGateway(dir: string, config: string, env: Record<string, string> = {}, startTimeoutMs = 20_000): Promise<BenchGateway> {
+  writeFileSync(path.join(dir, "config.yaml"), config);
+  execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: ROOT });
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const child = spawn(process.execPath, ["dist/src/server.js"], {
+    cwd: ROOT,
+    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), DEER_FLOW_CONFIG_PATH: path.join(dir, "config.yaml"), DEER_FLOW_HOME: path.join(dir, "home"), DEER_FLOW_AUTH_DISABLED: "1", DEER_FLOW_ENV: "", LOG_LEVEL: "warn", ...env },
+    stdio: "ignore",
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + startTimeoutMs;
+  for (;;) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) break;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error("server did not start");
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { url, pid: child.pid!, stop: () => new Promise((resolve) => (child.once("exit", () => resolve()), child.kill("SIGTERM"))) };
+}
