@@ -215,7 +215,7 @@ describe("createDeerflowAgent: running the built agent", () => {
 });
 
 describe("createDeerflowAgent: every feature on, one real run", () => {
-  it("streams the answer, titles the thread, records thread data and queues memory, with only two extra graph nodes", async () => {
+  it("streams the answer, titles the thread, records thread data and queues memory, with no graph node beyond the model and the tools", async () => {
     const home = mkdtempSync(path.join(tmpdir(), "full-chain-"));
     process.env.DEER_FLOW_HOME = home;
     try {
@@ -232,7 +232,7 @@ describe("createDeerflowAgent: every feature on, one real run", () => {
         checkpointer: new MemorySaver(),
       });
       const nodes = Object.keys((agent as unknown as { graph: { nodes: Record<string, unknown> } }).graph.nodes).filter((n) => n !== "__start__");
-      expect(nodes).toEqual(["ThreadDataMiddleware.before_agent", "UploadsMiddleware.before_agent", "model_request", "tools"]);
+      expect(nodes).toEqual(["model_request", "tools"]);
       const tokens: string[] = [];
       let final: Record<string, unknown> = {};
       const config = { configurable: { thread_id: "t-full" }, context: { thread_id: "t-full", run_id: "run-1", user_id: "u1" }, streamMode: ["messages", "values"] };

@@ -85,8 +85,9 @@ export interface BuildMiddlewaresOptions {
  * 19. [custom middlewares, in order]; 19b. [ModelFallbackMiddleware when the model has `fallbacks`];
  * 20. [SafetyFinishReasonMiddleware when `safety_finish_reason.enabled`];
  * 21. ClarificationMiddleware (always last).
- * Only ThreadData and Uploads run as graph nodes (beforeAgent); everything else wraps the model or tool call, so
- * wrapModelCall post-processing runs innermost first (Safety before LoopDetection, as DeerFlow's reverse
+ * No middleware runs as a graph node: ThreadData and Uploads make DeerFlow's before_agent writes on the run's first
+ * model call (RunStartMiddleware); everything wraps the model or tool call, so wrapModelCall post-processing runs
+ * innermost first (Safety before LoopDetection, as DeerFlow's reverse
  * after_model order).
  * @throws ValidationError / TypeError for a bad `safety_finish_reason.detectors` list.
  */

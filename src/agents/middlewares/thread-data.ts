@@ -1,10 +1,9 @@
 // Port of DeerFlow agents/middlewares/thread_data_middleware.py (ThreadDataMiddleware).
 import { mkdirSync } from "node:fs";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
-import { z } from "zod";
 import { getRuntimeHome, threadDataPaths } from "../../config/paths.js";
 import type { ThreadData } from "../thread-state.js";
-import { DeerflowMiddleware } from "./base.js";
+import { RunStartMiddleware, type RunStartRuntime, type RunStartUpdate } from "./run-start.js";
 import { runContextOf } from "../run-context.js";
 
 /** Options of {@link ThreadDataMiddleware}. */
@@ -41,20 +40,16 @@ export function threadDirsOf(runtime: { context?: unknown; configurable?: Record
   }
 }
 
-/** Context keys ThreadDataMiddleware reads (one instance for every build: a zod schema compiles its parser per instance). */
-const ThreadDataContextSchema = z.looseObject({ thread_id: z.string().optional(), user_id: z.string().optional(), run_id: z.string().optional() });
-
 /**
- * Records the thread's virtual directories ({@link VIRTUAL_THREAD_DATA}) in `thread_data` before the agent runs
+ * Records the thread's virtual directories ({@link VIRTUAL_THREAD_DATA}) in `thread_data` when a run starts
  * (creating the host directories unless lazy), and stamps the newest human message
  * (same id, same content): `name` "user-input" when unset, `additional_kwargs.run_id` and a UTC ISO `timestamp`.
- * The thread id comes from the runtime context, else `configurable.thread_id`. Hook: beforeAgent.
+ * The thread id comes from the runtime context, else `configurable.thread_id`.
+ * Hook: DeerFlow's before_agent, made on the run's first model call ({@link RunStartMiddleware}: no graph node).
  * @throws Error "Thread ID is required in runtime context or config.configurable" when neither has one.
  */
-export class ThreadDataMiddleware extends DeerflowMiddleware {
+export class ThreadDataMiddleware extends RunStartMiddleware {
   readonly name = "ThreadDataMiddleware";
-  /** Context keys this middleware reads (langchain hands before/after hooks only their schema's keys). */
-  readonly contextSchema = ThreadDataContextSchema;
   private readonly baseDir?: string;
   private readonly lazyInit: boolean;
 
@@ -64,12 +59,13 @@ export class ThreadDataMiddleware extends DeerflowMiddleware {
     this.lazyInit = options.lazyInit ?? true;
   }
 
-  beforeAgent(state: { messages: BaseMessage[] }, runtime: { context?: Record<string, unknown>; configurable?: Record<string, unknown> }) {
+  /** DeerFlow's before_agent update: `thread_data`, and the stamped newest human message when there is one. */
+  runStartUpdate(state: { messages: BaseMessage[] }, runtime: RunStartRuntime): RunStartUpdate {
     const { threadId, userId, runId } = runContextOf(runtime);
     if (!threadId) throw new Error("Thread ID is required in runtime context or config.configurable");
     const paths = threadDataPaths(this.baseDir ?? getRuntimeHome(), userId, threadId);
     if (!this.lazyInit) for (const p of Object.values(paths)) mkdirSync(p, { recursive: true });
-    const update: Record<string, unknown> = { thread_data: { ...VIRTUAL_THREAD_DATA } };
+    const update: RunStartUpdate = { thread_data: { ...VIRTUAL_THREAD_DATA } };
     const last = state.messages.at(-1);
     if (last && HumanMessage.isInstance(last)) {
       update.messages = [

@@ -3,9 +3,8 @@ import { statSync } from "node:fs";
 import path from "node:path";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { StateSchema } from "@langchain/langgraph";
-import { z } from "zod";
-import { ThreadStateFields, type ThreadData, type UploadedFile } from "../thread-state.js";
-import { DeerflowMiddleware } from "./base.js";
+import { ThreadStateFields, type UploadedFile } from "../thread-state.js";
+import { RunStartMiddleware, type RunStartRuntime, type RunStartUpdate } from "./run-start.js";
 import { textOf } from "./message-utils.js";
 import { threadDirsOf } from "./thread-data.js";
 import { readUploadOutline } from "../../sandbox/upload-outline.js";
@@ -78,9 +77,8 @@ function isFile(p: string): boolean {
   }
 }
 
-/** State and context keys of UploadsMiddleware (one instance for every build: zod compiles a parser per instance). */
-const UploadsStateSchema = new StateSchema({ thread_data: ThreadStateFields.thread_data, uploaded_files: ThreadStateFields.uploaded_files });
-const UploadsContextSchema = z.looseObject({ thread_id: z.string().optional(), user_id: z.string().optional() });
+/** The channel UploadsMiddleware writes, declared for agents built on another state schema (one instance for every build). */
+const UploadsStateSchema = new StateSchema({ uploaded_files: ThreadStateFields.uploaded_files });
 
 /**
  * Tells the model about the files uploaded with the newest user message. Reads `additional_kwargs.files`
@@ -91,14 +89,12 @@ const UploadsContextSchema = z.looseObject({ thread_id: z.string().optional(), u
  * `maxFilesPerContextSection` listed) and a blank line to the message
  * (same id), keeping the original text under `additional_kwargs.original_user_content`, and writes
  * `uploaded_files`. No files, or a last message that is not human: `{uploaded_files: []}`, clearing a stale list.
- * Hook: beforeAgent (a state write, once per run).
+ * Hook: DeerFlow's before_agent, made on the run's first model call ({@link RunStartMiddleware}: no graph node).
  * @throws Error when `maxFilesPerContextSection` < 1 (at construction).
  */
-export class UploadsMiddleware extends DeerflowMiddleware {
+export class UploadsMiddleware extends RunStartMiddleware {
   readonly name = "UploadsMiddleware";
   readonly stateSchema = UploadsStateSchema;
-  /** Context keys read to locate the uploads dir (before/after hooks only see their schema's keys). */
-  readonly contextSchema = UploadsContextSchema;
   private readonly maxFiles: number;
   private readonly baseDir?: string;
 
@@ -110,14 +106,12 @@ export class UploadsMiddleware extends DeerflowMiddleware {
   }
 
   /** The thread's host uploads directory, recomputed from the run's ids (never from state a client could write). */
-  private uploadsDir(runtime: { context?: Record<string, unknown>; configurable?: Record<string, unknown> }): string | null {
+  private uploadsDir(runtime: RunStartRuntime): string | null {
     return threadDirsOf(runtime, this.baseDir)?.uploads_path ?? null;
   }
 
-  beforeAgent(
-    state: { messages: BaseMessage[]; thread_data?: ThreadData | null },
-    runtime: { context?: Record<string, unknown>; configurable?: Record<string, unknown> } = {},
-  ) {
+  /** DeerFlow's before_agent update: `uploaded_files`, and the newest human message with its uploads block. */
+  runStartUpdate(state: { messages: BaseMessage[] }, runtime: RunStartRuntime = {}): RunStartUpdate {
     const last = state.messages.at(-1);
     if (!last || !HumanMessage.isInstance(last)) return { uploaded_files: [] };
     const raw = last.additional_kwargs?.files;

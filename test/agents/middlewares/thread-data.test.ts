@@ -14,10 +14,10 @@ afterEach(() => rmSync(base, { recursive: true, force: true }));
 
 type Update = { thread_data: Record<string, string>; messages?: HumanMessage[] };
 
-describe("ThreadDataMiddleware.beforeAgent (agent-factory.md §6.1, AF-052)", () => {
+describe("ThreadDataMiddleware run-start update (agent-factory.md §6.1, AF-052)", () => {
   it("records the thread's virtual directories (never host paths) without creating them when lazy", () => {
     const mw = new ThreadDataMiddleware({ baseDir: base, lazyInit: true });
-    const update = mw.beforeAgent({ messages: [] }, { context: { thread_id: "thread-123", user_id: "runtime-user" } }) as Update;
+    const update = mw.runStartUpdate({ messages: [] }, { context: { thread_id: "thread-123", user_id: "runtime-user" } }) as Update;
     const root = path.join(base, "users", "runtime-user", "threads", "thread-123", "user-data");
     expect(update.thread_data).toEqual({
       workspace_path: "/mnt/user-data/workspace",
@@ -28,7 +28,7 @@ describe("ThreadDataMiddleware.beforeAgent (agent-factory.md §6.1, AF-052)", ()
   });
 
   it("creates the host directories when lazyInit is false", () => {
-    new ThreadDataMiddleware({ baseDir: base, lazyInit: false }).beforeAgent({ messages: [] }, { context: { thread_id: "t1" } });
+    new ThreadDataMiddleware({ baseDir: base, lazyInit: false }).runStartUpdate({ messages: [] }, { context: { thread_id: "t1" } });
     for (const p of Object.values(threadDataPaths(base, "default", "t1"))) expect(existsSync(p)).toBe(true);
   });
 
@@ -40,17 +40,17 @@ describe("ThreadDataMiddleware.beforeAgent (agent-factory.md §6.1, AF-052)", ()
 
   it("fails clearly when no thread id is available anywhere", () => {
     const mw = new ThreadDataMiddleware({ baseDir: base });
-    expect(() => mw.beforeAgent({ messages: [] }, { context: {}, configurable: {} })).toThrow("Thread ID is required in runtime context or config.configurable");
-    expect(() => mw.beforeAgent({ messages: [] }, {})).toThrow("Thread ID is required");
+    expect(() => mw.runStartUpdate({ messages: [] }, { context: {}, configurable: {} })).toThrow("Thread ID is required in runtime context or config.configurable");
+    expect(() => mw.runStartUpdate({ messages: [] }, {})).toThrow("Thread ID is required");
   });
 
   it("rejects an unsafe thread id", () => {
-    expect(() => new ThreadDataMiddleware({ baseDir: base }).beforeAgent({ messages: [] }, { context: { thread_id: "../escape" } })).toThrow("Invalid thread id");
+    expect(() => new ThreadDataMiddleware({ baseDir: base }).runStartUpdate({ messages: [] }, { context: { thread_id: "../escape" } })).toThrow("Invalid thread id");
   });
 
   it("stamps the newest human message: same id and content, name user-input, run_id and a UTC ISO timestamp", () => {
     const human = new HumanMessage({ id: "h1", content: "hello", additional_kwargs: { files: [] } });
-    const update = new ThreadDataMiddleware({ baseDir: base }).beforeAgent({ messages: [human] }, { context: { thread_id: "t", run_id: "run-9" } }) as Update;
+    const update = new ThreadDataMiddleware({ baseDir: base }).runStartUpdate({ messages: [human] }, { context: { thread_id: "t", run_id: "run-9" } }) as Update;
     const stamped = update.messages![0];
     expect(stamped.id).toBe("h1");
     expect(stamped.content).toBe("hello");
@@ -62,9 +62,9 @@ describe("ThreadDataMiddleware.beforeAgent (agent-factory.md §6.1, AF-052)", ()
 
   it("keeps an existing name and does not touch a last message that is not human", () => {
     const mw = new ThreadDataMiddleware({ baseDir: base });
-    const named = mw.beforeAgent({ messages: [new HumanMessage({ id: "h", content: "x", name: "alice" })] }, { context: { thread_id: "t" } }) as Update;
+    const named = mw.runStartUpdate({ messages: [new HumanMessage({ id: "h", content: "x", name: "alice" })] }, { context: { thread_id: "t" } }) as Update;
     expect(named.messages![0].name).toBe("alice");
-    const afterAi = mw.beforeAgent({ messages: [new HumanMessage("x"), new AIMessage("y")] }, { context: { thread_id: "t" } }) as Update;
+    const afterAi = mw.runStartUpdate({ messages: [new HumanMessage("x"), new AIMessage("y")] }, { context: { thread_id: "t" } }) as Update;
     expect(afterAi).not.toHaveProperty("messages");
   });
 });

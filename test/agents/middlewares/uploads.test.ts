@@ -23,10 +23,10 @@ type Update = { messages?: HumanMessage[]; uploaded_files: { filename: string; s
 const runtime = () => ({ context: { thread_id: "t-up" } });
 const withFiles = (files: unknown[], content: HumanMessage["content"] = "please analyse") => new HumanMessage({ id: "m1", content, additional_kwargs: { files } });
 
-describe("UploadsMiddleware.beforeAgent (agent-factory.md §6.2, AF-053)", () => {
+describe("UploadsMiddleware run-start update (agent-factory.md §6.2, AF-053)", () => {
   it("prepends a <current_uploads> block to string content, same id, and records uploaded_files", () => {
     const mw = new UploadsMiddleware({ baseDir: base });
-    const update = mw.beforeAgent({ messages: [withFiles([{ filename: "report.pdf", size: 3, path: "/x", status: "uploaded" }])] }, runtime()) as Update;
+    const update = mw.runStartUpdate({ messages: [withFiles([{ filename: "report.pdf", size: 3, path: "/x", status: "uploaded" }])] }, runtime()) as Update;
     const msg = update.messages![0];
     expect(msg.id).toBe("m1");
     expect(typeof msg.content).toBe("string");
@@ -41,10 +41,10 @@ describe("UploadsMiddleware.beforeAgent (agent-factory.md §6.2, AF-053)", () =>
 
   it("clears uploaded_files when there are no files, all are missing on disk, or the last message is not human (AF-053b-d)", () => {
     const mw = new UploadsMiddleware({ baseDir: base });
-    expect(mw.beforeAgent({ messages: [new HumanMessage("no files")] }, runtime())).toEqual({ uploaded_files: [] });
-    expect(mw.beforeAgent({ messages: [withFiles([{ filename: "ghost.pdf", size: 1 }])] }, runtime())).toEqual({ uploaded_files: [] });
-    expect(mw.beforeAgent({ messages: [withFiles([{ filename: "report.pdf" }]), new AIMessage("hi")] }, runtime())).toEqual({ uploaded_files: [] });
-    expect(mw.beforeAgent({ messages: [] }, runtime())).toEqual({ uploaded_files: [] });
+    expect(mw.runStartUpdate({ messages: [new HumanMessage("no files")] }, runtime())).toEqual({ uploaded_files: [] });
+    expect(mw.runStartUpdate({ messages: [withFiles([{ filename: "ghost.pdf", size: 1 }])] }, runtime())).toEqual({ uploaded_files: [] });
+    expect(mw.runStartUpdate({ messages: [withFiles([{ filename: "report.pdf" }]), new AIMessage("hi")] }, runtime())).toEqual({ uploaded_files: [] });
+    expect(mw.runStartUpdate({ messages: [] }, runtime())).toEqual({ uploaded_files: [] });
   });
 
   it("rejects names with directories and staging files, and never takes the uploads directory from state", () => {
@@ -52,8 +52,8 @@ describe("UploadsMiddleware.beforeAgent (agent-factory.md §6.2, AF-053)", () =>
     writeFileSync(path.join(uploads, ".upload-abc"), "x");
     // A client-written thread_data pointing elsewhere is ignored: the directory is recomputed from the run's ids.
     const thread_data = { workspace_path: "/w", uploads_path: "/etc", outputs_path: "/o" };
-    const update = mw.beforeAgent(
-      { messages: [withFiles([{ filename: "../etc/passwd" }, { filename: "a/report.pdf" }, { filename: ".upload-abc" }, { filename: "report.pdf", size: 2048 }])], thread_data },
+    const update = mw.runStartUpdate(
+      { messages: [withFiles([{ filename: "../etc/passwd" }, { filename: "a/report.pdf" }, { filename: ".upload-abc" }, { filename: "report.pdf", size: 2048 }])], thread_data } as { messages: BaseMessage[] },
       runtime(),
     ) as Update;
     expect(update.uploaded_files.map((f) => f.filename)).toEqual(["report.pdf"]);
@@ -64,7 +64,7 @@ describe("UploadsMiddleware.beforeAgent (agent-factory.md §6.2, AF-053)", () =>
     for (const n of ["a.csv", "b.csv", "c.png"]) writeFileSync(path.join(uploads, n), "x");
     const mw = new UploadsMiddleware({ baseDir: base, maxFilesPerContextSection: 1 });
     const files = ["report.pdf", "a.csv", "b.csv", "c.png"].map((filename) => ({ filename, size: 10 }));
-    const update = mw.beforeAgent({ messages: [withFiles(files, [{ type: "text", text: "look" }])] }, runtime()) as Update;
+    const update = mw.runStartUpdate({ messages: [withFiles(files, [{ type: "text", text: "look" }])] }, runtime()) as Update;
     const content = update.messages![0].content as { type: string; text: string }[];
     expect(content[0].text).toContain("<current_uploads>");
     expect(content[0].text).toContain("...and 3 more file(s): 2 .csv, 1 .png");
@@ -74,7 +74,7 @@ describe("UploadsMiddleware.beforeAgent (agent-factory.md §6.2, AF-053)", () =>
 
   it("neutralizes tags in file names and rejects a cap below 1", () => {
     writeFileSync(path.join(uploads, "<b>.txt"), "x");
-    const update = new UploadsMiddleware({ baseDir: base }).beforeAgent({ messages: [withFiles([{ filename: "<b>.txt" }])] }, runtime()) as Update;
+    const update = new UploadsMiddleware({ baseDir: base }).runStartUpdate({ messages: [withFiles([{ filename: "<b>.txt" }])] }, runtime()) as Update;
     expect(String(update.messages![0].content)).toContain("&lt;b&gt;.txt");
     expect(() => new UploadsMiddleware({ maxFilesPerContextSection: 0 })).toThrow("must be >= 1");
   });
@@ -101,6 +101,12 @@ describe("UploadsMiddleware inside an agent", () => {
     expect(String(model.calls[0].at(-1)!.content)).toContain("<current_uploads>");
     expect(String(out.messages[0].content)).toContain("report.pdf");
     expect(out.messages[0].id).toBe("m1");
+    // ThreadData (further out in the chain) and Uploads both rewrite the same message: both rewrites are kept.
+    expect(out.messages[0].name).toBe("user-input");
+    expect(out.messages[0].additional_kwargs).toMatchObject({ uploads_injected: true, original_user_content: "please analyse" });
+    expect(typeof out.messages[0].additional_kwargs.timestamp).toBe("string");
+    expect(model.calls[0].at(-1)!.name).toBe("user-input");
+    expect(out.messages.map((m) => m.getType())).toEqual(["human", "ai"]);
     expect(out.uploaded_files).toHaveLength(1);
     const next = (await agent.invoke({ messages: [new HumanMessage("thanks")] } as never, config as never)) as unknown as { uploaded_files: unknown[] };
     expect(next.uploaded_files).toEqual([]);
