@@ -228,7 +228,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     // Shutdown drain (DeerFlow test_gateway_run_drain_shutdown): interrupt in-flight runs, wait at most 5 s,
     // and only then close the stores, so every final status is written.
     await runs.drain(5_000);
-    runEvents.drain();
+    runEvents.close();
     // Pending memory updates are applied within memory.shutdown_flush_timeout_seconds; the rest is dropped.
     await memoryManager.shutdownFlush(readConfig().memory.shutdown_flush_timeout_seconds * 1000);
     await closeMcpClients();
