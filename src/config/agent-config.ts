@@ -1,6 +1,6 @@
 // Port of DeerFlow config/agents_config.py (load side): custom agent definitions on disk.
 // Layout (ours, not upstream's users/<uid>/agents/<name>): <agents dir>/<user_id>/<agent_name>/{config.yaml,SOUL.md}.
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
@@ -63,6 +63,8 @@ export function agentDir(name: string, userId = "default", agentsDir = getAgents
 
 function readOptional(file: string): string | null {
   try {
+    // Missing is common (no SOUL.md): no exception for it on every build.
+    if (!statSync(file, { throwIfNoEntry: false })) return null;
     return readFileSync(file, "utf8");
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;

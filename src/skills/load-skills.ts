@@ -16,6 +16,8 @@ export function invalidateSkillCache(): void {
 
 function listDir(dir: string): Dirent[] {
   try {
+    // A missing directory (a user without custom skills) is the common case: no exception for it.
+    if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) return [];
     return readdirSync(dir, { withFileTypes: true });
   } catch {
     return [];
@@ -38,7 +40,7 @@ export function findSkillFiles(categoryRoot: string): [string, string][] {
       const file = path.join(child, "SKILL.md");
       let isSkill = false;
       try {
-        isSkill = statSync(file).isFile();
+        isSkill = statSync(file, { throwIfNoEntry: false })?.isFile() ?? false;
       } catch {
         isSkill = false;
       }

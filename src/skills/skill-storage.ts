@@ -111,6 +111,8 @@ export class SkillStorage {
   private readStates(): Record<string, { enabled?: boolean }> {
     let raw: string;
     try {
+      // Most users never toggled a skill: no exception for the missing file on every build.
+      if (!statSync(this.statesFile, { throwIfNoEntry: false })) return {};
       raw = readFileSync(this.statesFile, "utf8");
     } catch {
       return {};

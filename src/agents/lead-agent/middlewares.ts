@@ -108,7 +108,7 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
   if (options.isPlanMode) chain.push(new TodoMiddleware());
   if (appConfig.token_usage.enabled) chain.push(new TokenUsageMiddleware());
   if (!options.subagent) {
-    chain.push(new TitleMiddleware({ ...appConfig.title, model: options.titleModel ?? undefined }));
+    chain.push(new TitleMiddleware({ section: appConfig.title, model: options.titleModel ?? undefined }));
     if (!(appConfig.memory.enabled && appConfig.memory.mode === "tool") || options.memoryManager?.requiresPassiveWritesInToolMode) {
       chain.push(new MemoryMiddleware({ agentName: options.agentName ?? "default", memoryConfig: appConfig.memory, manager: options.memoryManager }));
     }

@@ -6,6 +6,7 @@ import type { ModelRequest } from "langchain";
 import { getLogger } from "../../logger.js";
 import { ThreadStateFields } from "../thread-state.js";
 import { DeerflowMiddleware } from "./base.js";
+import { parseOnce } from "../parse-once.js";
 import { textOf, userTypedText } from "./message-utils.js";
 import { z } from "zod";
 
@@ -31,6 +32,8 @@ export const DEFAULT_TITLE_PROMPT =
 export interface TitleMiddlewareOptions extends Partial<TitleConfig> {
   /** Model that writes titles. Without one the title is the first user message, shortened (the fallback). */
   model?: BaseChatModel;
+  /** The `title` section as one object (e.g. `appConfig.title`), parsed once per object; the other keys override it. */
+  section?: Partial<TitleConfig>;
 }
 
 /** True for a human message the user wrote (not a hidden reminder, summary or injected context). */
@@ -81,8 +84,9 @@ export class TitleMiddleware extends DeerflowMiddleware {
   /** @throws ZodError for limits out of range (max_words 1-20, max_chars 10-200). */
   constructor(options: TitleMiddlewareOptions = {}) {
     super();
-    const { model, ...config } = options;
-    this.config = TitleConfigSchema.parse(config);
+    const { model, section, ...config } = options;
+    // The build passes the app config's section object: parsed once per object, not per build.
+    this.config = Object.keys(config).length ? TitleConfigSchema.parse({ ...section, ...config }) : parseOnce(TitleConfigSchema, section ?? {});
     this.model = model;
   }
 
