@@ -2,7 +2,7 @@
 // gateway process can replay and follow a run that another process executes.
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { MemoryStreamBridge, parseEventSeq, type BridgeItem, type SubscribeOptions } from "./stream-bridge.js";
+import { MemoryStreamBridge, parseEventSeq, retainedCount, type BridgeItem, type SubscribeOptions } from "./stream-bridge.js";
 
 /** Stream entry name that marks the end of a run's events (never sent to clients). */
 const END_EVENT = "__end__";
@@ -103,7 +103,7 @@ export class RedisStreamBridge extends MemoryStreamBridge {
 
   override publishEnd(runId: string): void {
     const log = this.runs.get(runId);
-    const seq = log ? log.offset + log.events.length : 0;
+    const seq = log ? log.offset + retainedCount(log) : 0;
     super.publishEnd(runId);
     const { redis, prefix } = this.options;
     redis.xadd(streamKey(prefix, runId), `${this.baseOf(runId)}-${seq}`, "e", END_EVENT, "d", "null").catch(this.fail);

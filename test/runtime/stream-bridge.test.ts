@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import { MemoryStreamBridge, type BridgeItem } from "../../src/runtime/stream-bridge.js";
+
+async function collect(items: AsyncIterable<BridgeItem>): Promise<BridgeItem[]> {
+  const out: BridgeItem[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+const eventsOf = (items: BridgeItem[]) => items.flatMap((i) => (i.kind === "event" ? [[i.event.event, JSON.parse(i.event.json)]] : [[i.kind]]));
+
+describe("MemoryStreamBridge retention of finished runs", () => {
+  it("packs a finished run's events and replays them unchanged, from the start and after a cursor", async () => {
+    const bridge = new MemoryStreamBridge();
+    bridge.open("r1");
+    const ids = [bridge.publish("r1", "metadata", { run_id: "r1" }), bridge.publish("r1", "messages", [{ content: "héllo" }, { n: 1 }]), bridge.publish("r1", "values", { messages: [] })];
+    // A subscriber that started before the end and is behind keeps reading across the packing.
+    const live = bridge.subscribe("r1")[Symbol.asyncIterator]();
+    expect(((await live.next()).value as BridgeItem & { kind: "event" }).event.id).toBe(ids[0]);
+    bridge.publishEnd("r1");
+    bridge.cleanup("r1", 60_000);
+    // Held compressed, off the JS heap, for the rest of the retention.
+    const held = (bridge as unknown as { runs: Map<string, { events: unknown[]; packed?: { data: Buffer; count: number } }> }).runs.get("r1")!;
+    expect(held.events).toEqual([]);
+    expect(held.packed?.count).toBe(3);
+    const rest: BridgeItem[] = [];
+    for (let r = await live.next(); !r.done; r = await live.next()) rest.push(r.value);
+    expect(eventsOf(rest)).toEqual([["messages", [{ content: "héllo" }, { n: 1 }]], ["values", { messages: [] }], ["end"]]);
+
+    const all = await collect(bridge.subscribe("r1", { lastEventId: "-1" }));
+    expect(eventsOf(all)).toEqual([["metadata", { run_id: "r1" }], ["messages", [{ content: "héllo" }, { n: 1 }]], ["values", { messages: [] }], ["end"]]);
+    expect(all.flatMap((i) => (i.kind === "event" ? [i.event.id] : []))).toEqual(ids);
+    const after = await collect(bridge.subscribe("r1", { lastEventId: ids[1] }));
+    expect(eventsOf(after)).toEqual([["values", { messages: [] }], ["end"]]);
+    bridge.close();
+  });
+
+  it("still reports a gap for a cursor evicted before the run ended", async () => {
+    const bridge = new MemoryStreamBridge(2);
+    bridge.open("r2");
+    const first = bridge.publish("r2", "custom", { i: 0 });
+    bridge.publish("r2", "custom", { i: 1 });
+    bridge.publish("r2", "custom", { i: 2 });
+    const last = bridge.publish("r2", "custom", { i: 3 });
+    bridge.publishEnd("r2");
+    bridge.cleanup("r2", 60_000);
+    const items = await collect(bridge.subscribe("r2", { lastEventId: first }));
+    expect(items).toHaveLength(1);
+    expect(items[0]).toMatchObject({ kind: "gap", data: { code: "stream_replay_gap", latest_available_event_id: last } });
+    // A cursor inside retention replays the rest.
+    expect(eventsOf(await collect(bridge.subscribe("r2", { lastEventId: first.replace(/-0$/, "-2") })))).toEqual([["custom", { i: 3 }], ["end"]]);
+    bridge.close();
+  });
+});
