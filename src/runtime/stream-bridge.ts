@@ -155,7 +155,11 @@ export class MemoryStreamBridge implements StreamBridge {
     const log = this.runs.get(runId);
     if (!log) return;
     if (log.ended && !log.packed && log.events.length) {
-      log.packed = { data: deflateRawSync(JSON.stringify(log.events), { level: PACK_LEVEL }), count: log.events.length };
+      const out = deflateRawSync(JSON.stringify(log.events), { level: PACK_LEVEL });
+      // Copied to a buffer of its own size: zlib's output is a view of a 16 KiB chunk, which it would keep alive.
+      const data = Buffer.allocUnsafeSlow(out.length);
+      out.copy(data);
+      log.packed = { data, count: log.events.length };
       log.events = [];
     }
     clearTimeout(log.timer);
