@@ -33,8 +33,11 @@ export interface StreamBridge {
    * networked bridge resolves once other processes can see the declaration.
    */
   open(runId: string): void | Promise<void>;
-  /** Appends an event to the run's log and wakes its subscribers. Returns the event id. */
-  publish(runId: string, event: string, data: unknown): string;
+  /**
+   * Appends an event to the run's log and wakes its subscribers. Returns the event id.
+   * @param json `data` already serialized (`JSON.stringify(data)`), when the caller has it: not serialized again.
+   */
+  publish(runId: string, event: string, data: unknown, json?: string): string;
   /** Marks the run's stream finished; subscribers drain what is left and then get `end`. */
   publishEnd(runId: string): void;
   /** Iterates a run's events from `lastEventId` (or the start of retention), then `end` or `gap`. */
@@ -113,8 +116,8 @@ export class MemoryStreamBridge implements StreamBridge {
     this.log(runId);
   }
 
-  publish(runId: string, event: string, data: unknown): string {
-    return this.publishJson(runId, event, JSON.stringify(data ?? null));
+  publish(runId: string, event: string, data: unknown, json?: string): string {
+    return this.publishJson(runId, event, json ?? JSON.stringify(data ?? null));
   }
 
   /** {@link publish} with the payload already serialized. @returns the event id. */

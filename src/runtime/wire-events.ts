@@ -9,6 +9,34 @@ import { UpdatesFrameWriter } from "./updates-frames.js";
 export interface WireEvent {
   event: string;
   data: unknown;
+  /** `JSON.stringify(data)`, when the conversion made it anyway (token frames: see {@link serializeChunk}). */
+  json?: string;
+}
+
+/**
+ * A token frame's metadata converted and serialized once per model call: LangGraph hands every token of one call
+ * the same metadata object (run ids, the run's metadata, `langgraph_*` keys: about 1 KB of JSON), so converting it
+ * per token was most of a token frame's cost. Treated as immutable, as LangGraph does.
+ */
+const tokenMetadata = new WeakMap<object, { wire: unknown; json: string }>();
+
+function wireMetadata(meta: unknown): { wire: unknown; json: string } {
+  if (!meta || typeof meta !== "object") return { wire: {}, json: "{}" };
+  let cached = tokenMetadata.get(meta);
+  if (!cached) {
+    const wire = toWire(meta) ?? {};
+    cached = { wire, json: JSON.stringify(wire) };
+    tokenMetadata.set(meta, cached);
+  }
+  return cached;
+}
+
+/** A `messages` chunk `[message, metadata]` as wire data and its JSON (the metadata part converted once per call). */
+function messagesFrame(payload: unknown[]): { data: unknown; json: string } {
+  const [chunk, meta] = payload;
+  const message = isBaseMessage(chunk) ? serializeMessage(chunk) : toWire(chunk);
+  const m = wireMetadata(meta);
+  return { data: [message, m.wire], json: `[${JSON.stringify(message ?? null)},${m.json}]` };
 }
 
 /** Graph stream modes for the public ones (`messages-tuple` -> `messages`), de-duplicated. */
@@ -24,10 +52,7 @@ export function eventName(mode: string, namespace: readonly string[]): string {
 /** Serializes one chunk's payload for its mode (messages flattened, values as whole-state snapshots). */
 export function serializeChunk(mode: string, payload: unknown): unknown {
   if (mode === "values") return serializeValues(payload);
-  if (mode === "messages" && Array.isArray(payload)) {
-    const [chunk, meta] = payload;
-    return [isBaseMessage(chunk) ? serializeMessage(chunk) : toWire(chunk), meta && typeof meta === "object" ? toWire(meta) : {}];
-  }
+  if (mode === "messages" && Array.isArray(payload)) return messagesFrame(payload).data;
   return toWire(payload) ?? null;
 }
 
@@ -49,6 +74,10 @@ export async function* toWireEvents(chunks: AsyncIterable<unknown>, options: { s
       if (!writer) updates.set(event, (writer = new UpdatesFrameWriter()));
       const data = writer.frame(payload);
       if (data !== null) yield { event, data };
+      continue;
+    }
+    if (mode === "messages" && Array.isArray(payload)) {
+      yield { event, ...messagesFrame(payload) };
       continue;
     }
     yield { event, data: serializeChunk(mode, payload) };

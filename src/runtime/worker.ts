@@ -200,9 +200,9 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     // then at most every YIELD_EVERY_MS. Yielding after every chunk cost a writev and a setImmediate per frame.
     let lastYield = performance.now();
     let firstTokenOut = false;
-    for await (const { event, data } of toWireEvents(chunks, { subgraphs })) {
+    for await (const { event, data, json } of toWireEvents(chunks, { subgraphs })) {
       if (signal.aborted) break;
-      bridge.publish(runId, event, data);
+      bridge.publish(runId, event, data, json);
       const firstToken: boolean = !firstTokenOut && event.startsWith("messages");
       if (firstToken || performance.now() - lastYield >= YIELD_EVERY_MS) {
         firstTokenOut ||= firstToken;

@@ -187,8 +187,8 @@ export class RecordingStreamBridge implements StreamBridge {
     return this.inner.open(runId);
   }
 
-  publish(runId: string, event: string, data: unknown): string {
-    const id = this.inner.publish(runId, event, data);
+  publish(runId: string, event: string, data: unknown, json?: string): string {
+    const id = this.inner.publish(runId, event, data, json);
     try {
       this.log.record(runId, event, data);
     } catch {
