@@ -23,6 +23,8 @@ export default defineConfig({
     globalSetup: ["./vitest.global-setup.ts"],
     pool: "forks",
     testTimeout: 20_000,
+    // As the server runs them (src/config/process-env-defaults.ts applyCallbackEnvDefault): handlers inline.
+    env: { LANGCHAIN_CALLBACKS_BACKGROUND: "false" },
     hookTimeout: 30_000,
   },
 });

@@ -4,7 +4,7 @@ import cluster from "node:cluster";
 import { buildApp } from "./app.js";
 import { clusterProblem, runPrimary } from "./cluster.js";
 import { getAppConfig, getAppConfigStatus } from "./config/app-config.js";
-import { applyProviderEnvDefaults } from "./config/process-env-defaults.js";
+import { applyCallbackEnvDefault, applyProviderEnvDefaults } from "./config/process-env-defaults.js";
 import { readServerEnv } from "./config/server-env.js";
 import { watchAppConfig } from "./config/watcher.js";
 import { createLogger, setLogger } from "./logger.js";
@@ -13,6 +13,7 @@ import { startTracing } from "./observability/tracing.js";
 async function main(): Promise<void> {
   // Before the config is read: the shipped config references these, whatever started the process.
   applyProviderEnvDefaults();
+  applyCallbackEnvDefault();
   const env = readServerEnv();
   const logger = createLogger(env.logLevel);
   setLogger(logger);
