@@ -42,6 +42,8 @@ export async function extractionModel(cfg: DeerMemConfig, appConfig: AppConfig):
 
 /** Conversations remembered as already extracted, per (user, agent, thread); least recently used dropped beyond this. */
 export const WATERMARK_MAX_KEYS = 4096;
+/** Least time between two "queue is full" warnings, in ms. */
+const FULL_WARNING_INTERVAL_MS = 60_000;
 /** Memory documents kept parsed in memory (re-read when the file's mtime or size changes). */
 const CACHE_MAX = 1024;
 
@@ -84,6 +86,9 @@ export class DeerMemManager implements MemoryManager {
   private readonly running = new Map<string, Promise<void>>();
   private readonly watermarks = new Map<string, { count: number; last: string }>();
   private readonly cache = new Map<string, { mtimeMs: number; size: number; doc: MemoryDocument; context?: { budget: string; text: string } }>();
+  /** Turns dropped by a full queue since the last warning, and when that warning was logged (epoch ms). */
+  private droppedTurns = 0;
+  private lastFullWarningAt = -Infinity;
 
   constructor(init: MemoryManagerInit) {
     this.init = init;
@@ -136,7 +141,15 @@ export class DeerMemManager implements MemoryManager {
     const key = bucketKey(scope);
     let bucket = this.buckets.get(key);
     if (depth > 0 && this.pending >= depth && !bucket?.threads.has(threadId)) {
-      getLogger().warn({ thread_id: threadId, pending: this.pending }, "memory update queue is full; this turn is not remembered");
+      // One warning a minute with the count dropped since the last one: under load a full queue would otherwise log
+      // a line for every turn.
+      this.droppedTurns++;
+      const now = Date.now();
+      if (now - this.lastFullWarningAt >= FULL_WARNING_INTERVAL_MS) {
+        getLogger().warn({ thread_id: threadId, pending: this.pending, dropped: this.droppedTurns }, "memory update queue is full; turns are not remembered");
+        this.lastFullWarningAt = now;
+        this.droppedTurns = 0;
+      }
       return;
     }
     if (!bucket) this.buckets.set(key, (bucket = { scope: { ...scope }, threads: new Map(), timer: null }));

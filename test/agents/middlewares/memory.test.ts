@@ -204,3 +204,26 @@ describe("summarization before extraction", () => {
     expect((await offline.getMemory(scope)).facts.map((f) => f.content)).toEqual(["I live in Oslo", "I work at a bakery"]);
   });
 });
+
+describe("DeerMemManager queue limit", () => {
+  it("drops turns beyond queue_max_depth and says so once, with the count, not once per turn", async () => {
+    const { pino } = await import("pino");
+    const { getLogger, setLogger } = await import("../../../src/logger.js");
+    const original = getLogger();
+    const lines: Record<string, unknown>[] = [];
+    setLogger(pino({ level: "warn" }, { write: (s: string) => void lines.push(JSON.parse(s)) }));
+    const cfg = { memory: { backend_config: { queue_max_depth: 2 } } };
+    const small = new DeerMemManager({ backendConfig: { queue_max_depth: 2 }, mode: "middleware", getAppConfig: () => parseAppConfig(cfg), home: root });
+    try {
+      const scope = { userId: "alice", agentName: "default" };
+      for (let i = 0; i < 6; i++) small.add(`t${i}`, [new HumanMessage({ content: `I like ${i}`, id: `h${i}` }), new AIMessage({ content: "ok", id: `a${i}` })], scope);
+      expect(small.pending).toBe(2);
+      const full = lines.filter((l) => String(l.msg).startsWith("memory update queue is full"));
+      expect(full).toHaveLength(1);
+      expect(full[0]).toMatchObject({ pending: 2, dropped: 1 });
+    } finally {
+      setLogger(original);
+      await small.forget({ userId: "alice", agentName: "default" });
+    }
+  });
+});
