@@ -62,7 +62,21 @@ async function pump(reply: FastifyReply, bridge: StreamBridge, run: StreamableRu
   closing?.addEventListener("abort", cut, { once: true });
   if (closing?.aborted) cut();
   let clientGone = false;
+  // Frames written in one event-loop turn leave in one socket write: the socket is corked at the first frame of a
+  // turn and uncorked in the check phase. A run streams its tokens in bursts (the worker yields every 2 ms), and a
+  // write per frame was one writev system call per token (6% of the CPU of a 300-token answer).
+  const raw = reply.raw;
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    raw.uncork();
+  };
   for await (const item of bridge.subscribe(run.record.run_id, { lastEventId: options.lastEventId, signal: stop.signal })) {
+    if (!corked) {
+      corked = true;
+      raw.cork();
+      setImmediate(uncork);
+    }
     const message =
       item.kind === "event"
         ? { id: item.event.id, event: item.event.event, data: new SerializedJson(item.event.json) }

@@ -60,6 +60,10 @@ export interface RunLog {
   offset: number;
   ended: boolean;
   waiters: Set<() => void>;
+  /** Subscribers iterating the log now: a finished log is packed only once none is left (they read it as it is). */
+  readers?: number;
+  /** Whether {@link MemoryStreamBridge.cleanup} was asked for (the log is packed when its last reader leaves). */
+  cleanupRequested?: boolean;
   timer?: NodeJS.Timeout;
 }
 
@@ -157,17 +161,22 @@ export class MemoryStreamBridge implements StreamBridge {
   cleanup(runId: string, delayMs: number): void {
     const log = this.runs.get(runId);
     if (!log) return;
-    if (log.ended && !log.packed && log.events.length) {
-      const out = deflateRawSync(JSON.stringify(log.events), { level: PACK_LEVEL });
-      // Copied to a buffer of its own size: zlib's output is a view of a 16 KiB chunk, which it would keep alive.
-      const data = Buffer.allocUnsafeSlow(out.length);
-      out.copy(data);
-      log.packed = { data, count: log.events.length };
-      log.events = [];
-    }
+    log.cleanupRequested = true;
+    if (!log.readers) this.pack(log);
     clearTimeout(log.timer);
     log.timer = setTimeout(() => this.runs.delete(runId), delayMs);
     log.timer.unref();
+  }
+
+  /** Packs a finished log's events (see {@link cleanup}); a no-op for a running, empty or packed log. */
+  private pack(log: RunLog): void {
+    if (!log.ended || log.packed || !log.events.length) return;
+    const out = deflateRawSync(JSON.stringify(log.events), { level: PACK_LEVEL });
+    // Copied to a buffer of its own size: zlib's output is a view of a 16 KiB chunk, which it would keep alive.
+    const data = Buffer.allocUnsafeSlow(out.length);
+    out.copy(data);
+    log.packed = { data, count: log.events.length };
+    log.events = [];
   }
 
   close(): void {
@@ -185,6 +194,17 @@ export class MemoryStreamBridge implements StreamBridge {
       yield { kind: "end" };
       return;
     }
+    log.readers = (log.readers ?? 0) + 1;
+    try {
+      yield* this.read(runId, log, options);
+    } finally {
+      log.readers--;
+      if (!log.readers && log.cleanupRequested && this.runs.get(runId) === log) this.pack(log);
+    }
+  }
+
+  /** The iteration of {@link subscribe} over a log this process holds. */
+  private async *read(runId: string, log: RunLog, options: SubscribeOptions): AsyncGenerator<BridgeItem> {
     const requested = parseEventSeq(options.lastEventId);
     // This subscriber's view of a packed log, unpacked once (a packed log is finished: it no longer changes).
     let unpacked: BridgeEvent[] | null = null;

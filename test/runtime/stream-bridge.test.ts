@@ -19,19 +19,38 @@ describe("MemoryStreamBridge retention of finished runs", () => {
     expect(((await live.next()).value as BridgeItem & { kind: "event" }).event.id).toBe(ids[0]);
     bridge.publishEnd("r1");
     bridge.cleanup("r1", 60_000);
-    // Held compressed, off the JS heap, for the rest of the retention.
     const held = (bridge as unknown as { runs: Map<string, { events: unknown[]; packed?: { data: Buffer; count: number } }> }).runs.get("r1")!;
-    expect(held.events).toEqual([]);
-    expect(held.packed?.count).toBe(3);
+    // Not while a subscriber still reads it (it would have to unpack the whole log).
+    expect(held.packed).toBeUndefined();
     const rest: BridgeItem[] = [];
     for (let r = await live.next(); !r.done; r = await live.next()) rest.push(r.value);
     expect(eventsOf(rest)).toEqual([["messages", [{ content: "héllo" }, { n: 1 }]], ["values", { messages: [] }], ["end"]]);
+    // Held compressed, off the JS heap, for the rest of the retention, once the last reader has left.
+    expect(held.events).toEqual([]);
+    expect(held.packed?.count).toBe(3);
 
     const all = await collect(bridge.subscribe("r1", { lastEventId: "-1" }));
     expect(eventsOf(all)).toEqual([["metadata", { run_id: "r1" }], ["messages", [{ content: "héllo" }, { n: 1 }]], ["values", { messages: [] }], ["end"]]);
     expect(all.flatMap((i) => (i.kind === "event" ? [i.event.id] : []))).toEqual(ids);
     const after = await collect(bridge.subscribe("r1", { lastEventId: ids[1] }));
     expect(eventsOf(after)).toEqual([["values", { messages: [] }], ["end"]]);
+    bridge.close();
+  });
+
+  it("packs a log whose last reader leaves early, and a reader that starts on a packed log reads it whole", async () => {
+    const bridge = new MemoryStreamBridge();
+    bridge.open("r3");
+    bridge.publish("r3", "custom", { i: 0 });
+    bridge.publish("r3", "custom", { i: 1 });
+    bridge.publishEnd("r3");
+    const early = bridge.subscribe("r3")[Symbol.asyncIterator]();
+    await early.next();
+    bridge.cleanup("r3", 60_000);
+    const held = (bridge as unknown as { runs: Map<string, { packed?: unknown }> }).runs.get("r3")!;
+    expect(held.packed).toBeUndefined();
+    await early.return(undefined);
+    expect(held.packed).toBeDefined();
+    expect(eventsOf(await collect(bridge.subscribe("r3")))).toEqual([["custom", { i: 0 }], ["custom", { i: 1 }], ["end"]]);
     bridge.close();
   });
 
