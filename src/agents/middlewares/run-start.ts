@@ -11,6 +11,15 @@ import { DeerflowMiddleware } from "./base.js";
 /** The request property the run-start middlewares share one pending update through (object spread keeps it). */
 const RUN_START = Symbol.for("deerflow.runStart");
 
+/**
+ * The same pending updates keyed by the model call's state `messages` array. langchain hands every wrapper of one
+ * model call that one array (it rebuilds `request.state` per wrapper from the node's state), so an inner run-start
+ * middleware still finds the outer one's update when a middleware between them passes on a request it built
+ * field by field, which drops the symbol property; without it each would commit its own rewrite and the outer
+ * one's later write would erase the inner one's.
+ */
+const pendingByState = new WeakMap<BaseMessage[], PendingRunStart>();
+
 /** What the run-start middlewares of one model call have written so far; the outermost one commits it. */
 interface PendingRunStart {
   /** The newest human message as rewritten so far (same id as the one in state). */
@@ -56,7 +65,8 @@ export abstract class RunStartMiddleware extends DeerflowMiddleware {
     const stateMessages: BaseMessage[] = request.state?.messages ?? request.messages;
     const newest = stateMessages.at(-1);
     if (!newest || !HumanMessage.isInstance(newest)) return (await handler(request)) as AIMessage | Command;
-    const outer = (request as RunStartRequest)[RUN_START];
+    const stateKey: BaseMessage[] | undefined = request.state?.messages;
+    const outer = (request as RunStartRequest)[RUN_START] ?? (stateKey ? pendingByState.get(stateKey) : undefined);
     const pending: PendingRunStart = outer ?? { message: newest, rewritten: false, update: {} };
     const update = this.runStartUpdate({ messages: pending.rewritten ? [...stateMessages.slice(0, -1), pending.message] : stateMessages }, (request.runtime ?? {}) as RunStartRuntime);
     if (update) {
@@ -69,8 +79,14 @@ export abstract class RunStartMiddleware extends DeerflowMiddleware {
       }
     }
     const messages = pending.rewritten ? request.messages.map((m) => (m.id === newest.id ? pending.message : m)) : request.messages;
-    const response = (await handler({ ...request, messages, [RUN_START]: pending } as RunStartRequest)) as AIMessage | Command;
-    if (outer) return response;
+    if (outer) return (await handler({ ...request, messages, [RUN_START]: pending } as RunStartRequest)) as AIMessage | Command;
+    if (stateKey) pendingByState.set(stateKey, pending);
+    let response: AIMessage | Command;
+    try {
+      response = (await handler({ ...request, messages, [RUN_START]: pending } as RunStartRequest)) as AIMessage | Command;
+    } finally {
+      if (stateKey) pendingByState.delete(stateKey);
+    }
     const writes: Record<string, unknown> = { ...pending.update };
     if (pending.rewritten) writes.messages = [pending.message];
     if (Object.keys(writes).length === 0) return response;

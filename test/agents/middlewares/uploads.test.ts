@@ -4,7 +4,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { ModelRequest } from "langchain";
 import { createDeerflowAgent } from "../../../src/agents/factory.js";
+import { Next } from "../../../src/agents/features.js";
+import { DeerflowMiddleware } from "../../../src/agents/middlewares/base.js";
 import { ThreadDataMiddleware } from "../../../src/agents/middlewares/thread-data.js";
 import { formatSize, UploadsMiddleware } from "../../../src/agents/middlewares/uploads.js";
 import { FakeChatModel } from "../../support/fake-chat-model.js";
@@ -110,5 +113,38 @@ describe("UploadsMiddleware inside an agent", () => {
     expect(out.uploaded_files).toHaveLength(1);
     const next = (await agent.invoke({ messages: [new HumanMessage("thanks")] } as never, config as never)) as unknown as { uploaded_files: unknown[] };
     expect(next.uploaded_files).toEqual([]);
+  });
+});
+
+describe("run-start writes of ThreadData and Uploads (RunStartMiddleware)", () => {
+  it("keeps both rewrites when a middleware between them passes the model a request it rebuilt field by field", async () => {
+    // A user middleware anchored right after ThreadData that builds a fresh request object (no spread): the
+    // pending run-start update must still reach Uploads, or the later write of ThreadData drops the uploads block.
+    class Rebuild extends DeerflowMiddleware {
+      readonly name = "Rebuild";
+      wrapModelCall(request: ModelRequest, handler: (r: ModelRequest) => unknown) {
+        const { model, messages, tools, systemMessage, systemPrompt, state, runtime, toolChoice, responseFormat, modelSettings } = request;
+        return handler({ model, messages, tools, systemMessage, systemPrompt, state, runtime, toolChoice, responseFormat, modelSettings } as ModelRequest) as never;
+      }
+    }
+    Next(ThreadDataMiddleware)(Rebuild);
+    const model = new FakeChatModel(["I see the report"]);
+    const agent = createDeerflowAgent(model, null, {
+      features: { sandbox: new ThreadDataMiddleware({ baseDir: base }) },
+      extraMiddleware: [new Rebuild(), new UploadsMiddleware({ baseDir: base })],
+      checkpointer: new MemorySaver(),
+    });
+    const config = { configurable: { thread_id: "t-up" }, context: { thread_id: "t-up", run_id: "r1" } };
+    const out = (await agent.invoke({ messages: [withFiles([{ filename: "report.pdf", size: 3 }])] } as never, config as never)) as unknown as {
+      messages: BaseMessage[]; uploaded_files: unknown[];
+    };
+    const sent = model.calls[0].at(-1)!;
+    expect(String(sent.content)).toContain("<current_uploads>");
+    expect(sent.name).toBe("user-input");
+    expect(String(out.messages[0].content)).toContain("<current_uploads>");
+    expect(out.messages[0].name).toBe("user-input");
+    expect(out.messages[0].additional_kwargs).toMatchObject({ run_id: "r1", uploads_injected: true, original_user_content: "please analyse" });
+    expect(out.messages.map((m) => m.getType())).toEqual(["human", "ai"]);
+    expect(out.uploaded_files).toHaveLength(1);
   });
 });
