@@ -15,6 +15,10 @@ import type { AgentFactory } from "./agent-factory.js";
 import type { Persistence } from "./persistence.js";
 import { ensureInterruptedTitle } from "./interrupted-title.js";
 import { latestCheckpoint, rollbackThread } from "./rollback.js";
+import { takeUnsavedRunStartWrites } from "../agents/middlewares/run-start.js";
+
+/** The one graph method the worker uses after a failed run. */
+type StateUpdatable = { updateState(config: Record<string, unknown>, values: Record<string, unknown>, asNode?: string): Promise<unknown> };
 import type { RunConfig } from "./run-config.js";
 import { emptyRunCounters, type RunCounters } from "./run-counters.js";
 import type { ActiveRun, RunManager, RunStatus } from "./run-manager.js";
@@ -227,6 +231,16 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     // Whatever fails while recording the outcome (a store error), the run must end: `finish` releases the thread,
     // or it would answer 409 to every later run until a restart.
     try {
+      if (status !== "success" && builtAgent && !(status === "interrupted" && run.cancelAction === "rollback")) {
+        // The first model call failed or was cancelled before ThreadData / Uploads saved their writes (they ride on
+        // the model's answer): save them now, as DeerFlow's before_agent steps were saved before the model ran.
+        const writes = takeUnsavedRunStartWrites(context);
+        if (writes) {
+          await checkpointer?.settle();
+          const graph = ((builtAgent as { graph?: StateUpdatable }).graph ?? builtAgent) as StateUpdatable;
+          await graph.updateState({ configurable: { thread_id: threadId, checkpoint_ns: "" } }, writes, "__start__").catch((err: Error) => log.warn({ err: err.message }, "saving the run-start writes of a failed run failed"));
+        }
+      }
       if (status === "interrupted" && run.cancelAction === "rollback") {
         if (started) {
           try {

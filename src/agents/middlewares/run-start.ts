@@ -20,6 +20,32 @@ const RUN_START = Symbol.for("deerflow.runStart");
  */
 const pendingByState = new WeakMap<BaseMessage[], PendingRunStart>();
 
+/**
+ * The writes of a run whose first model call failed, keyed by the run context object: a node that throws saves
+ * nothing, so the run's worker applies them afterwards ({@link takeUnsavedRunStartWrites}), as DeerFlow's
+ * before_agent steps were saved before the model ran.
+ */
+const unsavedByContext = new WeakMap<object, PendingRunStart>();
+
+/** The channel writes a pending update stands for (the rewritten message included), or null for none. */
+function writesOf(pending: PendingRunStart): Record<string, unknown> | null {
+  const writes: Record<string, unknown> = { ...pending.update };
+  if (pending.rewritten) writes.messages = [pending.message];
+  return Object.keys(writes).length ? writes : null;
+}
+
+/**
+ * The run-start writes (`thread_data`, `uploaded_files`, the rewritten human message) of the run whose context is
+ * `context`, when its first model call failed before they could be saved; null otherwise. Each is handed out once.
+ * The caller saves them to the thread (the gateway's worker uses `graph.updateState`).
+ */
+export function takeUnsavedRunStartWrites(context: unknown): Record<string, unknown> | null {
+  if (!context || typeof context !== "object") return null;
+  const pending = unsavedByContext.get(context);
+  unsavedByContext.delete(context);
+  return pending ? writesOf(pending) : null;
+}
+
 /** What the run-start middlewares of one model call have written so far; the outermost one commits it. */
 interface PendingRunStart {
   /** The newest human message as rewritten so far (same id as the one in state). */
@@ -81,15 +107,18 @@ export abstract class RunStartMiddleware extends DeerflowMiddleware {
     const messages = pending.rewritten ? request.messages.map((m) => (m.id === newest.id ? pending.message : m)) : request.messages;
     if (outer) return (await handler({ ...request, messages, [RUN_START]: pending } as RunStartRequest)) as AIMessage | Command;
     if (stateKey) pendingByState.set(stateKey, pending);
+    const context = request.runtime?.context;
     let response: AIMessage | Command;
     try {
       response = (await handler({ ...request, messages, [RUN_START]: pending } as RunStartRequest)) as AIMessage | Command;
+    } catch (err) {
+      if (context && typeof context === "object") unsavedByContext.set(context, pending);
+      throw err;
     } finally {
       if (stateKey) pendingByState.delete(stateKey);
     }
-    const writes: Record<string, unknown> = { ...pending.update };
-    if (pending.rewritten) writes.messages = [pending.message];
-    if (Object.keys(writes).length === 0) return response;
+    const writes = writesOf(pending);
+    if (!writes) return response;
     // The model's message reaches state through langchain (the AIMessage an inner handler returned); these writes
     // ride next to it. A Command from further in (no AIMessage to stand for it) keeps its own fields and writes.
     if (isCommand(response)) {
