@@ -18,6 +18,7 @@ export { TodoMiddleware, type TodoMiddlewareOptions } from "./agents/middlewares
 export { TokenBudgetMiddleware } from "./agents/middlewares/token-budget.js";
 export { ToolErrorHandlingMiddleware } from "./agents/middlewares/tool-error-handling.js";
 export { UploadsMiddleware, type UploadsOptions } from "./agents/middlewares/uploads.js";
+export { RunStartMiddleware, takeUnsavedRunStartWrites, type RunStartRuntime, type RunStartUpdate } from "./agents/middlewares/run-start.js";
 export { ViewImageMiddleware } from "./agents/middlewares/view-image.js";
 export { resolveRunScope, RunScopedStore, type RunScope } from "./agents/middlewares/run-scope.js";
 export {
