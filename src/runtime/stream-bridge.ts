@@ -198,60 +198,57 @@ export class MemoryStreamBridge implements StreamBridge {
       yield { kind: "end" };
       return;
     }
+    // Counted while it reads: a finished log is packed once its last reader leaves (see cleanup). The loop is inline,
+    // not a delegated generator: `yield*` between async generators costs a promise per event.
     log.readers = (log.readers ?? 0) + 1;
     try {
-      yield* this.read(runId, log, options);
+      const requested = parseEventSeq(options.lastEventId);
+      // This subscriber's view of a packed log, unpacked once (a packed log is finished: it no longer changes).
+      let unpacked: BridgeEvent[] | null = null;
+      const events = () => (log.packed ? (unpacked ??= eventsOf(log)) : log.events);
+      const latest = log.offset + events().length - 1;
+      // A malformed id, or one past anything this run published (another run's id), replays all retained events.
+      let cursor = requested === null || requested > latest ? log.offset : requested + 1;
+      const signal = options.signal;
+      while (!signal?.aborted) {
+        if (cursor < log.offset) {
+          yield {
+            kind: "gap",
+            data: {
+              code: "stream_replay_gap",
+              run_id: runId,
+              requested_event_id: options.lastEventId ?? null,
+              earliest_available_event_id: events()[0]?.id ?? null,
+              latest_available_event_id: events().at(-1)?.id ?? null,
+              recovery: "reload_durable_state",
+            },
+          };
+          return;
+        }
+        const index = cursor - log.offset;
+        const retained = events();
+        if (index < retained.length) {
+          const event = retained[index];
+          cursor++;
+          yield { kind: "event", event };
+          continue;
+        }
+        if (log.ended) {
+          yield { kind: "end" };
+          return;
+        }
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            signal?.removeEventListener("abort", done);
+            resolve();
+          };
+          log.waiters.add(done);
+          signal?.addEventListener("abort", done, { once: true });
+        });
+      }
     } finally {
       log.readers--;
       if (!log.readers && log.cleanupRequested && this.runs.get(runId) === log) this.pack(log);
-    }
-  }
-
-  /** The iteration of {@link subscribe} over a log this process holds. */
-  private async *read(runId: string, log: RunLog, options: SubscribeOptions): AsyncGenerator<BridgeItem> {
-    const requested = parseEventSeq(options.lastEventId);
-    // This subscriber's view of a packed log, unpacked once (a packed log is finished: it no longer changes).
-    let unpacked: BridgeEvent[] | null = null;
-    const events = () => (log.packed ? (unpacked ??= eventsOf(log)) : log.events);
-    const latest = log.offset + events().length - 1;
-    // A malformed id, or one past anything this run published (another run's id), replays all retained events.
-    let cursor = requested === null || requested > latest ? log.offset : requested + 1;
-    const signal = options.signal;
-    while (!signal?.aborted) {
-      if (cursor < log.offset) {
-        yield {
-          kind: "gap",
-          data: {
-            code: "stream_replay_gap",
-            run_id: runId,
-            requested_event_id: options.lastEventId ?? null,
-            earliest_available_event_id: events()[0]?.id ?? null,
-            latest_available_event_id: events().at(-1)?.id ?? null,
-            recovery: "reload_durable_state",
-          },
-        };
-        return;
-      }
-      const index = cursor - log.offset;
-      const retained = events();
-      if (index < retained.length) {
-        const event = retained[index];
-        cursor++;
-        yield { kind: "event", event };
-        continue;
-      }
-      if (log.ended) {
-        yield { kind: "end" };
-        return;
-      }
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          signal?.removeEventListener("abort", done);
-          resolve();
-        };
-        log.waiters.add(done);
-        signal?.addEventListener("abort", done, { once: true });
-      });
     }
   }
 }
