@@ -16,9 +16,6 @@ import type { Persistence } from "./persistence.js";
 import { ensureInterruptedTitle } from "./interrupted-title.js";
 import { latestCheckpoint, rollbackThread } from "./rollback.js";
 import { takeUnsavedRunStartWrites } from "../agents/middlewares/run-start.js";
-
-/** The one graph method the worker uses after a failed run. */
-type StateUpdatable = { updateState(config: Record<string, unknown>, values: Record<string, unknown>, asNode?: string): Promise<unknown> };
 import type { RunConfig } from "./run-config.js";
 import { emptyRunCounters, type RunCounters } from "./run-counters.js";
 import type { ActiveRun, RunManager, RunStatus } from "./run-manager.js";
@@ -30,6 +27,8 @@ import { runTurns } from "./run-scheduler.js";
 import { SettlingCheckpointer } from "./settling-checkpointer.js";
 import { graphStreamModes, toWireEvents } from "./wire-events.js";
 
+/** The one graph method the worker uses after a failed run. */
+type StateUpdatable = { updateState(config: Record<string, unknown>, values: Record<string, unknown>, asNode?: string): Promise<unknown> };
 
 /** Longest stretch, in ms, a run streaming without I/O holds the event loop between yields. */
 const YIELD_EVERY_MS = 2;
