@@ -44,5 +44,15 @@ export function streamAgent(agent: StreamableAgent, input: unknown, options: Str
   for (const key of ["callbacks", "tags", "runName", "subgraphs", "signal", "interruptBefore", "interruptAfter"] as const) {
     if (options[key] !== undefined && options[key] !== null) config[key] = options[key];
   }
-  return agent.stream(input, config);
+  // A `createAgent` result streams through its compiled graph, as the LangGraph API server runs it: the agent's own
+  // `stream` first reads the thread's whole state (`getState`, a checkpoint load and parse) to merge it into the
+  // input for middleware state defaults, which none of the DeerFlow middlewares has (their input schemas are
+  // optional). That read grew with the thread, and re-wrote every channel's current value through its reducer.
+  // The compiled graph carries the agent's static config (`withConfig`), so nothing else changes.
+  const graph = (agent as { graph?: unknown }).graph;
+  return (isStreamable(graph) ? graph : agent).stream(input, config);
+}
+
+function isStreamable(value: unknown): value is StreamableAgent {
+  return typeof value === "object" && value !== null && typeof (value as { stream?: unknown }).stream === "function";
 }
