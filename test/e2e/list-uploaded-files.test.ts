@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { makePdf } from "../support/documents.js";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
-import { postJson, startHarness, type Harness } from "../support/harness.js";
+import { postJson, startHarness, uploadFiles, type Harness } from "../support/harness.js";
 
 // agent-factory.md §2.9 / §6.2: earlier turns' uploads are not listed in the prompt; the lead agent discovers them
 // with the built-in `list_uploaded_files` tool, over HTTP against the fake OpenAI server.
@@ -24,12 +24,7 @@ afterAll(async () => {
 });
 afterEach(() => fake.reset());
 
-const upload = async (threadId: string, files: [string, Buffer | string][]) => {
-  const form = new FormData();
-  for (const [name, content] of files) form.append("files", new Blob([typeof content === "string" ? content : new Uint8Array(content)]), name);
-  const res = await fetch(`${h.url}/api/threads/${threadId}/uploads`, { method: "POST", body: form });
-  expect(res.status).toBe(200);
-};
+const upload = async (threadId: string, files: [string, Buffer | string][]) => expect((await uploadFiles(h.url, threadId, files)).status).toBe(200);
 const uploadsDir = (thread: string) => path.join(h.dir, ".deer-flow", "users", "default", "threads", thread, "user-data", "uploads");
 const attached = (filename: string) => ({ filename, size: 3, path: `/mnt/user-data/uploads/${filename}`, status: "uploaded" });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { postJson, startHarness, type Harness } from "../support/harness.js";
+import { postJson, startHarness, uploadFiles, type Harness } from "../support/harness.js";
 
 // agent-factory.md §6.1 / §6.2: ThreadData and Uploads make their writes on the run's first model call
 // (src/agents/middlewares/run-start.ts). A run whose model call fails must still leave them in the thread, as
@@ -16,10 +16,7 @@ afterAll(async () => {
 });
 
 async function uploadNotes(threadId: string): Promise<void> {
-  const form = new FormData();
-  form.append("files", new Blob(["remember the milk"]), "notes.txt");
-  const res = await fetch(`${h.url}/api/threads/${threadId}/uploads`, { method: "POST", body: form });
-  expect(res.status).toBe(200);
+  expect((await uploadFiles(h.url, threadId, [["notes.txt", "remember the milk"]])).status).toBe(200);
 }
 
 const attached = { filename: "notes.txt", size: 17, path: "/mnt/user-data/uploads/notes.txt", status: "uploaded" };

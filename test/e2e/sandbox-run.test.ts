@@ -3,7 +3,7 @@ import path from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
-import { postJson, startHarness, type Harness } from "../support/harness.js";
+import { postJson, startHarness, uploadFiles, type Harness } from "../support/harness.js";
 
 // Agents that work on files, end to end: the fake OpenAI server plays the model and calls the sandbox tools over
 // the real HTTP API; the client uploads, runs and downloads.
@@ -50,11 +50,7 @@ const userText = (body: Record<string, any>) =>
     .join("\n");
 
 const PNG_1X1 = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "base64");
-const uploadFile = (threadId: string, name: string, content: Buffer | string, type = "text/plain") => {
-  const form = new FormData();
-  form.append("files", new Blob([typeof content === "string" ? content : new Uint8Array(content)], { type }), name);
-  return fetch(`${h.url}/api/threads/${threadId}/uploads`, { method: "POST", body: form });
-};
+const uploadFile = (threadId: string, name: string, content: Buffer | string, type = "text/plain") => uploadFiles(h.url, threadId, [[name, content, type]]);
 
 describe("a run that writes, lists and presents a file, which the client then downloads", () => {
   it("goes write_file -> ls -> present_files -> answer, records sandbox and artifacts, and serves the file", async () => {

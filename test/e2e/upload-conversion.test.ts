@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
 import { makeDocx, makePdf } from "../support/documents.js";
-import { postJson, startHarness, type Harness } from "../support/harness.js";
+import { postJson, startHarness, uploadFiles, type Harness } from "../support/harness.js";
 
 // Uploaded documents get a Markdown twin the agent reads (uploads.auto_convert_documents), over HTTP.
 let fake: FakeOpenAI;
@@ -25,11 +25,7 @@ afterAll(async () => {
 });
 afterEach(() => fake.reset());
 
-const upload = (threadId: string, files: [string, Buffer | string][]) => {
-  const form = new FormData();
-  for (const [name, content] of files) form.append("files", new Blob([typeof content === "string" ? content : new Uint8Array(content)]), name);
-  return fetch(`${h.url}/api/threads/${threadId}/uploads`, { method: "POST", body: form });
-};
+const upload = (threadId: string, files: [string, Buffer | string][]) => uploadFiles(h.url, threadId, files);
 
 describe("document conversion on upload", () => {
   it("stores <name>.md next to each document, reports it, and the model reads the converted text", async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseSse } from "../support/sse.js";
-import { postJson, startHarness, type Harness } from "../support/harness.js";
+import { postJson, startHarness, uploadFiles, type Harness } from "../support/harness.js";
 
 // Issue 13 items 13-16: titles from what the user typed, `!call` with an upload, only wire-format messages out,
 // 422 for a run with nothing to do, and a recorded model substitution.
@@ -12,9 +12,7 @@ beforeAll(async () => {
 afterAll(async () => h.close());
 
 async function upload(threadId: string, name: string, content: string) {
-  const form = new FormData();
-  form.append("files", new Blob([content]), name);
-  expect((await fetch(`${h.url}/api/threads/${threadId}/uploads`, { method: "POST", body: form })).status).toBe(200);
+  expect((await uploadFiles(h.url, threadId, [[name, content]])).status).toBe(200);
 }
 const withFile = (content: string, filename: string) => ({ role: "user", content, additional_kwargs: { files: [{ filename, size: 5, path: `/mnt/user-data/uploads/${filename}`, status: "uploaded" }] } });
 

@@ -72,3 +72,19 @@ export async function startHarness(configYaml: string, options: BuildAppOptions 
 export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
 }
+
+/** One file of an upload: its name, its content, and optionally its MIME type (default none). */
+export type UploadFile = [name: string, content: Buffer | string, type?: string];
+
+/**
+ * Uploads `files` to a thread the way the web app does (`POST /api/threads/{id}/uploads`, multipart field `files`)
+ * and returns the response.
+ * @param baseUrl The gateway's base URL (`harness.url`).
+ */
+export function uploadFiles(baseUrl: string, threadId: string, files: UploadFile[]): Promise<Response> {
+  const form = new FormData();
+  for (const [name, content, type] of files) {
+    form.append("files", new Blob([typeof content === "string" ? content : new Uint8Array(content)], type ? { type } : {}), name);
+  }
+  return fetch(`${baseUrl}/api/threads/${threadId}/uploads`, { method: "POST", body: form });
+}
