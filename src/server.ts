@@ -1,6 +1,7 @@
 // The only file that listens: loads the config, builds the app, serves, and shuts down cleanly on SIGTERM/SIGINT.
 import type { FSWatcher } from "chokidar";
 import cluster from "node:cluster";
+import { getHeapStatistics } from "node:v8";
 import { buildApp } from "./app.js";
 import { clusterProblem, runPrimary } from "./cluster.js";
 import { getAppConfig, getAppConfigStatus } from "./config/app-config.js";
@@ -58,7 +59,9 @@ async function main(): Promise<void> {
   process.once("SIGINT", () => void shutdown("SIGINT"));
 
   await app.listen({ host: env.host, port: env.port });
-  logger.info({ config: configPath, host: env.host, port: env.port, ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}) }, "deerflow-gateway ready");
+  // The V8 heap limit in MB (npm start and the image set it, see README "Memory footprint"): operators check it here.
+  const heapLimitMb = Math.round(getHeapStatistics().heap_size_limit / 1048576);
+  logger.info({ config: configPath, host: env.host, port: env.port, heap_limit_mb: heapLimitMb, ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}) }, "deerflow-gateway ready");
 }
 
 main().catch((err: Error) => {

@@ -30,15 +30,16 @@ const freePort = () =>
     });
   });
 
-function start(command: string, args: string[], port: number) {
+function start(command: string, args: string[], port: number, extraEnv: NodeJS.ProcessEnv = {}) {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of Object.keys(env)) if (k.startsWith("OPENAI_") || k.startsWith("DEER_FLOW_") || k.startsWith("npm_")) delete env[k];
+  for (const k of Object.keys(env)) if (k.startsWith("OPENAI_") || k.startsWith("DEER_FLOW_") || k.startsWith("npm_") || k === "NODE_OPTIONS") delete env[k];
   Object.assign(env, {
     HOST: "127.0.0.1",
     PORT: String(port),
     DEER_FLOW_CONFIG_PATH: path.join(root, "config", "config.yaml"),
     DEER_FLOW_HOME: path.join(dir, `home-${port}`),
     DEER_FLOW_AGENTS_DIR: path.join(dir, `agents-${port}`),
+    ...extraEnv,
   });
   // Own process group, so a failing test can still remove whatever the command started.
   const child = spawn(command, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
@@ -80,6 +81,18 @@ describe("starting on a fresh clone", () => {
     await until(async () => !(await healthy(port)), 10_000, 100);
     expect(await healthy(port)).toBe(false);
     expect(server.output()).toContain("shutting down");
+    // The start script's heap sizing reached V8: 1536 MB old generation + 3 x 64 MB young generation.
+    expect(server.output()).toContain('"heap_limit_mb":1728');
+  });
+
+  it("`npm start` takes the operator's NODE_OPTIONS over its heap defaults", async () => {
+    const port = await freePort();
+    const server = start(npm, ["start"], port, { NODE_OPTIONS: "--max-old-space-size=1024" });
+    await until(() => healthy(port), 30_000, 200);
+    server.child.kill("SIGTERM");
+    await server.exited;
+    // The operator's old-generation size wins; the young generation default stays.
+    expect(server.output()).toContain('"heap_limit_mb":1216');
   });
 
   it("`npm run dev` serves, and stops on SIGTERM", async () => {
