@@ -1,11 +1,17 @@
-// The gateway as the benchmarks run it: built and started as `npm start` does (dist/src/server.js), on a free
+// The gateway as the benchmarks run it: built and started as `npm start` does (dist/src/server.js, its heap flags), on a free
 // loopback port, with its config and home in a temp directory, auth off.
 import { execFileSync, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+/** The V8 heap flags `npm start` puts in NODE_OPTIONS (package.json's start script is their one home). */
+function startScriptNodeOptions(): string {
+  const start = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
+  return /NODE_OPTIONS="([^$"]*)/.exec(start)?.[1].trim() ?? "";
+}
 
 /** A running gateway process. */
 export interface BenchGateway {
@@ -27,7 +33,7 @@ export async function startBenchGateway(dir: string, config: string, env: Record
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const child = spawn(process.execPath, ["dist/src/server.js"], {
     cwd: ROOT,
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), DEER_FLOW_CONFIG_PATH: path.join(dir, "config.yaml"), DEER_FLOW_HOME: path.join(dir, "home"), DEER_FLOW_AUTH_DISABLED: "1", DEER_FLOW_ENV: "", LOG_LEVEL: "warn", ...env },
+    env: { ...process.env, NODE_OPTIONS: `${startScriptNodeOptions()} ${process.env.NODE_OPTIONS ?? ""}`.trim(), HOST: "127.0.0.1", PORT: String(port), DEER_FLOW_CONFIG_PATH: path.join(dir, "config.yaml"), DEER_FLOW_HOME: path.join(dir, "home"), DEER_FLOW_AUTH_DISABLED: "1", DEER_FLOW_ENV: "", LOG_LEVEL: "warn", ...env },
     stdio: "ignore",
   });
   const url = `http://127.0.0.1:${port}`;

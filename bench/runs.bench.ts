@@ -123,7 +123,7 @@ export async function runRunsBench(): Promise<BenchSuite> {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  notes.push("server: node dist/src/server.js (as npm start), SQLite checkpoints, scripted model with token_delay_ms 0, stream_mode values + messages-tuple, auth off");
+  notes.push("server: node dist/src/server.js with the heap flags of npm start, SQLite checkpoints, scripted model with token_delay_ms 0, stream_mode values + messages-tuple, auth off");
   notes.push("server CPU per run: utime + stime of the server process over the level (10 ms ticks) divided by its runs, idle work included");
   return { results, notes, extra: rows.join("\n") };
 }
