@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -83,6 +83,14 @@ describe("starting on a fresh clone", () => {
     expect(server.output()).toContain("shutting down");
     // The start script's heap sizing reached V8: 1536 MB old generation + 3 x 64 MB young generation.
     expect(server.output()).toContain('"heap_limit_mb":1728');
+  });
+
+  it("the Docker image sets the same heap flags as `npm start`", () => {
+    const start = (JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
+    const fromStart = /NODE_OPTIONS=\\?"([^$"]*)/.exec(start)?.[1].trim();
+    const fromImage = /^ENV NODE_OPTIONS="([^"]*)"$/m.exec(readFileSync(path.join(root, "Dockerfile"), "utf8"))?.[1].trim();
+    expect(fromStart).toMatch(/--max-old-space-size=\d+/);
+    expect(fromImage).toBe(fromStart);
   });
 
   it("`npm start` takes the operator's NODE_OPTIONS over its heap defaults", async () => {
