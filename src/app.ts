@@ -11,7 +11,7 @@ import { registerOpenApi } from "../routes/openapi.js";
 import { buildMemoryManager, type MemoryManager } from "./agents/memory/manager.js";
 import { closeMcpClients } from "./tools/mcp-tools.js";
 import { AgentStore } from "./config/agent-store.js";
-import { getAppConfig, onAppConfigReload } from "./config/app-config.js";
+import { getAppConfig, onAppConfigReload, withPinnedAppConfig } from "./config/app-config.js";
 import { getAgentsDir, getProjectRoot, getRuntimeHome, getSkillsRoot } from "./config/paths.js";
 import { DEFAULT_CORS_ORIGINS } from "./config/server-env.js";
 import type { AppConfig } from "./config/schema.js";
@@ -186,6 +186,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
       void raw.code(error.statusCode ?? 400).send({ detail: capDetail(error.message) });
     },
   }) as unknown as FastifyInstance;
+  // A request reads the config file once: its rate limits, auth and handler see one version (a run it starts reads
+  // its own, see RunService.start). Fastify keeps the async context across body parsing.
+  app.addHook("onRequest", (_request, _reply, done) => withPinnedAppConfig(() => done()));
   // One JSON line per request, written when the response (SSE included) has finished.
   app.addHook("onResponse", async (request, reply) => {
     const level = request.url === "/health" ? "debug" : "info";

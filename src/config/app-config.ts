@@ -65,7 +65,16 @@ const file = new WatchedFile<AppConfig>({
 /** A config installed with `setAppConfig` (served instead of the file until reset). */
 let injected: AppConfig | null = null;
 const warnedKeys = new Set<string>();
-const overrideStorage = new AsyncLocalStorage<{ stack: (AppConfig | null)[]; current: AppConfig | null }>();
+/**
+ * The async context's config state: an override stack (`withAppConfig`, `pushCurrentAppConfig`) and, inside
+ * {@link withPinnedAppConfig}, the pin holding the first config the file served there.
+ */
+interface ConfigContext {
+  stack: (AppConfig | null)[];
+  current: AppConfig | null;
+  pin?: { config: AppConfig | null };
+}
+const overrideStorage = new AsyncLocalStorage<ConfigContext>();
 
 const ENV_SOURCED = new WeakMap<object, ReadonlySet<string>>();
 
@@ -152,13 +161,21 @@ export function loadAppConfig(path?: string): AppConfig {
  * returns the **same object** (callers may use identity as a cache key), a different path or signature reloads.
  * A read that raced an in-place edit is retried, never served. A failed reload keeps serving the last good config
  * and records the error (see `getAppConfigStatus`); so does a reload that would drop every model of a config
- * that had some.
+ * that had some. Inside {@link withPinnedAppConfig} the file is read once: later calls there return that config.
  * @throws ConfigError only when no config was ever loaded (first call) and the file cannot be loaded.
  */
 export function getAppConfig(): AppConfig {
-  const override = overrideStorage.getStore()?.current;
-  if (override) return override;
+  const context = overrideStorage.getStore();
+  if (context?.current) return context.current;
   if (injected) return injected;
+  if (context?.pin?.config) return context.pin.config;
+  const config = readConfigFile();
+  if (context?.pin) context.pin.config = config;
+  return config;
+}
+
+/** The config file's current value (see {@link getAppConfig}). */
+function readConfigFile(): AppConfig {
   let path: string;
   try {
     path = resolveConfigPath();
@@ -210,7 +227,21 @@ export function resetAppConfig(): void {
 /** Runs `fn` with `config` as the override for everything in its async context (stack semantics, no leaks). */
 export function withAppConfig<T>(config: AppConfig, fn: () => T): T {
   const outer = overrideStorage.getStore();
-  return overrideStorage.run({ stack: [...(outer?.stack ?? []), outer?.current ?? null], current: config }, fn);
+  return overrideStorage.run({ stack: [...(outer?.stack ?? []), outer?.current ?? null], current: config, pin: outer?.pin }, fn);
+}
+
+/**
+ * Runs `fn` with the file config pinned for its async context: the first `getAppConfig()` there reads the file as
+ * usual and every later one returns that same config without touching the file. The gateway runs each run in one,
+ * so the run's build, middlewares, tools and subagents all see one config version, as DeerFlow's worker pins the
+ * run's config in its context (`push_current_app_config`), and a config edit reaches the next run. It also spares
+ * the file checks of the several reads a run makes (an `access` and a `stat` each). Overrides set inside
+ * (`withAppConfig`, `pushCurrentAppConfig`) and `setAppConfig` still win. Work started inside that outlives `fn`
+ * (a debounced memory update) keeps the pin.
+ */
+export function withPinnedAppConfig<T>(fn: () => T): T {
+  const outer = overrideStorage.getStore();
+  return overrideStorage.run({ stack: [...(outer?.stack ?? [])], current: outer?.current ?? null, pin: { config: null } }, fn);
 }
 
 /**

@@ -12,6 +12,7 @@ import { readThreadState } from "./thread-state-reader.js";
 import { runAgent, type RunJob, type WorkerDeps } from "./worker.js";
 import type { RunAdmission } from "./limits/run-admission.js";
 import { withRunScope } from "../observability/run-scope.js";
+import { withPinnedAppConfig } from "../config/app-config.js";
 
 export { assertThreadId, THREAD_ID_PATTERN } from "./ids.js";
 export { toGraphInput, toMessages } from "./messages.js";
@@ -108,8 +109,10 @@ export class RunService {
     const log = this.deps.logger.child({ run_id: run.record.run_id, thread_id: tid, ...(origin.requestId ? { request_id: origin.requestId } : {}) });
     const observation = this.deps.observer?.begin({ runId: run.record.run_id, threadId: tid, assistantId: run.record.assistant_id, userId, requestId: origin.requestId, log });
     const job: RunJob = { input, runConfig, request, requestId: origin.requestId, log, observation };
-    // The run scope carries the run's logger and counters into the model calls (retry log, fallbacks).
-    void (observation ? withRunScope(observation.scope, () => runAgent(run, job, this.deps)) : runAgent(run, job, this.deps));
+    // The run scope carries the run's logger and counters into the model calls (retry log, fallbacks); the pinned
+    // config gives the whole run the config version it starts with (its first read, when the worker begins).
+    const execute = () => withPinnedAppConfig(() => runAgent(run, job, this.deps));
+    void (observation ? withRunScope(observation.scope, execute) : execute());
     return { run, request };
   }
 

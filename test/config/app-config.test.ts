@@ -14,8 +14,9 @@ import {
   resetAppConfig,
   setAppConfig,
   withAppConfig,
+  withPinnedAppConfig,
 } from "../../src/config/app-config.js";
-import { getModelConfig, getToolConfig, parseAppConfig } from "../../src/config/schema.js";
+import { getModelConfig, getToolConfig, parseAppConfig, type AppConfig } from "../../src/config/schema.js";
 import { CONFIG_QUIET_MS } from "../../src/config/watched-file.js";
 import { ConfigError } from "../../src/errors.js";
 import { getLogger, setLogger } from "../../src/logger.js";
@@ -400,6 +401,40 @@ describe("context-local override (config.md §4.3)", () => {
       }),
     ]);
     expect(seen).toEqual(["a", "b"]);
+  });
+
+  it("withPinnedAppConfig reads the file once: later reads in its async context keep that version, reads outside see edits", async () => {
+    writeFileSync(file, MODEL("model-aa"));
+    settle(file);
+    const seen = await withPinnedAppConfig(async () => {
+      const first = getAppConfig();
+      rewrite(MODEL("model-bbbb"));
+      await new Promise((r) => setTimeout(r, 5));
+      // Work started inside keeps the pin; the test's own context outside does not.
+      return { first, again: getAppConfig(), later: await new Promise<AppConfig>((resolve) => setImmediate(() => resolve(getAppConfig()))) };
+    });
+    expect(seen.first.models[0].name).toBe("model-aa");
+    expect(seen.again).toBe(seen.first);
+    expect(seen.later).toBe(seen.first);
+    expect(getAppConfig().models[0].name).toBe("model-bbbb");
+  });
+
+  it("withPinnedAppConfig yields to overrides and to an injected config, and pins nothing before the first read", () => {
+    writeFileSync(file, MODEL("model-aa"));
+    const a = parseAppConfig({ log_level: "a" });
+    settle(file);
+    withPinnedAppConfig(() => {
+      rewrite(MODEL("model-cc"));
+      expect(withAppConfig(a, () => getAppConfig())).toBe(a);
+      pushCurrentAppConfig(a);
+      expect(getAppConfig()).toBe(a);
+      popCurrentAppConfig();
+      // The first file read happens here, after the edit.
+      expect(getAppConfig().models[0].name).toBe("model-cc");
+      const injected = parseAppConfig({ log_level: "injected" });
+      setAppConfig(injected);
+      expect(getAppConfig()).toBe(injected);
+    });
   });
 });
 

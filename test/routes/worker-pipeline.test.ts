@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { makeLeadAgent, type LeadAgentConfig } from "../../src/agents/lead-agent/agent.js";
+import { getAppConfig } from "../../src/config/app-config.js";
 import { isAppConfig } from "../../src/config/schema.js";
 import type { AgentFactory } from "../../src/runtime/agent-factory.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
@@ -137,5 +138,40 @@ describe("the worker pipeline", () => {
     expect(human0.additional_kwargs.files[0].filename).toBe("a.pdf");
     expect(seen[0].context).toMatchObject({ is_plan_mode: true, thinking_enabled: true, reasoning_effort: "medium" });
     expect((seen[0] as any).recursionLimit).toBe(1000);
+  });
+});
+
+describe("the run's config version", () => {
+  it("stays the one the run started with when config.yaml changes mid-run, and the next run and other requests see the edit", async () => {
+    const observed: string[][] = [];
+    let edit: (() => void) | null = null;
+    /** Reads the config around an edit of the file made while the run is in progress. */
+    const editing: AgentFactory = (config) => {
+      const before = getAppConfig().models[0].name;
+      edit?.();
+      edit = null;
+      observed.push([before, getAppConfig().models[0].name, (config.context?.app_config as { models: { name: string }[] }).models[0].name]);
+      return makeLeadAgent(config) as never;
+    };
+    const own = await startHarness(CONFIG(), { agentFactory: editing });
+    try {
+      await postJson(`${own.url}/threads`, { thread_id: "t-1" });
+      edit = () => own.writeConfig(CONFIG("m-edited"));
+      const first = await postJson(`${own.url}/threads/t-1/runs/wait`, { input: human("hi") });
+      expect(first.status).toBe(200);
+      // Outside any run the edit is live at once.
+      expect(getAppConfig().models[0].name).toBe("m-edited");
+      const models = await (await fetch(`${own.url}/api/models`)).json();
+      expect(models.models.map((m: { name: string }) => m.name)).toContain("m-edited");
+      await postJson(`${own.url}/threads/t-1/runs/wait`, { input: human("again") });
+      expect(observed).toEqual([
+        ["m-default", "m-default", "m-default"],
+        ["m-edited", "m-edited", "m-edited"],
+      ]);
+      const runs = await (await fetch(`${own.url}/threads/t-1/runs`)).json();
+      expect(runs.map((r: { metadata: { model_name?: string } }) => r.metadata.model_name).sort()).toEqual(["m-default", "m-edited"]);
+    } finally {
+      await own.close();
+    }
   });
 });
