@@ -111,11 +111,16 @@ export class RedisStreamBridge extends MemoryStreamBridge {
 
   override cleanup(runId: string, delayMs: number): void {
     super.cleanup(runId, delayMs);
+    if (!this.runs.has(runId)) this.base.delete(runId);
     const { redis, prefix } = this.options;
     const ms = Math.max(1, Math.round(delayMs));
     redis.pexpire(streamKey(prefix, runId), ms).catch(this.fail);
     redis.pexpire(openKey(prefix, runId), ms).catch(this.fail);
-    setTimeout(() => this.base.delete(runId), delayMs).unref();
+  }
+
+  protected override expire(runId: string): void {
+    super.expire(runId);
+    this.base.delete(runId);
   }
 
   /** Stops remote readers and waits for every queued write to reach Redis (the caller closes the connection). */

@@ -5,6 +5,7 @@ import type { RunRepository } from "./repositories.js";
 
 import type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
 import { emptyRunCounters, type RunCounters } from "./run-counters.js";
+import { ExpiryQueue } from "./expiry-queue.js";
 
 export type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
 
@@ -40,6 +41,15 @@ export interface ActiveRun {
   onDisconnect: "cancel" | "continue";
 }
 
+/** How long (ms) a finished run's control object is kept for late cancels and joins (its record stays stored). */
+export const FINISHED_RUN_RETENTION_MS = 60_000;
+
+/** The controller of every finished run's slim control object: its signal is aborted (there is nothing to run). */
+const SPENT = new AbortController();
+SPENT.abort(new Error("Run finished"));
+const settledPromise = Promise.resolve();
+const noop = () => undefined;
+
 const TERMINAL: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout", "interrupted"]);
 
 /** True for `success`, `error`, `timeout` and `interrupted`. */
@@ -64,6 +74,8 @@ export interface AdmitInput {
 export class RunManager {
   protected readonly live = new Map<string, ActiveRun & { resolveDone: () => void }>();
   protected readonly byThread = new Map<string, string[]>();
+  /** Finished runs whose control objects are dropped once {@link FINISHED_RUN_RETENTION_MS} has passed. */
+  private readonly expiry = new ExpiryQueue<string>((runId) => this.forget(runId));
 
   /** @param store Where run records live (orphans of a previous process are recovered when it is opened). */
   constructor(protected readonly store: RunRepository) {}
@@ -144,8 +156,22 @@ export class RunManager {
     if (!run || run.finished) return;
     run.finished = true;
     run.resolveDone();
-    // The record stays in the store; the control object is kept a while for late cancels and joins.
-    setTimeout(() => this.live.delete(runId), 60_000).unref();
+    // The record stays in the store; late cancels and joins read a slim copy of the control object for a while.
+    // The full one is left to the worker: its abort listeners and predecessor chain would otherwise stay reachable,
+    // and so would the request's async context, which promises made in it (`done`) carry.
+    const { record, cancelAction, errorName, onDisconnect } = run;
+    this.live.set(runId, { record, done: settledPromise, cancelAction, errorName, onDisconnect, finished: true, controller: SPENT, predecessors: settledPromise, resolveDone: noop });
+    this.expiry.schedule(runId, FINISHED_RUN_RETENTION_MS);
+  }
+
+  /** Drops a run's control object (its thread's admission list forgets it too). */
+  private forget(runId: string): void {
+    const run = this.live.get(runId);
+    if (!run) return;
+    this.live.delete(runId);
+    const ids = this.byThread.get(run.record.thread_id)?.filter((id) => id !== runId);
+    if (ids?.length) this.byThread.set(run.record.thread_id, ids);
+    else this.byThread.delete(run.record.thread_id);
   }
 
   protected cancelRun(run: ActiveRun, action: CancelAction): void {
@@ -233,13 +259,17 @@ export class RunManager {
 
   /** Deletes one finished run's record. */
   async delete(runId: string): Promise<void> {
-    this.live.delete(runId);
+    this.forget(runId);
+    this.expiry.cancel(runId);
     await this.store.delete(runId);
   }
 
   /** Forgets a thread's runs (thread deletion). */
   async forgetThread(threadId: string): Promise<void> {
-    for (const id of this.byThread.get(threadId) ?? []) this.live.delete(id);
+    for (const id of this.byThread.get(threadId) ?? []) {
+      this.live.delete(id);
+      this.expiry.cancel(id);
+    }
     this.byThread.delete(threadId);
     await this.store.deleteThread(threadId);
   }

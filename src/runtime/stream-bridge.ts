@@ -1,5 +1,6 @@
 // Port of DeerFlow runtime/stream_bridge (memory implementation): decouples the run worker from SSE consumers.
 import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { ExpiryQueue } from "./expiry-queue.js";
 
 /**
  * One published event. `id` is `<epoch_ms>-<seq>`, seq counting from 0 per run; `json` is the payload serialized
@@ -64,7 +65,6 @@ export interface RunLog {
   readers?: number;
   /** Whether {@link MemoryStreamBridge.cleanup} was asked for (the log is packed when its last reader leaves). */
   cleanupRequested?: boolean;
-  timer?: NodeJS.Timeout;
 }
 
 /**
@@ -97,6 +97,8 @@ export function parseEventSeq(id: string | null | undefined): number | null {
  */
 export class MemoryStreamBridge implements StreamBridge {
   protected readonly runs = new Map<string, RunLog>();
+  /** Finished runs' logs waiting to be dropped (see {@link cleanup}). */
+  private readonly expiry = new ExpiryQueue<string>((runId) => this.expire(runId));
 
   /** @param queueMaxSize Events retained per run (default 256). */
   constructor(private readonly queueMaxSize = 256) {}
@@ -167,9 +169,12 @@ export class MemoryStreamBridge implements StreamBridge {
     if (!log) return;
     log.cleanupRequested = true;
     if (!log.readers) this.pack(log);
-    clearTimeout(log.timer);
-    log.timer = setTimeout(() => this.runs.delete(runId), delayMs);
-    log.timer.unref();
+    this.expiry.schedule(runId, delayMs);
+  }
+
+  /** Drops a finished run's log once its retention (see {@link cleanup}) has passed. */
+  protected expire(runId: string): void {
+    this.runs.delete(runId);
   }
 
   /** Packs a finished log's events (see {@link cleanup}); a no-op for a running, empty or packed log. */
@@ -184,8 +189,8 @@ export class MemoryStreamBridge implements StreamBridge {
   }
 
   close(): void {
+    this.expiry.clear();
     for (const log of this.runs.values()) {
-      clearTimeout(log.timer);
       log.ended = true;
       this.wake(log);
     }

@@ -1,0 +1,160 @@
+// What a finished run leaves behind for its retention minute: a slim control object and a packed event log, dropped
+// on one timer, never the request's async context (run scope, logger, pinned config) nor the worker's closures.
+import { AsyncLocalStorage } from "node:async_hooks";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { ExpiryQueue } from "../../src/runtime/expiry-queue.js";
+import { FINISHED_RUN_RETENTION_MS, RunManager } from "../../src/runtime/run-manager.js";
+import { RunStore } from "../../src/runtime/run-store.js";
+import { MemoryStreamBridge } from "../../src/runtime/stream-bridge.js";
+
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
+
+/** Whether `ref`'s target was collected, after full collections with turns of the event loop between them. */
+async function collected(ref: WeakRef<object>): Promise<boolean> {
+  for (let i = 0; i < 5 && ref.deref(); i++) {
+    await new Promise((r) => setImmediate(r));
+    gc();
+  }
+  return ref.deref() === undefined;
+}
+
+const admitInput = (threadId: string) => ({ threadId, assistantId: "lead_agent", metadata: {}, kwargs: { input: null, config: {} }, onDisconnect: "cancel" as const, strategy: "reject" as const });
+
+afterEach(() => vi.useRealTimers());
+
+describe("ExpiryQueue", () => {
+  it("expires keys in deadline order; a reschedule moves a key's deadline and a cancel forgets it", () => {
+    vi.useFakeTimers();
+    const expired: string[] = [];
+    const queue = new ExpiryQueue<string>((k) => expired.push(k));
+    queue.schedule("a", 1_000);
+    queue.schedule("b", 1_000);
+    queue.schedule("c", 1_000);
+    vi.advanceTimersByTime(500);
+    queue.schedule("a", 1_000); // now due at 1500
+    queue.cancel("c");
+    expect(queue.size).toBe(2);
+    vi.advanceTimersByTime(499);
+    expect(expired).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(expired).toEqual(["b"]);
+    vi.advanceTimersByTime(500);
+    expect(expired).toEqual(["b", "a"]);
+    expect(queue.size).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("keeps one timer however many keys wait, and a throwing callback does not stop the others", () => {
+    vi.useFakeTimers();
+    const expired: number[] = [];
+    const queue = new ExpiryQueue<number>((k) => {
+      if (k === 3) throw new Error("boom");
+      expired.push(k);
+    });
+    for (let i = 0; i < 5_000; i++) queue.schedule(i, 60_000);
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(60_000);
+    expect(expired).toHaveLength(4_999);
+    expect(queue.size).toBe(0);
+  });
+
+  it("does not hold the scheduling caller's async context while a key waits", async () => {
+    const als = new AsyncLocalStorage<{ payload: number[] }>();
+    const queue = new ExpiryQueue<string>(() => undefined);
+    let ref!: WeakRef<object>;
+    await (async () => {
+      const store = { payload: new Array(1_000).fill(1) };
+      ref = new WeakRef(store);
+      als.run(store, () => queue.schedule("k", 60_000));
+    })();
+    expect(await collected(ref)).toBe(true);
+    // A plain timer armed in the same place would have kept it (the check above can fail).
+    let kept!: WeakRef<object>;
+    let timer!: NodeJS.Timeout;
+    await (async () => {
+      const store = { payload: [1] };
+      kept = new WeakRef(store);
+      timer = als.run(store, () => setTimeout(() => undefined, 60_000));
+    })();
+    expect(await collected(kept)).toBe(false);
+    clearTimeout(timer);
+    queue.clear();
+  });
+});
+
+describe("RunManager: a finished run's control object", () => {
+  const manager = () => new RunManager(new RunStore(new Database(":memory:")));
+
+  it("answers late cancels and joins for the retention, then is forgotten while its record stays stored", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const runs = manager();
+    const run = await runs.admit(admitInput("t1"));
+    const runId = run.record.run_id;
+    await runs.setStatus(runId, "success");
+    runs.finish(runId);
+    await run.done;
+
+    const held = runs.getActive(runId, "t1")!;
+    expect(held.finished).toBe(true);
+    expect(held.record.status).toBe("success");
+    await expect(runs.cancel("t1", runId)).rejects.toThrow(/not cancellable \(status: success\)/);
+    await runs.settled(runId);
+    // The thread admits a new run at once: the finished one does not count as in flight.
+    expect(await runs.hasInFlight("t1")).toBe(false);
+
+    vi.advanceTimersByTime(FINISHED_RUN_RETENTION_MS);
+    expect(runs.getActive(runId)).toBeUndefined();
+    expect((runs as unknown as { byThread: Map<string, string[]> }).byThread.has("t1")).toBe(false);
+    expect((await runs.get(runId, "t1"))?.status).toBe("success");
+    await expect(runs.cancel("t1", runId)).rejects.toThrow(/not cancellable \(status: success\)/);
+  });
+
+  it("lets go of the worker's controller, its abort listeners and its async context once the run finished", async () => {
+    const runs = manager();
+    const als = new AsyncLocalStorage<{ runScope: number[] }>();
+    let controllerRef!: WeakRef<object>;
+    let scopeRef!: WeakRef<object>;
+    let runId!: string;
+    await (async () => {
+      const scope = { runScope: new Array(1_000).fill(0) };
+      scopeRef = new WeakRef(scope);
+      await als.run(scope, async () => {
+        const run = await runs.admit(admitInput("t2"));
+        runId = run.record.run_id;
+        controllerRef = new WeakRef(run.controller);
+        // As the worker does: a listener that outlives the run unless the signal goes.
+        run.controller.signal.addEventListener("abort", () => scope.runScope.push(1), { once: true });
+        await runs.setStatus(runId, "success");
+        runs.finish(runId);
+      });
+    })();
+    expect(runs.getActive(runId)?.finished).toBe(true);
+    expect(await collected(controllerRef)).toBe(true);
+    expect(await collected(scopeRef)).toBe(true);
+    expect(runs.getActive(runId)?.controller.signal.aborted).toBe(true);
+  });
+});
+
+describe("MemoryStreamBridge: a finished run's log", () => {
+  it("is replayable for the retention and dropped after it, on one timer for any number of runs", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const bridge = new MemoryStreamBridge();
+    for (let i = 0; i < 100; i++) {
+      bridge.open(`r${i}`);
+      bridge.publish(`r${i}`, "values", { i });
+      bridge.publishEnd(`r${i}`);
+      bridge.cleanup(`r${i}`, 60_000);
+    }
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(59_999);
+    expect(bridge.exists("r0")).toBe(true);
+    vi.advanceTimersByTime(1);
+    expect(bridge.exists("r0")).toBe(false);
+    expect(bridge.exists("r99")).toBe(false);
+    bridge.close();
+  });
+});
