@@ -126,7 +126,8 @@ export class RunManager {
     const done = new Promise<void>((r) => (resolveDone = r));
     const run = { record, controller: new AbortController(), predecessors, done, finished: false, onDisconnect: input.onDisconnect, resolveDone };
     this.live.set(record.run_id, run);
-    this.byThread.set(input.threadId, [...(this.byThread.get(input.threadId) ?? []).filter((id) => !this.live.get(id)?.finished), record.run_id]);
+    // Finished runs stay listed until their control object expires, so a thread deletion forgets them too.
+    this.byThread.set(input.threadId, [...(this.byThread.get(input.threadId) ?? []), record.run_id]);
     return run;
   }
 

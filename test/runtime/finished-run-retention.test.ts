@@ -158,3 +158,22 @@ describe("MemoryStreamBridge: a finished run's log", () => {
     bridge.close();
   });
 });
+
+describe("RunManager: a deleted thread", () => {
+  it("forgets every finished run it had, so a thread recreated with the same id does not serve them", async () => {
+    const runs = new RunManager(new RunStore(new Database(":memory:")));
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const run = await runs.admit(admitInput("t3"));
+      ids.push(run.record.run_id);
+      await runs.setStatus(run.record.run_id, "success");
+      runs.finish(run.record.run_id);
+    }
+    expect(ids.every((id) => runs.getActive(id, "t3")?.finished)).toBe(true);
+    await runs.forgetThread("t3");
+    for (const id of ids) {
+      expect(runs.getActive(id)).toBeUndefined();
+      expect(await runs.get(id, "t3")).toBeUndefined();
+    }
+  });
+});
