@@ -18,7 +18,7 @@ import { latestCheckpoint, rollbackThread } from "./rollback.js";
 import { takeUnsavedRunStartWrites } from "../agents/middlewares/run-start.js";
 import type { RunConfig } from "./run-config.js";
 import { emptyRunCounters, type RunCounters } from "./run-counters.js";
-import type { ActiveRun, RunManager, RunStatus } from "./run-manager.js";
+import { FINISHED_RUN_RETENTION_MS, type ActiveRun, type RunManager, type RunStatus } from "./run-manager.js";
 import type { RunRequest } from "./run-request.js";
 import type { StreamBridge } from "./stream-bridge.js";
 import { pendingNodes, readThreadState } from "./thread-state-reader.js";
@@ -41,7 +41,7 @@ export interface WorkerDeps {
   agentFactory: AgentFactory;
   getAppConfig: () => AppConfig;
   logger: Logger;
-  /** How long a finished run's events stay replayable, in ms (default 60000). */
+  /** How long a finished run's events stay replayable, in ms (default {@link FINISHED_RUN_RETENTION_MS}, 60000). */
   cleanupDelayMs?: number;
   /** The process's memory backend, handed to every run through its context. */
   memoryManager?: MemoryManager;
@@ -278,7 +278,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       log.error({ err: (err as Error).message }, "recording the run's outcome failed");
     } finally {
       bridge.publishEnd(runId);
-      bridge.cleanup(runId, deps.cleanupDelayMs ?? 60_000);
+      bridge.cleanup(runId, deps.cleanupDelayMs ?? FINISHED_RUN_RETENTION_MS);
       runs.finish(runId);
       observation?.finished(status);
     }
