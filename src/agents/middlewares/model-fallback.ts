@@ -8,6 +8,7 @@ import { getLogger } from "../../logger.js";
 import { classifyProviderError, FALLBACK_FAILURES } from "../../models/provider-errors.js";
 import { currentRunScope, type ModelFallbackRecord } from "../../observability/run-scope.js";
 import { DeerflowMiddleware } from "./base.js";
+import { resolveRunScope, RunScopedStore, type RuntimeLike } from "./run-scope.js";
 
 /** The `custom` stream event written when a run switches models (`stream_mode` must include `custom`). */
 export interface ModelFallbackEvent extends ModelFallbackRecord {
@@ -30,14 +31,15 @@ export interface ModelFallbackOptions {
  * and the failing call streamed no token yet (counted by the run scope); anything else (4xx, a cancelled run, an
  * error after tokens) is rethrown. Each switch is logged, counted (`deerflow_model_fallbacks_total`), recorded in
  * the run's metadata (`model_fallbacks`) and written as a `custom` stream event `{type: "model_fallback", from, to,
- * reason, status?}`. The switch sticks for the rest of the run: later calls start on the model that last answered.
+ * reason, status?}`. The switch sticks for the rest of the run (kept per run, so an instance shared by concurrent runs
+ * never moves another run): later calls start on the model that last answered.
  * A fallback that cannot be built (unknown name, bad `use:`) is skipped with a warning. Hook: wrapModelCall,
  * placed innermost but for SafetyFinishReason and Clarification, so only the provider call is repeated.
  */
 export class ModelFallbackMiddleware extends DeerflowMiddleware {
   readonly name = "ModelFallbackMiddleware";
-  /** Index in the chain (0 = primary) of the model calls start on. */
-  private active = 0;
+  /** Per run: index in the chain (0 = primary) of the model calls start on. One instance serves many runs. */
+  private readonly active = new RunScopedStore<{ index: number }>(() => ({ index: 0 }));
   private readonly chain: string[];
   private readonly models = new Map<string, BaseChatModel>();
 
@@ -60,14 +62,15 @@ export class ModelFallbackMiddleware extends DeerflowMiddleware {
   async wrapModelCall(request: ModelRequest, handler: (r: ModelRequest) => unknown) {
     const scope = currentRunScope();
     const log = scope?.log ?? getLogger();
-    let index = this.active;
+    const active = this.active.get(resolveRunScope(request.runtime as RuntimeLike, request.state?.messages ?? request.messages));
+    let index = active.index;
     let current = request;
     if (index > 0) current = { ...request, model: (await this.modelAt(index, request)) as never };
     for (;;) {
       const streamedBefore = scope?.tokensStreamed ?? 0;
       try {
         const response = await handler(current);
-        this.active = index;
+        active.index = index;
         return response as never;
       } catch (err) {
         const { failure, status } = classifyProviderError(err);

@@ -5,6 +5,7 @@ import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { createDeerflowAgent } from "../../../src/agents/factory.js";
 import { LoopDetectionMiddleware, toolCallKey, toolCallSetHash } from "../../../src/agents/middlewares/loop-detection.js";
+import { resolveRunScope } from "../../../src/agents/middlewares/run-scope.js";
 import { FakeChatModel } from "../../support/fake-chat-model.js";
 
 let aiSeq = 0;
@@ -12,6 +13,8 @@ const callMsg = (calls: { name: string; args: Record<string, unknown> }[], conte
   new AIMessage({ id: `ai-${++aiSeq}`, content, tool_calls: calls.map((c, i) => ({ ...c, id: `c${aiSeq}-${i}`, type: "tool_call" as const })), response_metadata: { finish_reason: "tool_calls" } });
 const ls = () => callMsg([{ name: "bash", args: { command: "ls" } }]);
 const RUN_A = { context: { thread_id: "t-1", run_id: "run-A" } };
+/** Run A's scope: its state lives on its context object (RunScope.owner). */
+const SCOPE_A = resolveRunScope(RUN_A);
 
 /**
  * One model call through the middleware: the model answers `response`. Returns the messages the model was sent
@@ -30,10 +33,10 @@ describe("LoopDetectionMiddleware: identical call sets (agent-factory.md §6.12,
       const r = ls();
       expect((await turn(mw, r)).result).toBe(r);
     }
-    expect(mw.pendingWarnings({ threadId: "t-1", runId: "run-A" })).toEqual([]);
+    expect(mw.pendingWarnings(SCOPE_A)).toEqual([]);
     const third = ls();
     expect((await turn(mw, third)).result).toBe(third);
-    expect(mw.pendingWarnings({ threadId: "t-1", runId: "run-A" })).toHaveLength(1);
+    expect(mw.pendingWarnings(SCOPE_A)).toHaveLength(1);
 
     const original = [new HumanMessage("go"), ls(), new ToolMessage({ content: "out", tool_call_id: "x", name: "bash" })];
     const { sent } = await turn(mw, new AIMessage("fine"), RUN_A, original);
@@ -48,10 +51,12 @@ describe("LoopDetectionMiddleware: identical call sets (agent-factory.md §6.12,
 
   it("hard-stops at the limit: same message id, no tool calls, [FORCED STOP] text, finish reason stop, loop_capped", async () => {
     const mw = new LoopDetectionMiddleware({ warn_threshold: 2, hard_limit: 4 });
-    for (let i = 0; i < 3; i++) await turn(mw, ls());
-    const last = callMsg([{ name: "bash", args: { command: "ls" } }], "Let me look again");
+    // One run, one context object (as LangGraph passes it to every node of a run); the stop reason is written on it.
     const context: Record<string, unknown> = { thread_id: "t-1", run_id: "run-A" };
-    const { result: replaced } = await turn(mw, last, { context });
+    const run = { context };
+    for (let i = 0; i < 3; i++) await turn(mw, ls(), run);
+    const last = callMsg([{ name: "bash", args: { command: "ls" } }], "Let me look again");
+    const { result: replaced } = await turn(mw, last, run);
     expect(replaced).not.toBe(last);
     expect(replaced.id).toBe(last.id);
     expect(replaced.tool_calls).toEqual([]);
@@ -59,8 +64,8 @@ describe("LoopDetectionMiddleware: identical call sets (agent-factory.md §6.12,
     expect(String(replaced.content)).toContain("[FORCED STOP]");
     expect(replaced.response_metadata.finish_reason).toBe("stop");
     expect(context.stop_reason).toBe("loop_capped");
-    expect(mw.consumeStopReason({ threadId: "t-1", runId: "run-A" })).toBe("loop_capped");
-    expect(mw.consumeStopReason({ threadId: "t-1", runId: "run-A" })).toBeNull();
+    expect(mw.consumeStopReason(resolveRunScope(run))).toBe("loop_capped");
+    expect(mw.consumeStopReason(resolveRunScope(run))).toBeNull();
   });
 
   it("does not count different calls as repeats", async () => {
@@ -91,10 +96,31 @@ describe("LoopDetectionMiddleware: per-thread, per-run state (AF-058)", () => {
     const mw = new LoopDetectionMiddleware({ warn_threshold: 2, hard_limit: 5 });
     await turn(mw, ls());
     await turn(mw, ls());
-    expect(mw.pendingWarnings({ threadId: "t-1", runId: "run-A" })).toHaveLength(1);
+    expect(mw.pendingWarnings(SCOPE_A)).toHaveLength(1);
     const runB = { context: { thread_id: "t-1", run_id: "run-B" } };
     expect((await turn(mw, new AIMessage("hi"), runB)).sent.some((m) => m.name === "loop_warning")).toBe(false);
-    expect(mw.pendingWarnings({ threadId: "t-1", runId: "run-A" })).toEqual([]);
+    // Run A's warning stays with run A (its context object), not with the thread.
+    expect(mw.pendingWarnings(SCOPE_A)).toHaveLength(1);
+    expect(mw.pendingWarnings(resolveRunScope(runB))).toEqual([]);
+  });
+
+  it("without a run context, a thread's next run drops the previous run's state", async () => {
+    const mw = new LoopDetectionMiddleware({ warn_threshold: 2, hard_limit: 5 });
+    const runA = { configurable: { thread_id: "t-9", run_id: "run-A" } };
+    const runB = { configurable: { thread_id: "t-9", run_id: "run-B" } };
+    await turn(mw, ls(), runA);
+    await turn(mw, ls(), runA);
+    expect(mw.pendingWarnings(resolveRunScope(runA))).toHaveLength(1);
+    expect((await turn(mw, new AIMessage("hi"), runB)).sent.some((m) => m.name === "loop_warning")).toBe(false);
+    expect(mw.pendingWarnings(resolveRunScope(runA))).toEqual([]);
+  });
+
+  it("a shared instance keeps every live run's state, however many runs are in flight (no LRU eviction)", async () => {
+    const mw = new LoopDetectionMiddleware({ warn_threshold: 2, hard_limit: 5, max_tracked_threads: 2 });
+    const runs = ["a", "b", "c", "d"].map((t) => ({ context: { thread_id: t, run_id: `run-${t}` } }));
+    for (const run of runs) await turn(mw, ls(), run);
+    for (const run of runs) await turn(mw, ls(), run);
+    for (const run of runs) expect(mw.pendingWarnings(resolveRunScope(run))).toHaveLength(1);
   });
 
   it("keeps threads apart and counts repeats per thread", async () => {
@@ -102,10 +128,10 @@ describe("LoopDetectionMiddleware: per-thread, per-run state (AF-058)", () => {
     const other = { context: { thread_id: "t-2", run_id: "run-A" } };
     await turn(mw, ls());
     await turn(mw, ls(), other);
-    expect(mw.pendingWarnings({ threadId: "t-1", runId: "run-A" })).toEqual([]);
+    expect(mw.pendingWarnings(SCOPE_A)).toEqual([]);
     await turn(mw, ls());
-    expect(mw.pendingWarnings({ threadId: "t-1", runId: "run-A" })).toHaveLength(1);
-    expect(mw.pendingWarnings({ threadId: "t-2", runId: "run-A" })).toEqual([]);
+    expect(mw.pendingWarnings(SCOPE_A)).toHaveLength(1);
+    expect(mw.pendingWarnings(resolveRunScope(other))).toEqual([]);
   });
 
   it("without a run id, a new human input starts a new run", async () => {
@@ -119,9 +145,9 @@ describe("LoopDetectionMiddleware: per-thread, per-run state (AF-058)", () => {
     expect((await turn(mw, new AIMessage("ok"), noRun, second)).sent.some((m) => m.name === "loop_warning")).toBe(false);
   });
 
-  it("tracks at most max_tracked_threads threads", async () => {
+  it("tracks at most max_tracked_threads threads of runs without a run context", async () => {
     const mw = new LoopDetectionMiddleware({ max_tracked_threads: 2 });
-    for (const t of ["a", "b", "c"]) await turn(mw, ls(), { context: { thread_id: t, run_id: "r" } });
+    for (const t of ["a", "b", "c"]) await turn(mw, ls(), { configurable: { thread_id: t, run_id: "r" } });
     expect((mw as unknown as { runs: { size: number } }).runs.size).toBe(2);
   });
 });

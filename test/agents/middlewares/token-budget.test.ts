@@ -5,9 +5,9 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createDeerflowAgent } from "../../../src/agents/factory.js";
 import { TokenBudgetMiddleware } from "../../../src/agents/middlewares/token-budget.js";
+import { resolveRunScope } from "../../../src/agents/middlewares/run-scope.js";
 import { FakeChatModel } from "../../support/fake-chat-model.js";
 
-const SCOPE = { threadId: "t", runId: "r" };
 const RUNTIME = { context: { thread_id: "t", run_id: "r" } };
 const usage = (input: number, output: number, extra: Partial<ConstructorParameters<typeof AIMessage>[0] & object> = {}) =>
   new AIMessage({ content: "", usage_metadata: { input_tokens: input, output_tokens: output, total_tokens: input + output }, ...extra });
@@ -38,13 +38,14 @@ describe("TokenBudgetMiddleware (agent-factory.md §6.13, AF-059)", () => {
     const mw = new TokenBudgetMiddleware({ enabled: true, max_tokens: 100_000 });
     const context: Record<string, unknown> = { thread_id: "t", run_id: "r" };
     const response = usage(100_000, 5_000, { content: "Thinking", tool_calls: [{ name: "bash", args: {}, id: "c1", type: "tool_call" }] });
-    const { result } = await turn(mw, response, { context });
+    const run = { context };
+    const { result } = await turn(mw, response, run);
     expect(result.tool_calls).toEqual([]);
     expect(String(result.content)).toContain("Thinking");
     expect(String(result.content)).toContain("[TOKEN BUDGET EXCEEDED] The total token usage (105,000) has exceeded the safety limit (100,000)");
     expect(context.stop_reason).toBe("token_capped");
-    expect(mw.consumeStopReason(SCOPE)).toBe("token_capped");
-    expect(mw.consumeStopReason(SCOPE)).toBeNull();
+    expect(mw.consumeStopReason(resolveRunScope(run))).toBe("token_capped");
+    expect(mw.consumeStopReason(resolveRunScope(run))).toBeNull();
   });
 
   it("applies a separate output limit (AF-059d)", async () => {
