@@ -16,6 +16,8 @@ import { getSkillsPromptSection } from "../../skills/skills-prompt.js";
 import { deferredToolsSection } from "../../tools/builtins/tool-search.js";
 import { readExtensionsForBuild } from "../../tools/read-extensions.js";
 import { createDeerflowAgent, type DeerflowAgent } from "../factory.js";
+import { getAgentsDir, getRuntimeHome, getSkillsRoot } from "../../config/paths.js";
+import { identityOf, sharedBuild } from "./build-cache.js";
 import { ThreadStateFields } from "../thread-state.js";
 import { buildMiddlewares } from "./middlewares.js";
 import { applyPromptTemplate } from "./prompt.js";
@@ -44,8 +46,14 @@ export interface LeadAgentMetadata {
   available_skills: string[] | null;
 }
 
-/** A built lead agent and what its build resolved: run metadata and the tracing callbacks for the graph root. */
-export type LeadAgent = DeerflowAgent & { resolved: { metadata: LeadAgentMetadata; callbacks: BaseCallbackHandler[] } };
+/** The compiled graph of a lead agent (what langchain's `createAgent` compiles; DeerFlow's `create_agent` result). */
+export type LeadAgentGraph = DeerflowAgent["graph"];
+
+/**
+ * A built lead agent: this request's own copy of the compiled graph (its `checkpointer` and config are the
+ * caller's to set), and what the build resolved: run metadata and the tracing callbacks for the graph root.
+ */
+export type LeadAgent = LeadAgentGraph & { resolved: { metadata: LeadAgentMetadata; callbacks: BaseCallbackHandler[] } };
 
 /** Merges `configurable` and `context`, context winning on a clash. Mirrors DeerFlow `agent.py:119-125`. */
 export function mergeRuntimeOptions(config: LeadAgentConfig): RuntimeOptions {
@@ -113,8 +121,13 @@ const BootstrapState = new StateSchema({
  * - **default**; and the internal **subagent** build of the `task` tool (`context.__subagent`).
  * Skills are discovered per build for the run's user (`skills/public`, the user's custom skills under
  * `DEER_FLOW_HOME/users/<user>/skills/custom`; enabled state from extensions_config.json and the user's skill
- * states, re-read per build) and filtered by the allowlist (null all, [] none, list those). Returns the agent with what
- * the build resolved in `agent.resolved` (the input config is not touched): the run metadata DeerFlow lists
+ * states, re-read per build) and filtered by the allowlist (null all, [] none, list those).
+ *
+ * Everything above is resolved per call; the compile (model, tools, middlewares, prompt, `createAgent`) is shared
+ * by every call whose resolved inputs are the same (see the signature below and `build-cache.ts`), and each call
+ * returns its own copy of the compiled graph (`withConfig`), so setting its `checkpointer` touches no other run.
+ * Returns that compiled graph (as DeerFlow's `create_agent` result is) with what the build resolved in
+ * `agent.resolved` (the input config is not touched): the run metadata DeerFlow lists
  * (`agent_name`, `model_name`, `thinking_enabled`, `reasoning_effort`, `is_plan_mode`, `subagent_enabled`,
  * `tool_groups`, `available_skills`, and `model_substitution: {requested, used, reason}` when an unknown model name
  * fell back to the default) and the tracing callbacks (LangSmith when configured) for the graph root.
@@ -156,16 +169,6 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
   const maxTotalSubagents = finite(options.max_total_subagents, appConfig.subagents.max_total_per_run);
 
   const modelOverrides = isBootstrap ? null : (agentConfig?.model_settings ?? null);
-  const model = await createChatModel(modelName, { thinkingEnabled, reasoningEffort, modelOverrides, appConfig });
-  // Fallback models are built only when the primary fails (nothing on the per-run path that could be avoided).
-  const modelFallback = modelConfig.fallbacks?.length
-    ? new ModelFallbackMiddleware({
-        primary: modelName,
-        fallbacks: modelConfig.fallbacks,
-        build: (name) => createChatModel(name, { thinkingEnabled: thinkingEnabled && Boolean(getModelConfig(appConfig, name)?.supports_thinking), reasoningEffort, modelOverrides, appConfig }),
-      })
-    : null;
-
   const extensions = readExtensionsForBuild();
   // The run's user sees the public skills plus their own custom ones (legacy shared ones while they have none).
   const skills = skillStorageFor(appConfig.skills, userId).loadSkills(extensions);
@@ -178,6 +181,50 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
         : null;
   const missing = [...(allowlist ?? [])].filter((name) => !skills.some((s) => s.name === name));
   if (missing.length) log.warn({ agent: agentName ?? "default", skills: missing }, `skill(s) ${missing.map((m) => `'${m}'`).join(", ")} allowed for agent '${agentName ?? "default"}' are not installed; ignoring them`);
+  const soul = subagent ? null : loadAgentSoul(branch === "custom" ? agentName : null, userId);
+  const memoryManager = runContextOf(config).memoryManager;
+  const nonInteractive = Boolean(options.non_interactive);
+  const channelName = typeof options.channel_name === "string" ? options.channel_name : null;
+
+  // Everything the compiled graph depends on. Files are compared by content (agent config, SOUL.md, skills'
+  // front matter, extensions), the global config by version (a new AppConfig per content change), paths as
+  // resolved now (the home can move between embeds and tests). The user is part of it, so no graph is shared
+  // between users even when their inputs match.
+  const signature = JSON.stringify([
+    identityOf(appConfig),
+    identityOf(memoryManager),
+    getRuntimeHome(),
+    getAgentsDir(),
+    getSkillsRoot(appConfig.skills),
+    userId,
+    branch,
+    agentName,
+    subagent ?? null,
+    agentConfig,
+    soul,
+    modelName,
+    thinkingEnabled,
+    reasoningEffort,
+    isPlanMode,
+    subagentEnabled,
+    maxConcurrentSubagents,
+    maxTotalSubagents,
+    nonInteractive,
+    channelName,
+    extensions,
+    skills,
+  ]);
+  const { agent, cached } = await sharedBuild(signature, async () => {
+  const model = await createChatModel(modelName, { thinkingEnabled, reasoningEffort, modelOverrides, appConfig });
+  // Fallback models are built only when the primary fails (nothing on the per-run path that could be avoided).
+  const modelFallback = modelConfig.fallbacks?.length
+    ? new ModelFallbackMiddleware({
+        primary: modelName,
+        fallbacks: modelConfig.fallbacks,
+        build: (name) => createChatModel(name, { thinkingEnabled: thinkingEnabled && Boolean(getModelConfig(appConfig, name)?.supports_thinking), reasoningEffort, modelOverrides, appConfig }),
+      })
+    : null;
+
   const usableSkills = filterSkills(skills, allowlist);
   const deferredDiscovery = appConfig.skills.deferred_discovery && !isBootstrap;
   const skillsSection = getSkillsPromptSection({
@@ -200,8 +247,8 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     modelName,
     subagentEnabled,
     subagentRuntime,
-    nonInteractive: Boolean(options.non_interactive),
-    channelName: typeof options.channel_name === "string" ? options.channel_name : null,
+    nonInteractive,
+    channelName,
     extensions,
     skills,
     usableSkills,
@@ -212,7 +259,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
 
   const systemPrompt = applyPromptTemplate({
     agentName: branch === "custom" ? agentName : null,
-    soul: subagent ? null : loadAgentSoul(branch === "custom" ? agentName : null, userId),
+    soul,
     subagentEnabled,
     maxConcurrentSubagents,
     maxTotalSubagents,
@@ -232,7 +279,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     supportsVision: modelConfig.supports_vision,
     summaryModel: appConfig.summarization.enabled ? await auxiliaryModel(appConfig.summarization.model_name, appConfig, model) : null,
     titleModel: appConfig.title.enabled && appConfig.title.model_name && !subagent ? await auxiliaryModel(appConfig.title.model_name, appConfig, null) : null,
-    memoryManager: runContextOf(config).memoryManager,
+    memoryManager,
     skills,
     skillAllowlist: allowlist,
     deferredTools: deferred,
@@ -242,6 +289,15 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     subagent: Boolean(subagent),
     modelFallback,
     tokenBudget: subagentType?.tokenBudget ?? null,
+  });
+
+  log.debug({ agent: agentName ?? "default", branch, model: modelName, thinkingEnabled, reasoningEffort, isPlanMode, subagentEnabled, tools: tools.map((t) => t.name) }, "lead agent compiled");
+  return createDeerflowAgent(model, tools, {
+    middleware,
+    systemPrompt,
+    name: agentName ?? "lead_agent",
+    ...(isBootstrap ? { stateSchema: BootstrapState } : {}),
+  });
   });
 
   const metadata: LeadAgentMetadata = {
@@ -257,14 +313,10 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     ...(requested && requested !== modelName ? { model_substitution: { requested: String(requested).slice(0, 200), used: modelName, reason: "not_configured" } } : {}),
   };
   const callbacks = await buildTracingCallbacks(undefined, { userId, threadId: runContextOf(config).threadId });
-  log.debug({ agent: agentName ?? "default", branch, model: modelName, thinkingEnabled, reasoningEffort, isPlanMode, subagentEnabled, tools: tools.map((t) => t.name) }, "lead agent built");
-  const agent = createDeerflowAgent(model, tools, {
-    middleware,
-    systemPrompt,
-    name: agentName ?? "lead_agent",
-    ...(isBootstrap ? { stateSchema: BootstrapState } : {}),
-  });
-  return Object.assign(agent, { resolved: { metadata, callbacks } });
+  log.debug({ agent: agentName ?? "default", branch, model: modelName, cached }, "lead agent built");
+  // The request's own copy of the shared compiled graph (a few µs): nodes, channels and middlewares are shared,
+  // and middleware state is kept per run; the copy's checkpointer and config belong to the caller.
+  return Object.assign(agent.graph.withConfig({}), { resolved: { metadata, callbacks } }) as LeadAgent;
 }
 
 /**

@@ -9,7 +9,6 @@ import { streamAgent, type StreamableAgent } from "../stream-agent.js";
 import { getLogger } from "../../logger.js";
 import type { SubagentResult, SubagentRuntime, TaskInput } from "../../tools/builtins/task.js";
 import { toolCallIdOf } from "../../tools/builtins/write-todos.js";
-import type { DeerflowAgent } from "../factory.js";
 import { textOf } from "../middlewares/message-utils.js";
 import { getSubagentType, getSubagentTypes } from "./subagent-types.js";
 
@@ -28,7 +27,7 @@ export class SubagentTimeoutError extends Error {
 }
 
 /** The factory that builds the child (the lead agent's `_makeLeadAgent`). */
-export type SubagentFactory = (config: { context: Record<string, unknown>; configurable: Record<string, unknown>; metadata: Record<string, unknown> }, options: { appConfig: AppConfig }) => Promise<DeerflowAgent>;
+export type SubagentFactory = (config: { context: Record<string, unknown>; configurable: Record<string, unknown>; metadata: Record<string, unknown> }, options: { appConfig: AppConfig }) => Promise<StreamableAgent>;
 
 type ToolRuntimeConfig = {
   context?: Record<string, unknown>;

@@ -5,6 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { clearBuildCache } from "../../../src/agents/lead-agent/build-cache.js";
 import type { DeerflowAgent } from "../../../src/agents/factory.js";
 import {
   _makeLeadAgent,
@@ -47,7 +48,8 @@ function putAgent(name: string, config: string, soul?: string, user = "default")
 
 const lastFields = () => recording().constructed.at(-1)!;
 const build = (config: LeadAgentConfig) => _makeLeadAgent(config, { appConfig });
-const toolNames = (agent: DeerflowAgent) => ((agent as unknown as { options: { tools?: { name: string }[] } }).options.tools ?? []).map((t) => t.name);
+/** The tool names of a built lead agent: the compiled graph's ToolNode (no `tools` node when there are none). */
+const toolNames = (agent: unknown) => ((agent as { nodes: { tools?: { bound: { tools: { name: string }[] } } } }).nodes.tools?.bound.tools ?? []).map((t) => t.name);
 
 beforeAll(() => {
   agentsDir = mkdtempSync(path.join(tmpdir(), "lead-agents-"));
@@ -68,6 +70,8 @@ afterAll(() => {
   process.env = { ...savedEnv };
 });
 beforeEach(() => {
+  // These tests look at what one build constructs; an earlier test's identical build would be reused.
+  clearBuildCache();
   recording().constructed.length = 0;
   recording().calls.length = 0;
   warnings = [];
@@ -217,7 +221,7 @@ describe("_makeLeadAgent: metadata (AF-040)", () => {
 });
 
 describe("the built lead agent runs", () => {
-  const invoke = async (agent: DeerflowAgent, text: string) =>
+  const invoke = async (agent: { invoke: DeerflowAgent["invoke"] }, text: string) =>
     (await agent.invoke({ messages: [new HumanMessage(text)] } as never, { configurable: { thread_id: "lead-1" } } as never)) as unknown as { messages: BaseMessage[] };
 
   it("sends the custom agent's escaped SOUL.md in the system prompt", async () => {

@@ -25,8 +25,9 @@ let root: string;
 const saved = { ...process.env };
 
 const build = (config: LeadAgentConfig, cfg: AppConfig = appConfig) => _makeLeadAgent(config, { appConfig: cfg });
-const toolNames = (agent: DeerflowAgent) => ((agent as unknown as { options: { tools?: { name: string }[] } }).options.tools ?? []).map((t) => t.name);
-const systemOf = async (agent: DeerflowAgent, text = "hi") => {
+/** The tool names of a built lead agent: the compiled graph's ToolNode (no `tools` node when there are none). */
+const toolNames = (agent: unknown) => ((agent as { nodes: { tools?: { bound: { tools: { name: string }[] } } } }).nodes.tools?.bound.tools ?? []).map((t) => t.name);
+const systemOf = async (agent: { invoke: DeerflowAgent["invoke"] }, text = "hi") => {
   recording().calls.length = 0;
   await agent.invoke({ messages: [new HumanMessage(text)] } as never, { configurable: { thread_id: "t1" }, context: { thread_id: "t1" } } as never);
   const first = recording().calls[0];
@@ -184,7 +185,7 @@ describe("MCP tools and tool_search in the lead agent", () => {
 describe("setup_agent through a bootstrap agent", () => {
   it("writes the agent files when the model calls setup_agent", async () => {
     const agent = await build({ configurable: { agent_name: "chef", is_bootstrap: true } });
-    const tool = ((agent as unknown as { options: { tools: { name: string; invoke: Function }[] } }).options.tools).find((t) => t.name === "setup_agent")!;
+    const tool = (agent.nodes.tools as unknown as { bound: { tools: { name: string; invoke: Function }[] } }).bound.tools.find((t) => t.name === "setup_agent")!;
     const out = await tool.invoke({ name: "setup_agent", args: { soul: "Cooks well.", description: "A chef" }, id: "c1", type: "tool_call" }, { context: { agent_name: "chef" } });
     expect((out as { update: { created_agent_name: string } }).update.created_agent_name).toBe("chef");
     expect(readFileSync(path.join(root, "agents", "default", "chef", "SOUL.md"), "utf8")).toBe("Cooks well.");

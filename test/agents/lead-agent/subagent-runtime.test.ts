@@ -99,7 +99,7 @@ describe("LeadSubagentRuntime: the task tool runs a child lead agent", () => {
   it("gives the child no task, no ask_clarification, no list_uploaded_files and a subagent prompt", async () => {
     const context = { thread_id: "t", app_config: appConfig, [SUBAGENT_CONTEXT_KEY]: { type: "general-purpose", tool_groups: null, available_skills: [] } };
     const agent = await _makeLeadAgent({ context: { ...context, subagent_enabled: true } }, { appConfig });
-    const names = ((agent as unknown as { options: { tools?: { name: string }[] } }).options.tools ?? []).map((t) => t.name);
+    const names = ((agent.nodes.tools as unknown as { bound: { tools: { name: string }[] } } | undefined)?.bound.tools ?? []).map((t) => t.name);
     expect(names).not.toContain("task");
     expect(names).not.toContain("present_files"); // upstream's disallowed_tools of the built-in types
     expect(names).not.toContain("ask_clarification");
