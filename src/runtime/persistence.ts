@@ -4,8 +4,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import { commitWritesPerTurn, withStatementCache } from "./statement-cache.js";
-import { getLogger } from "../logger.js";
+import { withStatementCache } from "./statement-cache.js";
 import Database from "better-sqlite3";
 import type { AppConfig } from "../config/schema.js";
 import type { ApiKeyRepository, UserRepository } from "../auth/repositories.js";
@@ -94,17 +93,12 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
     await threads.resetBusy();
     await runs.interruptOrphans();
   }
-  const turn = commitWritesPerTurn(db, (err) => getLogger().error({ err: err.message }, "SQLite commit failed; this turn's writes were rolled back"));
-  const closeDb = async () => {
-    turn.flush();
-    db.close();
-  };
   if (section?.type === "postgres") {
     if (!section.connection_string) throw new Error("checkpointer.type postgres needs checkpointer.connection_string");
     const saver = await openCheckpointer(section.connection_string);
-    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: "postgres", shared: false, close: async () => { await saver.end(); await closeDb(); } };
+    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: "postgres", shared: false, close: async () => { await saver.end(); db.close(); } };
   }
-  return { checkpointer: new SqliteSaver(withStatementCache(db)), threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: file, shared: false, close: closeDb };
+  return { checkpointer: new SqliteSaver(withStatementCache(db)), threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: file, shared: false, close: async () => void db.close() };
 }
 
 /** The account and API-key repositories over `db`. */

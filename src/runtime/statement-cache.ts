@@ -5,55 +5,6 @@ import type Database from "better-sqlite3";
 /** Most distinct SQL texts kept (searches build their text from the filters given; the cap bounds them). */
 const MAX_STATEMENTS = 256;
 
-/** Databases whose writes are committed once per event-loop turn ({@link commitWritesPerTurn}). */
-const turnCommits = new WeakMap<Database.Database, TurnCommit>();
-
-/** One open transaction per event-loop turn on a database: begun by the turn's first write, committed after it. */
-class TurnCommit {
-  private readonly commit = () => this.flush();
-
-  constructor(private readonly db: Database.Database, private readonly onError: (err: Error) => void) {}
-
-  /** Opens the turn's transaction unless one is open (this one, or a caller's `db.transaction()`). */
-  begin(): void {
-    if (this.db.inTransaction || !this.db.open) return;
-    this.db.exec("BEGIN");
-    setImmediate(this.commit);
-  }
-
-  /** Commits the open transaction now (shutdown), if any. Never throws: a failed commit is reported and rolled back. */
-  flush(): void {
-    if (!this.db.open || !this.db.inTransaction) return;
-    try {
-      this.db.exec("COMMIT");
-    } catch (err) {
-      this.onError(err as Error);
-      try {
-        if (this.db.inTransaction) this.db.exec("ROLLBACK");
-      } catch {
-        // Nothing left to undo.
-      }
-    }
-  }
-}
-
-/**
- * Makes the writes that go through a {@link StatementCache} (and {@link withStatementCache}) on `db` share one
- * transaction per event-loop turn, committed on `setImmediate`: a run makes ~15 small writes (run, thread,
- * checkpoint and pending-write rows), and concurrent runs make theirs in the same turns, so each commit is paid
- * once per turn instead of once per statement. Each statement stays atomic (a failing statement undoes only
- * itself; a `db.transaction()` inside the turn's transaction becomes a savepoint), reads on `db` see the writes at
- * once, and other connections see them after the turn (within a millisecond or so). What a crash can lose grows
- * from nothing to the current turn's writes. WAL mode only (readers are never blocked).
- * @param onError Called with the error of a commit that failed (the turn's writes are then rolled back).
- * @returns `flush()`, which commits the open turn now: call it before closing the database.
- */
-export function commitWritesPerTurn(db: Database.Database, onError: (err: Error) => void): { flush(): void } {
-  const turn = new TurnCommit(db, onError);
-  turnCommits.set(db, turn);
-  return { flush: () => turn.flush() };
-}
-
 /** A per-database cache of prepared statements, keyed by their SQL text. */
 export class StatementCache {
   private readonly statements = new Map<string, Database.Statement>();
@@ -71,7 +22,6 @@ export class StatementCache {
       if (this.statements.size >= MAX_STATEMENTS) this.statements.clear();
       this.statements.set(sql, statement);
     }
-    if (!statement.readonly) turnCommits.get(this.db)?.begin();
     return statement;
   }
 }
