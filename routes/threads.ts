@@ -1,5 +1,4 @@
 // Thread routes (LangGraph API): create, search, get, patch, delete, state get/update, history.
-import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { BadRequestError, ConflictError } from "../src/errors.js";
@@ -12,6 +11,7 @@ import { ThreadStatusSchema } from "../src/runtime/wire-enums.js";
 import { loadThreadIfOwned, requireThread, threadOf } from "./guards.js";
 import { pendingThreadOwner } from "../src/runtime/web/pending-threads.js";
 import { doc } from "./openapi.js";
+import { newId } from "../src/runtime/ids.js";
 
 /** Metadata keys are matched as JSON paths by the stores: control characters (NUL breaks SQLite's path) are refused. */
 const metadataSchema = z.record(z.string().regex(/^[^\u0000-\u001f]*$/, "metadata keys must not contain control characters"), z.unknown());
@@ -62,7 +62,7 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
 
   app.post("/threads", { schema: doc("threads", "Create a thread (idempotent for a given thread_id)", { body: ThreadCreateSchema }) }, async (request) => {
     const body = (request.body as z.infer<typeof ThreadCreateSchema>);
-    const threadId = body.thread_id ?? randomUUID();
+    const threadId = body.thread_id ?? newId();
     assertThreadId(threadId);
     const userId = principalOf(request).id;
     const existing = await threads.get(threadId);

@@ -8,6 +8,7 @@ import { ConflictError } from "../errors.js";
 import type { RunRepository, ThreadRepository } from "./repositories.js";
 import { APPEND_END_SCRIPT, openKey, streamKey } from "./redis-stream-bridge.js";
 import { RunManager, type ActiveRun, type AdmitInput, type CancelAction, type RunRecord } from "./run-manager.js";
+import { newId } from "./ids.js";
 
 /**
  * Admits a run on a thread. KEYS: thread zset, in-flight hash, sequence. ARGV: run id, process id, strategy,
@@ -194,7 +195,7 @@ export class DistributedRunManager extends RunManager {
    */
   override async admit(input: AdmitInput): Promise<ActiveRun> {
     const { redis, prefix } = this.options;
-    const runId = randomUUID();
+    const runId = newId();
     const reply = (await redis.eval(
       ADMIT_SCRIPT,
       3,

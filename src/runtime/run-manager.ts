@@ -1,11 +1,11 @@
 // Port of DeerFlow's RunManager: run records, per-thread admission with multitask strategies, and cancellation.
-import { randomUUID } from "node:crypto";
 import { ConflictError, NotFoundError } from "../errors.js";
 import type { RunRepository } from "./repositories.js";
 
 import type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
 import { emptyRunCounters, type RunCounters } from "./run-counters.js";
 import { ExpiryQueue } from "./expiry-queue.js";
+import { newId } from "./ids.js";
 
 export type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
 
@@ -94,7 +94,7 @@ export class RunManager {
   async admit(input: AdmitInput): Promise<ActiveRun> {
     const inFlight = this.inFlightOn(input.threadId);
     if (inFlight.length && input.strategy === "reject") throw new ConflictError(`Thread ${input.threadId} already has an active run`);
-    const run = this.register(input, randomUUID(), Promise.all(inFlight.map((r) => r.done)).then(() => undefined));
+    const run = this.register(input, newId(), Promise.all(inFlight.map((r) => r.done)).then(() => undefined));
     try {
       await this.store.save(run.record);
     } catch (err) {

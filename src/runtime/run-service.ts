@@ -1,9 +1,8 @@
 // The one run-creation path shared by every run route (DeerFlow gateway services.start_run): validation, thread
 // checks and admission; the run itself executes in the worker (worker.ts).
-import { randomUUID } from "node:crypto";
 import { DEFAULT_USER_ID } from "../agents/run-context.js";
 import { BadRequestError, NotFoundError, ValidationError } from "../errors.js";
-import { assertThreadId } from "./ids.js";
+import { assertThreadId, newId } from "./ids.js";
 import { toGraphInput } from "./messages.js";
 import { buildRunConfig } from "./run-config.js";
 import type { ActiveRun, RunRecord } from "./run-manager.js";
@@ -55,7 +54,7 @@ export class RunService {
     let tid: string;
     if (threadId === null) {
       const fromConfig = request.config?.configurable?.thread_id;
-      tid = fromConfig === undefined || fromConfig === null ? randomUUID() : (fromConfig as string);
+      tid = fromConfig === undefined || fromConfig === null ? newId() : (fromConfig as string);
       assertThreadId(tid);
       // A stateless run may name an existing thread only if the caller owns it; another user's reads as missing.
       const existing = await threads.get(tid);
