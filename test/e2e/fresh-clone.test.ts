@@ -81,8 +81,8 @@ describe("starting on a fresh clone", () => {
     await until(async () => !(await healthy(port)), 10_000, 100);
     expect(await healthy(port)).toBe(false);
     expect(server.output()).toContain("shutting down");
-    // The start script's heap sizing reached V8: 1536 MB old generation + 3 x 64 MB young generation.
-    expect(server.output()).toContain('"heap_limit_mb":1728');
+    // The start script's heap sizing reached V8: 1536 MB old generation + V8's default 3 x 16 MB young generation.
+    expect(server.output()).toContain('"heap_limit_mb":1584');
   });
 
   it("the Docker image sets the same heap flags as `npm start`", () => {
@@ -100,7 +100,7 @@ describe("starting on a fresh clone", () => {
     server.child.kill("SIGTERM");
     await server.exited;
     // The operator's old-generation size wins; the young generation default stays.
-    expect(server.output()).toContain('"heap_limit_mb":1216');
+    expect(server.output()).toContain('"heap_limit_mb":1072');
   });
 
   it("`npm run dev` serves, and stops on SIGTERM", async () => {
