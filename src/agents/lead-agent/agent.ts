@@ -215,89 +215,89 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     skills,
   ]);
   const { agent, cached } = await sharedBuild(signature, async () => {
-  const model = await createChatModel(modelName, { thinkingEnabled, reasoningEffort, modelOverrides, appConfig });
-  // Fallback models are built only when the primary fails (nothing on the per-run path that could be avoided).
-  const modelFallback = modelConfig.fallbacks?.length
-    ? new ModelFallbackMiddleware({
-        primary: modelName,
-        fallbacks: modelConfig.fallbacks,
-        build: (name) => createChatModel(name, { thinkingEnabled: thinkingEnabled && Boolean(getModelConfig(appConfig, name)?.supports_thinking), reasoningEffort, modelOverrides, appConfig }),
-      })
-    : null;
+    const model = await createChatModel(modelName, { thinkingEnabled, reasoningEffort, modelOverrides, appConfig });
+    // Fallback models are built only when the primary fails (nothing on the per-run path that could be avoided).
+    const modelFallback = modelConfig.fallbacks?.length
+      ? new ModelFallbackMiddleware({
+          primary: modelName,
+          fallbacks: modelConfig.fallbacks,
+          build: (name) => createChatModel(name, { thinkingEnabled: thinkingEnabled && Boolean(getModelConfig(appConfig, name)?.supports_thinking), reasoningEffort, modelOverrides, appConfig }),
+        })
+      : null;
 
-  const usableSkills = filterSkills(skills, allowlist);
-  const deferredDiscovery = appConfig.skills.deferred_discovery && !isBootstrap;
-  const skillsSection = getSkillsPromptSection({
-    skills,
-    allowlist,
-    containerPath: appConfig.skills.container_path,
-    skillNames: deferredDiscovery ? usableSkills.map((s) => s.name) : null,
-    skillEvolution: appConfig.skill_evolution.enabled,
-  });
+    const usableSkills = filterSkills(skills, allowlist);
+    const deferredDiscovery = appConfig.skills.deferred_discovery && !isBootstrap;
+    const skillsSection = getSkillsPromptSection({
+      skills,
+      allowlist,
+      containerPath: appConfig.skills.container_path,
+      skillNames: deferredDiscovery ? usableSkills.map((s) => s.name) : null,
+      skillEvolution: appConfig.skill_evolution.enabled,
+    });
 
-  const subagentRuntime = subagentEnabled ? new LeadSubagentRuntime({ factory: _makeLeadAgent, appConfig }) : undefined;
-  // A subagent build takes its role, tool filter and token budget from its type (unknown types never get here:
-  // the task tool refuses them; general-purpose is the safe reading of a hand-built marker).
-  const subagentType = subagent ? (getSubagentType(appConfig, subagent.type) ?? getSubagentType(appConfig, "general-purpose")!) : null;
-  const assembled = await assembleLeadTools({
-    appConfig,
-    branch,
-    agentName,
-    groups: subagent ? subagent.tool_groups : (agentConfig?.tool_groups ?? null),
-    modelName,
-    subagentEnabled,
-    subagentRuntime,
-    nonInteractive,
-    channelName,
-    extensions,
-    skills,
-    usableSkills,
-    deferredDiscovery,
-  });
-  const tools = subagentType ? filterSubagentTools(assembled.tools, subagentType) : assembled.tools;
-  const deferred = assembled.deferred;
+    const subagentRuntime = subagentEnabled ? new LeadSubagentRuntime({ factory: _makeLeadAgent, appConfig }) : undefined;
+    // A subagent build takes its role, tool filter and token budget from its type (unknown types never get here:
+    // the task tool refuses them; general-purpose is the safe reading of a hand-built marker).
+    const subagentType = subagent ? (getSubagentType(appConfig, subagent.type) ?? getSubagentType(appConfig, "general-purpose")!) : null;
+    const assembled = await assembleLeadTools({
+      appConfig,
+      branch,
+      agentName,
+      groups: subagent ? subagent.tool_groups : (agentConfig?.tool_groups ?? null),
+      modelName,
+      subagentEnabled,
+      subagentRuntime,
+      nonInteractive,
+      channelName,
+      extensions,
+      skills,
+      usableSkills,
+      deferredDiscovery,
+    });
+    const tools = subagentType ? filterSubagentTools(assembled.tools, subagentType) : assembled.tools;
+    const deferred = assembled.deferred;
 
-  const systemPrompt = applyPromptTemplate({
-    agentName: branch === "custom" ? agentName : null,
-    soul,
-    subagentEnabled,
-    maxConcurrentSubagents,
-    maxTotalSubagents,
-    skillsSection,
-    skillDiscoveryDeferred: deferredDiscovery,
-    memoryToolMode: appConfig.memory.enabled && appConfig.memory.mode === "tool" && !subagent,
-    deferredToolsSection: deferred ? deferredToolsSection(deferred.names) : "",
-    subagent: Boolean(subagent),
-    subagentRole: subagentType?.systemPrompt,
-    customMounts: appConfig.sandbox.mounts,
-    subagentTypes: subagentEnabled ? getSubagentTypes(appConfig).map((t) => ({ name: t.name, description: t.description })) : [],
-  });
-  const middleware = buildMiddlewares({
-    appConfig,
-    agentName,
-    isPlanMode,
-    supportsVision: modelConfig.supports_vision,
-    summaryModel: appConfig.summarization.enabled ? await auxiliaryModel(appConfig.summarization.model_name, appConfig, model) : null,
-    titleModel: appConfig.title.enabled && appConfig.title.model_name && !subagent ? await auxiliaryModel(appConfig.title.model_name, appConfig, null) : null,
-    memoryManager,
-    skills,
-    skillAllowlist: allowlist,
-    deferredTools: deferred,
-    subagentEnabled,
-    maxConcurrentSubagents,
-    maxTotalSubagents,
-    subagent: Boolean(subagent),
-    modelFallback,
-    tokenBudget: subagentType?.tokenBudget ?? null,
-  });
+    const systemPrompt = applyPromptTemplate({
+      agentName: branch === "custom" ? agentName : null,
+      soul,
+      subagentEnabled,
+      maxConcurrentSubagents,
+      maxTotalSubagents,
+      skillsSection,
+      skillDiscoveryDeferred: deferredDiscovery,
+      memoryToolMode: appConfig.memory.enabled && appConfig.memory.mode === "tool" && !subagent,
+      deferredToolsSection: deferred ? deferredToolsSection(deferred.names) : "",
+      subagent: Boolean(subagent),
+      subagentRole: subagentType?.systemPrompt,
+      customMounts: appConfig.sandbox.mounts,
+      subagentTypes: subagentEnabled ? getSubagentTypes(appConfig).map((t) => ({ name: t.name, description: t.description })) : [],
+    });
+    const middleware = buildMiddlewares({
+      appConfig,
+      agentName,
+      isPlanMode,
+      supportsVision: modelConfig.supports_vision,
+      summaryModel: appConfig.summarization.enabled ? await auxiliaryModel(appConfig.summarization.model_name, appConfig, model) : null,
+      titleModel: appConfig.title.enabled && appConfig.title.model_name && !subagent ? await auxiliaryModel(appConfig.title.model_name, appConfig, null) : null,
+      memoryManager,
+      skills,
+      skillAllowlist: allowlist,
+      deferredTools: deferred,
+      subagentEnabled,
+      maxConcurrentSubagents,
+      maxTotalSubagents,
+      subagent: Boolean(subagent),
+      modelFallback,
+      tokenBudget: subagentType?.tokenBudget ?? null,
+    });
 
-  log.debug({ agent: agentName ?? "default", branch, model: modelName, thinkingEnabled, reasoningEffort, isPlanMode, subagentEnabled, tools: tools.map((t) => t.name) }, "lead agent compiled");
-  return createDeerflowAgent(model, tools, {
-    middleware,
-    systemPrompt,
-    name: agentName ?? "lead_agent",
-    ...(isBootstrap ? { stateSchema: BootstrapState } : {}),
-  });
+    log.debug({ agent: agentName ?? "default", branch, model: modelName, thinkingEnabled, reasoningEffort, isPlanMode, subagentEnabled, tools: tools.map((t) => t.name) }, "lead agent compiled");
+    return createDeerflowAgent(model, tools, {
+      middleware,
+      systemPrompt,
+      name: agentName ?? "lead_agent",
+      ...(isBootstrap ? { stateSchema: BootstrapState } : {}),
+    });
   });
 
   const metadata: LeadAgentMetadata = {
