@@ -63,7 +63,7 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
 # Exec form, node as PID 1: SIGTERM from `docker stop` reaches the server (src/server.ts, compiled), which interrupts in-flight runs and
 # waits up to 5 s for them, within docker's default 10 s stop timeout.
 # V8 heap sizing (README "Memory footprint"): a 1.5 GB old-generation cap keeps the heap's growth step smaller; V8's
-# default 16 MB semi-spaces keep RSS ~75 MB lower than 64 MB ones for ~3% more CPU per run under load.
+# default 16 MB semi-spaces keep RSS ~75 MB lower than 64 MB ones for ~5% more CPU per run under load.
 # Override with `docker run -e NODE_OPTIONS=...`.
 ENV NODE_OPTIONS="--max-old-space-size=1536"
 CMD ["node", "dist/src/server.js"]
