@@ -79,6 +79,14 @@ describe("one compiled graph per distinct build", () => {
     expect(fake.requests.map((r) => r.body.messages.at(-1).content)).toEqual(["one", "two", "three"]);
   });
 
+  it("does not keep a build whose options are huge (a 300 KB reasoning_effort): it runs, compiled for itself", async () => {
+    await run(h, "small");
+    expect(buildCacheSize()).toBe(1);
+    const { values } = await run(h, "huge", { reasoning_effort: "x".repeat(300 * 1024) });
+    expect(values.messages.at(-1).content).toBe("Echo: huge");
+    expect(buildCacheSize()).toBe(1);
+  });
+
   it("gives each request its own copy: the checkpointer set on one is not the other's", async () => {
     const appConfig = parseAppConfig({ models: [{ name: "m", use: "deerflow-gateway:ScriptedChatModel", model: "m" }] });
     const cfg = { context: { thread_id: "t", user_id: "u", app_config: appConfig } };

@@ -8,6 +8,13 @@ import type { DeerflowAgent } from "../factory.js";
 /** Builds kept (least recently used dropped). A build is one (config version, user, agent, options) combination. */
 export const BUILD_CACHE_MAX = 32;
 
+/**
+ * Longest signature (characters) whose build is shared. A signature carries request options as given (e.g. a
+ * free-form `reasoning_effort`), so a caller could otherwise make the cache hold 32 keys of megabytes each; a build
+ * with a larger signature is compiled for its run alone, as before sharing existed.
+ */
+export const MAX_SHARED_SIGNATURE_CHARS = 256 * 1024;
+
 const builds = new LRUCache<string, Promise<DeerflowAgent>>({ max: BUILD_CACHE_MAX });
 const objectIds = new WeakMap<object, number>();
 let nextObjectId = 1;
@@ -25,12 +32,14 @@ export function identityOf(value: object | null | undefined): number {
 
 /**
  * The agent compiled for `signature`, compiling it with `build` on first use. Concurrent calls with one signature
- * share one build; a build that fails is forgotten (the next call tries again, and every caller sees the error).
+ * share one build; a build that fails is forgotten (the next call tries again, and every caller sees the error). A
+ * signature over {@link MAX_SHARED_SIGNATURE_CHARS} is built and not kept.
  * @param signature Every input the compiled graph depends on, serialised (see `_makeLeadAgent`).
  * @returns `{agent, cached}`: `cached` is false for the call that started the build.
  * @throws whatever `build` throws.
  */
 export async function sharedBuild(signature: string, build: () => Promise<DeerflowAgent>): Promise<{ agent: DeerflowAgent; cached: boolean }> {
+  if (signature.length > MAX_SHARED_SIGNATURE_CHARS) return { agent: await build(), cached: false };
   const hit = builds.get(signature);
   if (hit) return { agent: await hit, cached: true };
   const pending = build();
