@@ -4,7 +4,7 @@ import pg from "pg";
 import { DEFAULT_USER_ID } from "../agents/run-context.js";
 import type { RunListOptions, RunRepository, ThreadRepository, ThreadSearchQuery } from "./repositories.js";
 import type { RunRecord } from "./run-manager.js";
-import { runCountersOf } from "./run-counters.js";
+import { kwargsJson, runCountersOf } from "./run-counters.js";
 import { ThreadStore, type ThreadRecord, type ThreadStatus } from "./thread-store.js";
 
 /**
@@ -156,7 +156,7 @@ export class PgRunStore implements RunRepository {
   async save(record: RunRecord): Promise<void> {
     await this.pool.query(
       `INSERT INTO runs (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-       ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, metadata = EXCLUDED.metadata, kwargs = EXCLUDED.kwargs,
+       ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, metadata = EXCLUDED.metadata,
          updated_at = EXCLUDED.updated_at, error = EXCLUDED.error, counters = EXCLUDED.counters`,
       [
         record.run_id,
@@ -164,7 +164,7 @@ export class PgRunStore implements RunRepository {
         record.assistant_id,
         record.status,
         JSON.stringify(record.metadata),
-        JSON.stringify(record.kwargs),
+        kwargsJson(record),
         record.multitask_strategy,
         record.created_at,
         record.updated_at,

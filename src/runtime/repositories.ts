@@ -51,7 +51,7 @@ export interface ThreadRepository {
 
 /** The run table: finished and in-flight run records. */
 export interface RunRepository {
-  /** Inserts or replaces a run record. */
+  /** Inserts a run record, or updates its status, metadata, timestamps, error and counters (`kwargs` never change). */
   save(record: RunRecord): Promise<void>;
   /** The run, or null. */
   get(runId: string): Promise<RunRecord | null>;

@@ -59,3 +59,16 @@ export function runCountersOf(stored: unknown): RunCounters {
   }
   return out;
 }
+
+const kwargsText = new WeakMap<object, string>();
+
+/**
+ * `record.kwargs` as JSON, serialised once per kwargs object: a run's kwargs (its input and config) are fixed at
+ * admission, and every status save of the run binds them again (three saves per run; a long pasted input is then
+ * serialised once, not three times).
+ */
+export function kwargsJson(record: { kwargs: object }): string {
+  let text = kwargsText.get(record.kwargs);
+  if (text === undefined) kwargsText.set(record.kwargs, (text = JSON.stringify(record.kwargs)));
+  return text;
+}

@@ -2,7 +2,7 @@
 import type Database from "better-sqlite3";
 import type { RunListOptions, RunRepository } from "./repositories.js";
 import type { RunRecord, RunStatus } from "./run-manager.js";
-import { runCountersOf } from "./run-counters.js";
+import { kwargsJson, runCountersOf } from "./run-counters.js";
 import { StatementCache } from "./statement-cache.js";
 
 interface Row {
@@ -46,14 +46,17 @@ export class RunStore implements RunRepository {
     return { ...rest, metadata: JSON.parse(row.metadata), kwargs: JSON.parse(row.kwargs), ...runCountersOf(counters), ...(error !== null ? { error } : {}) };
   }
 
-  /** Inserts a run record, or updates the stored one (status, metadata, kwargs, updated_at, error, counters). */
+  /**
+   * Inserts a run record, or updates the stored one (status, metadata, updated_at, error, counters). `kwargs` (the
+   * request's input and config) are written with the row and never change: a status update does not rewrite them.
+   */
   async save(record: RunRecord): Promise<void> {
     this.statements
       // An upsert, not INSERT OR REPLACE: a status change updates the row in place (REPLACE deletes and re-inserts
       // it, with index upkeep twice and a new rowid, which is the list's tie-break).
       .get(`INSERT INTO runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, error, counters)
         VALUES (@run_id, @thread_id, @assistant_id, @status, @metadata, @kwargs, @multitask_strategy, @created_at, @updated_at, @error, @counters)
-        ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, metadata = excluded.metadata, kwargs = excluded.kwargs,
+        ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, metadata = excluded.metadata,
           updated_at = excluded.updated_at, error = excluded.error, counters = excluded.counters`)
       .run({
         run_id: record.run_id,
@@ -64,7 +67,7 @@ export class RunStore implements RunRepository {
         created_at: record.created_at,
         updated_at: record.updated_at,
         metadata: JSON.stringify(record.metadata),
-        kwargs: JSON.stringify(record.kwargs),
+        kwargs: kwargsJson(record),
         error: record.error ?? null,
         counters: JSON.stringify(runCountersOf(record)),
       });

@@ -17,4 +17,13 @@ describe("RunStore (SQLite) counters", () => {
     new RunStore(db);
     expect(await store.get("new")).toMatchObject({ total_tokens: 36 });
   });
+
+  it("writes a run's kwargs with the row and keeps them through status updates", async () => {
+    const store = new RunStore(new Database(":memory:"));
+    const record = { run_id: "r", thread_id: "t", assistant_id: "lead_agent", status: "pending" as const, metadata: {}, kwargs: { input: { messages: [{ role: "user", content: "hi" }] }, config: { recursion_limit: 100 } }, multitask_strategy: "reject" as const, created_at: "a", updated_at: "a" };
+    await store.save(record);
+    await store.save({ ...record, status: "running", metadata: { model_name: "m" }, updated_at: "b" });
+    await store.save({ ...record, status: "success", kwargs: { input: "changed", config: {} }, updated_at: "c", error: undefined });
+    expect(await store.get("r")).toMatchObject({ status: "success", metadata: {}, updated_at: "c", kwargs: { input: { messages: [{ role: "user", content: "hi" }] }, config: { recursion_limit: 100 } } });
+  });
 });

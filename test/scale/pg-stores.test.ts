@@ -80,6 +80,9 @@ describe("PostgreSQL stores", () => {
     await runs.save(run("r-3", "T", "pending", "2026-01-01T00:00:03.000Z"));
     await runs.save({ ...run("r-1", "T", "error", "2026-01-01T00:00:01.000Z"), error: "boom" });
     expect(await runs.get("r-1")).toMatchObject({ status: "error", error: "boom", metadata: { k: 1 } });
+    // kwargs are written with the row; a status save does not rewrite them.
+    await runs.save({ ...run("r-1", "T", "error", "2026-01-01T00:00:01.000Z"), error: "boom", kwargs: { input: "changed", config: {} } });
+    expect((await runs.get("r-1"))!.kwargs).toEqual({ input: { messages: [] }, config: {} });
     // The Run JSON counters are stored with the run (all zero for a record saved without them).
     await runs.save({ ...run("r-c", "C", "success", "2026-01-01T00:00:04.000Z"), total_tokens: 36, llm_call_count: 2, stop_reason: "loop_capped" });
     expect(await runs.get("r-c")).toMatchObject({ total_tokens: 36, llm_call_count: 2, stop_reason: "loop_capped", message_count: 0 });
