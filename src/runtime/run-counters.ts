@@ -63,12 +63,17 @@ export function runCountersOf(stored: unknown): RunCounters {
 const kwargsText = new WeakMap<object, string>();
 
 /**
- * `record.kwargs` as JSON, serialised once per kwargs object: a run's kwargs (its input and config) are fixed at
- * admission, and every status save of the run binds them again (three saves per run; a long pasted input is then
- * serialised once, not three times).
+ * `record.kwargs` as JSON, serialised once per run: a run's kwargs (its input and config) are fixed at admission,
+ * and every status save of the run binds them again (three saves per run; a long pasted input is then serialised
+ * once, not three times). The text is kept only while the run is `pending` or `running`: a finished run's record
+ * stays in memory for a minute, and it should not carry its input twice.
  */
-export function kwargsJson(record: { kwargs: object }): string {
+export function kwargsJson(record: { kwargs: object; status: string }): string {
+  const live = record.status === "pending" || record.status === "running";
   let text = kwargsText.get(record.kwargs);
-  if (text === undefined) kwargsText.set(record.kwargs, (text = JSON.stringify(record.kwargs)));
+  if (text === undefined) {
+    text = JSON.stringify(record.kwargs);
+    if (live) kwargsText.set(record.kwargs, text);
+  } else if (!live) kwargsText.delete(record.kwargs);
   return text;
 }
