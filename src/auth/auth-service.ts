@@ -6,7 +6,7 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { Principal } from "./principal.js";
 import type { ApiKeyRecord, ApiKeyRepository, UserRecord, UserRepository } from "./repositories.js";
 import type { SessionTokens, TokenProblem } from "./session-token.js";
-import { LruCache } from "../skills/lru-cache.js";
+import { LRUCache } from "lru-cache";
 
 /** Prefix of every API key (tells a key from a session token or a stray string at a glance). */
 export const API_KEY_PREFIX = "dfk_";
@@ -50,8 +50,8 @@ export class AuthService {
   private readonly ttl: number;
   private readonly touchEvery: number;
   private readonly now: () => number;
-  private readonly userCache = new LruCache<string, Cached<UserRecord>>(10_000);
-  private readonly keyCache = new LruCache<string, Cached<ApiKeyRecord>>(10_000);
+  private readonly userCache = new LRUCache<string, Cached<UserRecord>>({ max: 10_000 });
+  private readonly keyCache = new LRUCache<string, Cached<ApiKeyRecord>>({ max: 10_000 });
 
   constructor(options: AuthServiceOptions) {
     this.users = options.users;

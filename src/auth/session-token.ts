@@ -4,7 +4,7 @@ import { createSecretKey, randomBytes, type KeyObject } from "node:crypto";
 import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
-import { LruCache } from "../skills/lru-cache.js";
+import { LRUCache } from "lru-cache";
 
 /** File name of the generated secret under the runtime home (upstream's name). */
 export const JWT_SECRET_FILE = ".jwt_secret";
@@ -64,7 +64,7 @@ export class SessionTokens {
    * every request. jose verifies through WebCrypto (async, on the thread pool): measured ~60 us p50 and ~2 ms p99
    * per call on 2 shared cores, against ~2 us for the cached path.
    */
-  private readonly verified = new LruCache<string, { claims: SessionClaims; expMs: number }>(10_000);
+  private readonly verified = new LRUCache<string, { claims: SessionClaims; expMs: number }>({ max: 10_000 });
 
   /**
    * @param secret The signing secret, or a function returning it, called on first use (so a server that never

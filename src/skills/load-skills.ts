@@ -1,13 +1,13 @@
 // Port of DeerFlow skills/storage/local_skill_storage.py (discovery) and skill_storage.py (enabled state).
-import { readdirSync, statSync, type Dirent } from "node:fs";
+import { readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import path from "node:path";
 import { isSkillEnabled, type ExtensionsConfig } from "../config/extensions-config.js";
 import { getLogger } from "../logger.js";
-import { LruCache } from "./lru-cache.js";
+import { LRUCache } from "lru-cache";
 import { parseSkillFile, SKILL_CATEGORIES, type Skill } from "./parse-skill.js";
 
 /** Parsed SKILL.md files by path, valid while the file's mtime and size are unchanged (no re-parse per build). */
-const parsed = new LruCache<string, { key: string; skill: Skill | null }>(512);
+const parsed = new LRUCache<string, { key: string; skill: Skill | null }>({ max: 512 });
 
 /** Drops the parse cache (tests; a skills API would call it after writing). */
 export function invalidateSkillCache(): void {
@@ -27,10 +27,11 @@ function listDir(dir: string): Dirent[] {
 /**
  * SKILL.md files under one category root, depth first in name order. Dot-directories are skipped and a
  * directory holding SKILL.md is a package boundary: SKILL.md files nested below it are not skills.
- * @returns `[file, relativePath]` pairs, `relativePath` `/`-separated from the category root.
+ * @returns `[file, relativePath, version]` entries: `relativePath` `/`-separated from the category root, `version`
+ *   the file's `mtimeMs` and size as the walk saw them (so the parse cache needs no second stat).
  */
-export function findSkillFiles(categoryRoot: string): [string, string][] {
-  const out: [string, string][] = [];
+export function findSkillFiles(categoryRoot: string): SkillFile[] {
+  const out: SkillFile[] = [];
   const walk = (dir: string, rel: string) => {
     const entries = listDir(dir).sort((a, b) => a.name.localeCompare(b.name));
     for (const e of entries) {
@@ -38,13 +39,13 @@ export function findSkillFiles(categoryRoot: string): [string, string][] {
       const child = path.join(dir, e.name);
       const childRel = rel ? `${rel}/${e.name}` : e.name;
       const file = path.join(child, "SKILL.md");
-      let isSkill = false;
+      let st: Stats | undefined;
       try {
-        isSkill = statSync(file, { throwIfNoEntry: false })?.isFile() ?? false;
+        st = statSync(file, { throwIfNoEntry: false });
       } catch {
-        isSkill = false;
+        st = undefined;
       }
-      if (isSkill) out.push([file, childRel]);
+      if (st?.isFile()) out.push([file, childRel, `${st.mtimeMs}\u0000${st.size}`]);
       else walk(child, childRel);
     }
   };
@@ -52,11 +53,14 @@ export function findSkillFiles(categoryRoot: string): [string, string][] {
   return out;
 }
 
-function cachedParse(file: string, category: string, relativePath: string): Skill | null {
+function cachedParse(file: string, category: string, relativePath: string, version?: string): Skill | null {
   let key: string;
   try {
-    const st = statSync(file);
-    key = `${category}\u0000${relativePath}\u0000${st.mtimeMs}\u0000${st.size}`;
+    if (version === undefined) {
+      const st = statSync(file);
+      version = `${st.mtimeMs}\u0000${st.size}`;
+    }
+    key = `${category}\u0000${relativePath}\u0000${version}`;
   } catch {
     return null;
   }
@@ -67,12 +71,15 @@ function cachedParse(file: string, category: string, relativePath: string): Skil
   return skill ? { ...skill } : null;
 }
 
+/** A SKILL.md found by {@link findSkillFiles}: `[file, relativePath, version?]` (`version`: `mtimeMs` NUL size). */
+export type SkillFile = [file: string, relativePath: string, version?: string];
+
 /** One directory of skills of one category (e.g. `public` at `<skills root>/public`). */
 export interface SkillSource {
   category: string;
   root: string;
   /** The root's SKILL.md files when the caller already walked it ({@link findSkillFiles}); walked otherwise. */
-  files?: [string, string][];
+  files?: SkillFile[];
 }
 
 /**
@@ -84,8 +91,8 @@ export interface SkillSource {
 export function loadSkillsFrom(sources: readonly SkillSource[], enabledOf: (skill: Skill) => boolean): Skill[] {
   const byName = new Map<string, Skill>();
   for (const { category, root, files } of sources) {
-    for (const [file, rel] of files ?? findSkillFiles(root)) {
-      const skill = cachedParse(file, category, rel);
+    for (const [file, rel, version] of files ?? findSkillFiles(root)) {
+      const skill = cachedParse(file, category, rel, version);
       if (!skill) continue;
       if (byName.has(skill.name)) getLogger().debug({ skill: skill.name, category }, `skill '${skill.name}' in ${category}/ overrides an earlier one`);
       skill.enabled = enabledOf(skill);

@@ -1,7 +1,7 @@
 // Port of DeerFlow agents/lead_agent/prompt.py (get_skills_prompt_section) and skills/describe.py (skill index).
 // The wording is ours; the structure and the cache key follow upstream.
 import { escapePromptText } from "../agents/prompt-text.js";
-import { LruCache } from "./lru-cache.js";
+import { LRUCache } from "lru-cache";
 import { skillContainerFile } from "./load-skills.js";
 import type { Skill } from "./parse-skill.js";
 
@@ -25,7 +25,7 @@ export interface SkillsSectionOptions {
 const LABELS: Record<string, string> = { custom: "[custom, editable]", legacy: "[legacy, read-only]" };
 
 /** Rendered sections by content signature (DeerFlow: `lru_cache(maxsize=32)`). */
-const rendered = new LruCache<string, string>(32);
+const rendered = new LRUCache<string, string>({ max: 32 });
 let renders = 0;
 
 /** How many times a section was actually rendered (not served from the cache); for tests. */
