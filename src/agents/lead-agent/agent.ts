@@ -146,7 +146,9 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
   const log = getLogger();
   const options = mergeRuntimeOptions(config);
   const agentName = options.agent_name ? validateAgentName(String(options.agent_name)) : null;
-  const { userId, subagent } = runContextOf(config);
+  // Read once: the run context view parses the subagent marker.
+  const runContext = runContextOf(config);
+  const { userId, subagent } = runContext;
   const isBootstrap = Boolean(options.is_bootstrap) && !subagent;
   const branch = subagent ? "subagent" : isBootstrap ? "bootstrap" : agentName ? "custom" : "default";
   const agentConfig: AgentConfig | null = branch === "custom" ? loadAgentConfig(agentName!, userId) : null;
@@ -182,7 +184,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
   const missing = [...(allowlist ?? [])].filter((name) => !skills.some((s) => s.name === name));
   if (missing.length) log.warn({ agent: agentName ?? "default", skills: missing }, `skill(s) ${missing.map((m) => `'${m}'`).join(", ")} allowed for agent '${agentName ?? "default"}' are not installed; ignoring them`);
   const soul = subagent ? null : loadAgentSoul(branch === "custom" ? agentName : null, userId);
-  const memoryManager = runContextOf(config).memoryManager;
+  const memoryManager = runContext.memoryManager;
   const nonInteractive = Boolean(options.non_interactive);
   const channelName = typeof options.channel_name === "string" ? options.channel_name : null;
 
@@ -312,7 +314,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
     // DeerFlow silently runs the default model for an unknown name; the run record says so.
     ...(requested && requested !== modelName ? { model_substitution: { requested: String(requested).slice(0, 200), used: modelName, reason: "not_configured" } } : {}),
   };
-  const callbacks = await buildTracingCallbacks(undefined, { userId, threadId: runContextOf(config).threadId });
+  const callbacks = await buildTracingCallbacks(undefined, { userId, threadId: runContext.threadId });
   log.debug({ agent: agentName ?? "default", branch, model: modelName, cached }, "lead agent built");
   // The request's own copy of the shared compiled graph (a few µs): nodes, channels and middlewares are shared,
   // and middleware state is kept per run; the copy's checkpointer and config belong to the caller.
