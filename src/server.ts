@@ -10,8 +10,11 @@ import { readServerEnv } from "./config/server-env.js";
 import { watchAppConfig } from "./config/watcher.js";
 import { createLogger, setLogger } from "./logger.js";
 import { startTracing } from "./observability/tracing.js";
+import { installRandomPool } from "./runtime/random-pool.js";
 
 async function main(): Promise<void> {
+  // Run ids are UUIDv7 made from getRandomValues, dozens per run: buffer the bytes (src/runtime/random-pool.ts).
+  installRandomPool();
   // Before the config is read: the shipped config references these, whatever started the process.
   applyProviderEnvDefaults();
   applyCallbackEnvDefault();
