@@ -10,11 +10,11 @@ import { readServerEnv } from "./config/server-env.js";
 import { watchAppConfig } from "./config/watcher.js";
 import { createLogger, setLogger } from "./logger.js";
 import { startTracing } from "./observability/tracing.js";
-import { installRandomPool } from "./runtime/random-pool.js";
+import { tuneServerProcess } from "./runtime/process-tuning.js";
 
 async function main(): Promise<void> {
-  // Run ids are UUIDv7 made from getRandomValues, dozens per run: buffer the bytes (src/runtime/random-pool.ts).
-  installRandomPool();
+  // Speed-only patches of the platform and @langchain/core (src/runtime/process-tuning.ts).
+  tuneServerProcess();
   // Before the config is read: the shipped config references these, whatever started the process.
   applyProviderEnvDefaults();
   applyCallbackEnvDefault();

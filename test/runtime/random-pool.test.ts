@@ -1,8 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { v7 } from "uuid";
 import { installRandomPool } from "../../src/runtime/random-pool.js";
 
 let restore: (() => void) | null = null;
+// The test setup installs the pool (as the server does): each case starts from the platform's function.
+beforeEach(() => installRandomPool()());
+afterAll(() => void installRandomPool());
 afterEach(() => {
   restore?.();
   restore = null;
