@@ -37,7 +37,7 @@ async function main(): Promise<void> {
   }
   if (env.workers > 1 && runPrimary(env.workers, logger)) return;
   const configPath = getAppConfigStatus().path;
-  const tracing = env.otlpTracesEndpoint ? startTracing({ endpoint: env.otlpTracesEndpoint, serviceName: env.otelServiceName, headers: env.otlpHeaders }, logger) : undefined;
+  const tracing = env.otlpTracesEndpoint ? await startTracing({ endpoint: env.otlpTracesEndpoint, serviceName: env.otelServiceName, headers: env.otlpHeaders }, logger) : undefined;
   if (tracing) logger.info({ endpoint: env.otlpTracesEndpoint }, "OpenTelemetry tracing on");
   const app = await buildApp({ logger, heartbeatMs: env.heartbeatMs, corsOrigins: env.corsOrigins, allowedHosts: env.allowedHosts, tracing });
   const watcher: FSWatcher | null = configPath ? watchAppConfig(configPath) : null;

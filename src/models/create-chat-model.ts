@@ -1,7 +1,6 @@
 // Port of DeerFlow models/factory.py (create_chat_model): `use:` resolution, thinking and reasoning-effort rules,
 // then a constructor call on the resolved LangChain chat model class.
 import { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { ChatOpenAI } from "@langchain/openai";
 import { getAppConfig } from "../config/app-config.js";
 import { getProjectRoot } from "../config/paths.js";
 import { getModelConfig, type AppConfig, type ModelConfig } from "../config/schema.js";
@@ -142,6 +141,24 @@ function toGenericFields(settings: Settings): Settings {
 }
 
 /**
+ * Whether `cls` is `ChatOpenAI` or extends it. `@langchain/openai` (and the `openai` SDK, ~15 MB of RSS once loaded)
+ * is imported only for a class with a `ChatOpenAI` in its prototype chain, so a server whose models are all other
+ * providers never loads it; for an OpenAI model the module is already loaded by then.
+ */
+async function isChatOpenAIClass(cls: abstract new (...args: never[]) => unknown): Promise<boolean> {
+  let named = false;
+  for (let c: unknown = cls; typeof c === "function" && c !== Function.prototype; c = Object.getPrototypeOf(c)) {
+    if ((c as { name?: string }).name === "ChatOpenAI") {
+      named = true;
+      break;
+    }
+  }
+  if (!named) return false;
+  const { ChatOpenAI } = await import("@langchain/openai");
+  return cls === (ChatOpenAI as unknown) || cls.prototype instanceof ChatOpenAI;
+}
+
+/**
  * Creates the chat model named `name` (first configured model when null). Mirrors DeerFlow `create_chat_model`.
  * @throws NotFoundError "Model X not found in config" for an unknown name, or when no model is configured.
  * @throws ModelConfigError for thinking on a model whose entry forbids it (see {@link buildModelSettings}).
@@ -155,7 +172,7 @@ export async function createChatModel(name: string | null | undefined, options: 
   }
   const cls = await resolveClass(entry.use, BaseChatModel, getProjectRoot());
   const settings = buildModelSettings(entry, options);
-  const isOpenAI = cls === (ChatOpenAI as unknown) || cls.prototype instanceof ChatOpenAI;
+  const isOpenAI = await isChatOpenAIClass(cls);
   const fields = isOpenAI ? toOpenAIFields(settings, entry.name) : toGenericFields(settings);
   // The metadata names the config entry, so metrics and logs say `gpt-4o-mini`, not whatever the provider calls
   // it; every failed provider attempt of an OpenAI-compatible model is logged with the run's ids and counted

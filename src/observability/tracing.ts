@@ -1,11 +1,10 @@
 // Optional OpenTelemetry tracing: spans per HTTP request, run, model call and tool call, named and attributed
 // after the OpenTelemetry GenAI semantic conventions, exported over OTLP/HTTP in batches. Off unless an endpoint
 // is configured; an unreachable collector is logged once per distinct error and never fails a request or a run.
+// The SDK and exporter are imported only when tracing starts: loaded, they hold ~11 MB of RSS a server without an
+// endpoint would carry for nothing (the API used on the request path is small).
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from "@opentelemetry/api";
-import { setGlobalErrorHandler } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
+import type { SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import type { Logger } from "pino";
 
 /** Where spans go: an OTLP/HTTP traces endpoint (e.g. `http://collector:4318/v1/traces`). */
@@ -46,10 +45,16 @@ export function createGatewayTracing(tracer: Tracer, shutdown: () => Promise<voi
 /**
  * Starts OTLP/HTTP tracing with a batch span processor (spans leave the request path; a collector that is down
  * costs a dropped batch, not latency). Export errors reach OpenTelemetry's global error handler, which here logs
- * each distinct message once at warn level (a failed final flush too).
+ * each distinct message once at warn level (a failed final flush too). Imports the OpenTelemetry SDK on first use.
  * @param processors extra span processors (tests).
  */
-export function startTracing(options: TracingOptions, logger: Logger, processors: SpanProcessor[] = []): GatewayTracing {
+export async function startTracing(options: TracingOptions, logger: Logger, processors: SpanProcessor[] = []): Promise<GatewayTracing> {
+  const [{ setGlobalErrorHandler }, { OTLPTraceExporter }, { resourceFromAttributes }, { BasicTracerProvider, BatchSpanProcessor }] = await Promise.all([
+    import("@opentelemetry/core"),
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/resources"),
+    import("@opentelemetry/sdk-trace-base"),
+  ]);
   const seen = new Set<string>();
   const report = (err: unknown) => {
     const message = err instanceof Error ? err.message : String(err);

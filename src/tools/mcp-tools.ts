@@ -1,7 +1,7 @@
 // Port of DeerFlow mcp/tools.py + mcp/cache.py: MCP tools through @langchain/mcp-adapters, cached by config content.
 import { createHash } from "node:crypto";
 import type { StructuredToolInterface } from "@langchain/core/tools";
-import { MultiServerMCPClient, type Connection } from "@langchain/mcp-adapters";
+import type { Connection, MultiServerMCPClient } from "@langchain/mcp-adapters";
 import type { ExtensionsConfig, McpServerConfig } from "../config/extensions-config.js";
 import { getLogger } from "../logger.js";
 
@@ -100,6 +100,10 @@ export class McpToolCache {
   private async connect(name: string, server: McpServerConfig, entry: ServerEntry): Promise<StructuredToolInterface[]> {
     let timer: NodeJS.Timeout | undefined;
     try {
+      // Imported on the first configured server: the adapters and the MCP SDK hold ~20 MB of RSS.
+      const { MultiServerMCPClient } = await import("@langchain/mcp-adapters");
+      // Dropped (entry edited or removed, cache closed) while the import was in flight: no client to leak.
+      if (this.servers.get(name) !== entry) return [];
       const client = new MultiServerMCPClient({
         mcpServers: { [name]: toConnection(name, server) },
         onConnectionError: "throw",

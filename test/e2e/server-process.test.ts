@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -10,8 +10,8 @@ const root = path.resolve(import.meta.dirname, "../..");
 const dir = mkdtempSync(path.join(tmpdir(), "dfgw-proc-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function startServer(env: Record<string, string>) {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+function startServer(env: Record<string, string>, nodeArgs: string[] = []) {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "src/server.ts"], {
     cwd: root,
     env: { ...process.env, HOST: "127.0.0.1", DEER_FLOW_HOME: path.join(dir, "home"), LOG_LEVEL: "info", DEER_FLOW_AUTH_DISABLED: "", DEER_FLOW_ENV: "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -26,6 +26,32 @@ function startServer(env: Record<string, string>) {
 const waitFor = (check: () => Promise<boolean>) => until(check, 15_000, 100);
 
 describe("the server process", () => {
+  it("loads the OpenTelemetry SDK, the MCP adapters and the OpenAI client only when the config uses them", async () => {
+    const config = path.join(dir, "lean.yaml");
+    // An OpenAI model is configured but not used by the run; no OTLP endpoint; no MCP server.
+    writeFileSync(config, "models:\n  - name: scripted\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n  - name: gpt\n    use: langchain_openai:ChatOpenAI\n    model: gpt-4o-mini\n    api_key: sk-test\n");
+    const modules = path.join(dir, "modules.log");
+    const port = String(18000 + Math.floor(Math.random() * 2000));
+    const { child, exited } = startServer({ DEER_FLOW_CONFIG_PATH: config, PORT: port, DEER_FLOW_AUTH_DISABLED: "1", DFGW_MODULE_LOG: modules }, ["--import", "./test/support/module-recorder.mjs"]);
+    // Not /health: it imports every configured model class to check its `use:` (src/runtime/model-health.ts).
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/api/models`).catch(() => null))?.ok ?? false);
+    const res = await fetch(`http://127.0.0.1:${port}/runs/stream`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input: { messages: [{ role: "user", content: "ping" }] } }),
+    });
+    expect(await res.text()).toContain("You said: ping");
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    const loaded = readFileSync(modules, "utf8");
+    // The recorder works: the packages every run needs are listed.
+    expect(loaded).toContain("/node_modules/@langchain/langgraph/");
+    expect(loaded).toContain("/node_modules/@opentelemetry/api/");
+    for (const unused of ["@opentelemetry/sdk-trace-base", "@opentelemetry/exporter-trace-otlp-http", "@langchain/mcp-adapters", "@modelcontextprotocol/sdk", "@langchain/openai", "openai"]) {
+      expect(loaded, unused).not.toContain(`/node_modules/${unused}/`);
+    }
+  });
+
   it("exits non-zero at start-up on an invalid config, naming the file and the bad key", async () => {
     const bad = path.join(dir, "bad.yaml");
     writeFileSync(bad, "models:\n  - name: broken\n    use: langchain_openai:ChatOpenAI\n");

@@ -65,7 +65,7 @@ describe("OpenTelemetry tracing", () => {
     await new Promise<void>((r) => probe.close(() => r()));
     const lines: Record<string, any>[] = [];
     const logger = pino({ level: "debug" }, new Writable({ write(chunk, _e, cb) { for (const l of String(chunk).split("\n")) if (l.trim()) lines.push(JSON.parse(l)); cb(); } }));
-    const tracing = startTracing({ endpoint: `http://127.0.0.1:${port}/v1/traces` }, logger);
+    const tracing = await startTracing({ endpoint: `http://127.0.0.1:${port}/v1/traces` }, logger);
     const h = await startHarness(config(fake.url), { tracing });
     try {
       for (let i = 0; i < 2; i++) {
