@@ -25,6 +25,16 @@ function startServer(env: Record<string, string>, nodeArgs: string[] = []) {
 
 const waitFor = (check: () => Promise<boolean>) => until(check, 15_000, 100);
 
+/** Streams a stateless run of "ping" from the server on `port` (auth off) and returns the SSE body. */
+async function streamPing(port: string): Promise<string> {
+  const res = await fetch(`http://127.0.0.1:${port}/runs/stream`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ input: { messages: [{ role: "user", content: "ping" }] } }),
+  });
+  return res.text();
+}
+
 describe("the server process", () => {
   it("loads the OpenTelemetry SDK, the MCP adapters and the OpenAI client only when the config uses them", async () => {
     const config = path.join(dir, "lean.yaml");
@@ -35,12 +45,7 @@ describe("the server process", () => {
     const { child, exited } = startServer({ DEER_FLOW_CONFIG_PATH: config, PORT: port, DEER_FLOW_AUTH_DISABLED: "1", DFGW_MODULE_LOG: modules }, ["--import", "./test/support/module-recorder.mjs"]);
     // Not /health: it imports every configured model class to check its `use:` (src/runtime/model-health.ts).
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/api/models`).catch(() => null))?.ok ?? false);
-    const res = await fetch(`http://127.0.0.1:${port}/runs/stream`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ input: { messages: [{ role: "user", content: "ping" }] } }),
-    });
-    expect(await res.text()).toContain("You said: ping");
+    expect(await streamPing(port)).toContain("You said: ping");
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
     const loaded = readFileSync(modules, "utf8");
@@ -76,12 +81,7 @@ describe("the server process", () => {
     const port = String(18000 + Math.floor(Math.random() * 2000));
     const { child, exited, output } = startServer({ DEER_FLOW_CONFIG_PATH: config, PORT: port, DEER_FLOW_AUTH_DISABLED: "1" });
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok);
-    const res = await fetch(`http://127.0.0.1:${port}/runs/stream`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ input: { messages: [{ role: "user", content: "ping" }] } }),
-    });
-    expect(await res.text()).toContain("You said: ping");
+    expect(await streamPing(port)).toContain("You said: ping");
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
     const lines = output().trim().split("\n").filter((l) => l.startsWith("{"));
