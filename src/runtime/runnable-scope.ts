@@ -1,0 +1,142 @@
+// A cheaper scope for @langchain/core's runWithConfig when nothing is traced. Every graph node, router and channel
+// write runs inside `AsyncLocalStorageProviderSingleton.runWithConfig`, which @langchain/core 1.4.0 implements by
+// configuring a whole callback manager (to look for a LangSmith tracer) and, when it finds none, by constructing a
+// langsmith `RunTree` (ids, dotted order, a date string, a dozen environment reads) only to carry the config in
+// async-local storage. With tracing off both are thrown away: 7% of the server's CPU at C=64 (4.1% the RunTree, 2.7%
+// the callback manager; a gateway run enters ~20 such scopes).
+import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
+
+type Store = Record<PropertyKey, unknown>;
+type RunWithConfig = (this: unknown, config: unknown, callback: () => unknown, avoidCreatingRootRunTree?: boolean) => unknown;
+interface Storage {
+  getStore(): unknown;
+  run(store: unknown, callback: () => unknown): unknown;
+}
+interface Provider {
+  runWithConfig: RunWithConfig;
+  getInstance(): Storage;
+}
+
+/** Where @langchain/core keeps the config in the scope's store (`extra[LC_CHILD_KEY]`), and its context variables. */
+const LC_CHILD_KEY = Symbol.for("lc:child_config");
+const CONTEXT_VARIABLES_KEY = Symbol.for("lc:context_variables");
+/** What the 1.4.0 implementation stores when no tracer is found; an upstream rewrite drops it, and nothing is patched. */
+const PLACEHOLDER_MARK = 'name: "<runnable_lambda>"';
+const PLACEHOLDER_NAME = "<runnable_lambda>";
+/** @langchain/core's `isTracingEnabled()` environment variables (any one set to "true" adds a LangSmith tracer). */
+const TRACING_ENV = ["LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING", "LANGCHAIN_TRACING"] as const;
+/** The own properties a placeholder holds from the start; everything else of a RunTree is made on first use. */
+const EAGER = new Set<PropertyKey>(["name", "tracingEnabled", "extra"]);
+
+let installed: { original: RunWithConfig; provider: Provider } | null = null;
+
+/** Whether `runWithConfig` could find a LangSmith tracer for this config: then the original does the work. */
+function mayTrace(config: unknown, current: unknown): boolean {
+  for (const name of TRACING_ENV) if (process.env[name] === "true") return true;
+  // Inside a langsmith `traceable` with tracing on, @langchain/core adds a tracer too.
+  if (current !== null && typeof current === "object" && (current as Store).tracingEnabled) return true;
+  const callbacks = (config as { callbacks?: unknown } | null | undefined)?.callbacks;
+  const handlers = Array.isArray(callbacks) ? callbacks : (callbacks as { handlers?: unknown } | undefined)?.handlers;
+  return Array.isArray(handlers) && handlers.some((h) => (h as { name?: unknown } | null)?.name === "langchain_tracer");
+}
+
+/**
+ * A prototype for placeholders that behave as the RunTree @langchain/core would have stored: `extra` (which holds the
+ * config), `name` and `tracingEnabled` are their own from the start, and the first read or write of anything else
+ * of a RunTree (its id, dotted order, client..., or a method such as `createChild`, which langsmith's `isRunTree`
+ * probes) first builds the real RunTree's fields onto the placeholder. So `getRunnableConfig()` costs nothing more,
+ * and a langsmith `traceable` or `setContextVariable` inside the scope sees a complete RunTree.
+ */
+function lazyRunTreePrototype(sample: Store): object {
+  const runTreeProto = Object.getPrototypeOf(sample) as Store;
+  const RunTree = runTreeProto.constructor as new (config: object) => Store;
+  const proto = Object.create(runTreeProto) as object;
+  const materialize = (target: Store): void => {
+    if (Object.prototype.hasOwnProperty.call(target, "id")) return;
+    const real = new RunTree({ name: PLACEHOLDER_NAME, tracingEnabled: false });
+    for (const key of Reflect.ownKeys(real)) {
+      if (!EAGER.has(key)) Object.defineProperty(target, key, Object.getOwnPropertyDescriptor(real, key)!);
+    }
+  };
+  for (const key of Reflect.ownKeys(sample)) {
+    if (EAGER.has(key)) continue;
+    Object.defineProperty(proto, key, {
+      configurable: true,
+      get(this: Store) {
+        materialize(this);
+        return this[key];
+      },
+      set(this: Store, value: unknown) {
+        materialize(this);
+        this[key] = value;
+      },
+    });
+  }
+  for (const key of Reflect.ownKeys(runTreeProto)) {
+    const descriptor = Object.getOwnPropertyDescriptor(runTreeProto, key)!;
+    if (key === "constructor" || typeof descriptor.value !== "function") continue;
+    const method = descriptor.value as unknown;
+    Object.defineProperty(proto, key, {
+      configurable: true,
+      get(this: Store) {
+        materialize(this);
+        return method;
+      },
+    });
+  }
+  return proto;
+}
+
+/**
+ * Makes `AsyncLocalStorageProviderSingleton.runWithConfig` skip its tracer lookup and RunTree construction when no
+ * tracer can be involved: no LangSmith tracing variable is "true", the enclosing scope is not a tracing `traceable`,
+ * the config's callbacks hold no `langchain_tracer`, and the enclosing scope sets no context variables (which may
+ * register configure hooks). The scope then stores a placeholder that reads as the RunTree the original would have
+ * stored (see {@link lazyRunTreePrototype}); in every other case the original runs. Installs only over the
+ * implementation it was written for (1.4.0's, probed by calling it with a stand-in storage): after an upgrade that
+ * rewrites it, it does nothing. Idempotent; for the server process.
+ *
+ * @returns Whether the lean scope is in place.
+ */
+export function installLeanRunnableScope(): boolean {
+  if (installed) return true;
+  const provider = AsyncLocalStorageProviderSingleton as unknown as Provider;
+  const original = provider.runWithConfig;
+  if (typeof original !== "function" || !Function.prototype.toString.call(original).includes(PLACEHOLDER_MARK)) return false;
+  // What the original stores for a config without callbacks, caught by a stand-in storage (`run` returns the store).
+  const probeConfig = {};
+  const stand: Storage = { getStore: () => undefined, run: (store) => store };
+  let sample: Store | undefined;
+  try {
+    sample = original.call({ getInstance: () => stand }, probeConfig, () => undefined) as Store | undefined;
+  } catch {
+    return false;
+  }
+  const extra = sample?.extra as Store | undefined;
+  if (!sample || sample.name !== PLACEHOLDER_NAME || sample.tracingEnabled !== false || extra?.[LC_CHILD_KEY] !== probeConfig || typeof sample.createChild !== "function") {
+    return false;
+  }
+  const proto = lazyRunTreePrototype(sample);
+  provider.runWithConfig = function runWithConfig(this: Provider, config, callback, avoidCreatingRootRunTree) {
+    const storage = this.getInstance();
+    const current = storage.getStore();
+    if ((current as Store | undefined)?.[CONTEXT_VARIABLES_KEY] !== undefined || mayTrace(config, current)) {
+      return original.call(this, config, callback, avoidCreatingRootRunTree);
+    }
+    if (avoidCreatingRootRunTree) return storage.run(undefined, callback);
+    const store = Object.create(proto) as Store;
+    store.name = PLACEHOLDER_NAME;
+    store.tracingEnabled = false;
+    store.extra = { metadata: {}, [LC_CHILD_KEY]: config };
+    return storage.run(store, callback);
+  };
+  installed = { original, provider };
+  return true;
+}
+
+/** Puts @langchain/core's own `runWithConfig` back (tests). */
+export function uninstallLeanRunnableScope(): void {
+  if (!installed) return;
+  installed.provider.runWithConfig = installed.original;
+  installed = null;
+}
