@@ -7,7 +7,7 @@
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 
 type Store = Record<PropertyKey, unknown>;
-type RunWithConfig = (this: unknown, config: unknown, callback: () => unknown, avoidCreatingRootRunTree?: boolean) => unknown;
+type RunWithConfig = (this: Pick<Provider, "getInstance">, config: unknown, callback: () => unknown, avoidCreatingRootRunTree?: boolean) => unknown;
 interface Storage {
   getStore(): unknown;
   run(store: unknown, callback: () => unknown): unknown;
@@ -117,7 +117,7 @@ export function installLeanRunnableScope(): boolean {
     return false;
   }
   const proto = lazyRunTreePrototype(sample);
-  provider.runWithConfig = function runWithConfig(this: Provider, config, callback, avoidCreatingRootRunTree) {
+  provider.runWithConfig = function runWithConfig(this: Pick<Provider, "getInstance">, config, callback, avoidCreatingRootRunTree) {
     const storage = this.getInstance();
     const current = storage.getStore();
     if ((current as Store | undefined)?.[CONTEXT_VARIABLES_KEY] !== undefined || mayTrace(config, current)) {

@@ -42,7 +42,7 @@ async function exercise() {
   const config = { configurable: { thread_id: "t-1" } };
   const parts: unknown[] = [];
   for await (const [mode, chunk] of await graph.stream({ messages: [{ role: "user", content: "hi" }] }, { ...config, streamMode: ["values", "messages", "updates"] })) {
-    parts.push([mode, mode === "messages" ? (chunk as [AIMessage])[0].content : chunk]);
+    parts.push([mode, mode === "messages" ? (chunk as unknown as [AIMessage])[0].content : chunk]);
   }
   const resumed = await graph.invoke(new Command({ resume: "yes" }), config);
   return { parts: JSON.parse(JSON.stringify(parts, (k, v) => (k === "id" || k === "lc_kwargs" ? undefined : v))), seen: resumed.seen, last: resumed.messages.at(-1)?.content };
