@@ -52,6 +52,28 @@ function slashActivation(messages: BaseMessage[], lastHuman: BaseMessage): { nam
   return { name, title };
 }
 
+/** Whether a UTF-16 code unit is whitespace as the regex class `\s` defines it (ECMAScript WhiteSpace and LineTerminator). */
+function isSpace(c: number): boolean {
+  if (c <= 0x20) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
+  if (c < 0xa0) return false;
+  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+}
+
+/**
+ * The number of whitespace-separated words in `text` (what `text.match(/\S+/g).length` gives), counted without
+ * building the array of words: the usage of every model call counts the whole history, system prompt included.
+ */
+export function countWords(text: string): number {
+  let words = 0;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    const space = isSpace(text.charCodeAt(i));
+    if (!space && !inWord) words++;
+    inWord = !space;
+  }
+  return words;
+}
+
 /** Splits text into streamed tokens: each word keeps its trailing whitespace, so the deltas join back exactly. */
 export function scriptedTokens(text: string): string[] {
   return text.match(/\S+\s*|\s+/g) ?? [];
@@ -149,9 +171,8 @@ export class ScriptedChatModel extends BaseChatModel {
   }
 
   private usage(messages: BaseMessage[], output: string) {
-    const count = (s: string) => (s.match(/\S+/g) ?? []).length;
-    const input = messages.reduce((n, m) => n + count(textOf(m)), 0);
-    const out = Math.max(1, count(output));
+    const input = messages.reduce((n, m) => n + countWords(textOf(m)), 0);
+    const out = Math.max(1, countWords(output));
     return { input_tokens: input, output_tokens: out, total_tokens: input + out };
   }
 

@@ -2,7 +2,7 @@ import { AIMessage, AIMessageChunk, HumanMessage, ToolMessage } from "@langchain
 import { tool } from "langchain";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ScriptedChatModel, scriptedTokens } from "../../src/models/scripted-chat-model.js";
+import { countWords, ScriptedChatModel, scriptedTokens } from "../../src/models/scripted-chat-model.js";
 
 const weather = tool(async ({ city }: { city: string }) => `sunny in ${city}`, {
   name: "get_weather",
@@ -85,5 +85,19 @@ describe("scriptedTokens", () => {
   it("keeps whitespace so the tokens join back exactly", () => {
     expect(scriptedTokens("a  b\nc ")).toEqual(["a  ", "b\n", "c "]);
     expect(scriptedTokens("")).toEqual([]);
+  });
+});
+
+describe("countWords", () => {
+  it("counts what /\\S+/g matches, for every kind of whitespace", () => {
+    const pieces = ["a", "bc", "é", "😀", "\u0000", "-", " ", "\t", "\n", "\r", "\v", "\f", "\u00a0", "\u1680", "\u2000", "\u200a", "\u200b", "\u2028", "\u2029", "\u202f", "\u205f", "\u3000", "\ufeff", "\u0085"];
+    let seed = 7;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    for (let n = 0; n < 500; n++) {
+      const text = Array.from({ length: Math.floor(rand() * 30) }, () => pieces[Math.floor(rand() * pieces.length)]).join("");
+      expect(countWords(text)).toBe((text.match(/\S+/g) ?? []).length);
+    }
+    expect(countWords("")).toBe(0);
+    expect(countWords("  two words ")).toBe(2);
   });
 });
