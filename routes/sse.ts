@@ -27,15 +27,20 @@ export type StreamableRun = Pick<ActiveRun, "record"> & Partial<Pick<ActiveRun, 
 /**
  * Writes a run's events to an SSE reply: `id:` / `event:` / `data:` frames (string ids, JSON data), then `end`
  * (`data: null`, no id) or `gap`. The headers (with `Content-Location`) are flushed at once, before the run has an
- * event. Heartbeat comments come from @fastify/sse once the headers are sent. Each send is raced against the
- * connection closing, so a client that stops reading and disconnects never leaves the handler stuck (@fastify/sse
+ * event. Heartbeat comments come from @fastify/sse once the headers are sent. Each send ends when the frame is
+ * written or the connection closes, whichever comes first, so a client that stops reading and disconnects never leaves the handler stuck (@fastify/sse
  * 0.6 does not end a send when the socket closes).
  */
 export async function streamRunEvents(reply: FastifyReply, bridge: StreamBridge, run: StreamableRun, options: StreamRunOptions): Promise<void> {
   const sse = reply.sse;
   const stop = new AbortController();
-  const closed = new Promise<"closed">((resolve) => sse.onClose(() => resolve("closed")));
-  void closed.then(() => stop.abort());
+  const connection: Connection = { closed: false, pumping: true, onClose: null };
+  sse.onClose(() => {
+    connection.closed = true;
+    connection.onClose?.();
+    // A stream that ended normally closes too: aborting then would only build an AbortError nobody reads.
+    if (connection.pumping) stop.abort();
+  });
   sse.sendHeaders();
   // Node holds written headers until the first body byte: a pending or enqueued run would keep its client (and the
   // Content-Location naming the run) waiting for the first event or heartbeat. Send them now.
@@ -43,14 +48,40 @@ export async function streamRunEvents(reply: FastifyReply, bridge: StreamBridge,
   const openStreams = reply.server.metrics?.openStreams;
   openStreams?.inc();
   try {
-    await pump(reply, bridge, run, options, stop, closed);
+    await pump(reply, bridge, run, options, stop, connection);
   } finally {
+    connection.pumping = false;
     openStreams?.dec();
   }
 }
 
+/** The client connection as the pump sees it: closed yet, and the wake-up of the send in flight. */
+interface Connection {
+  closed: boolean;
+  /** True until the pump returns. */
+  pumping: boolean;
+  /** Resolves the send in flight as `closed` when the connection closes. */
+  onClose: (() => void) | null;
+}
+
+/**
+ * Sends one frame; resolves `sent` once @fastify/sse has written it, or `closed` when the connection closes first
+ * (or already has). One promise per frame: racing each send against a shared "closed" promise would leave a
+ * reaction on that promise per frame until the stream ends.
+ */
+function sendFrame(sse: FastifyReply["sse"], message: Parameters<FastifyReply["sse"]["send"]>[0], connection: Connection): Promise<"sent" | "closed"> {
+  if (connection.closed) return Promise.resolve("closed");
+  return new Promise((resolve) => {
+    connection.onClose = () => resolve("closed");
+    sse.send(message).then(
+      () => resolve("sent"),
+      () => resolve("closed"),
+    );
+  });
+}
+
 /** Writes the bridge events until `end`, a gap or the client going away; cancels the run when the policy says so. */
-async function pump(reply: FastifyReply, bridge: StreamBridge, run: StreamableRun, options: StreamRunOptions, stop: AbortController, closed: Promise<"closed">): Promise<void> {
+async function pump(reply: FastifyReply, bridge: StreamBridge, run: StreamableRun, options: StreamRunOptions, stop: AbortController, connection: Connection): Promise<void> {
   const sse = reply.sse;
   // Shutdown of a process that shares its runs (Redis bridge): cut the stream without `end`, so the client
   // reconnects with Last-Event-ID to another process and follows the run there.
@@ -83,7 +114,7 @@ async function pump(reply: FastifyReply, bridge: StreamBridge, run: StreamableRu
         : item.kind === "end"
           ? { event: "end", data: null }
           : { event: "gap", data: item.data };
-    const outcome = await Promise.race([sse.send(message).then(() => "sent" as const, () => "closed" as const), closed]);
+    const outcome = await sendFrame(sse, message, connection);
     if (outcome === "closed") {
       clientGone = true;
       break;
