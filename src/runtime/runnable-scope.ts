@@ -4,7 +4,10 @@
 // langsmith `RunTree` (ids, dotted order, a date string, a dozen environment reads) only to carry the config in
 // async-local storage. With tracing off both are thrown away: 7% of the server's CPU at C=64 (4.1% the RunTree, 2.7%
 // the callback manager; a gateway run enters ~20 such scopes).
+import { createRequire } from "node:module";
+import path from "node:path";
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
+import { RunTree } from "langsmith/run_trees";
 
 type Store = Record<PropertyKey, unknown>;
 type RunWithConfig = (this: Pick<Provider, "getInstance">, config: unknown, callback: () => unknown, avoidCreatingRootRunTree?: boolean) => unknown;
@@ -20,13 +23,20 @@ interface Provider {
 /** Where @langchain/core keeps the config in the scope's store (`extra[LC_CHILD_KEY]`), and its context variables. */
 const LC_CHILD_KEY = Symbol.for("lc:child_config");
 const CONTEXT_VARIABLES_KEY = Symbol.for("lc:context_variables");
-/** What the 1.4.0 implementation stores when no tracer is found; an upstream rewrite drops it, and nothing is patched. */
-const PLACEHOLDER_MARK = 'name: "<runnable_lambda>"';
+/**
+ * Lines of the 1.4.0 implementation this replaces (the tracer lookup, the placeholder it builds, where the config
+ * goes); an upstream rewrite drops one, and nothing is patched.
+ */
+const SOURCE_MARKS = ["getRunTreeWithTracingConfig(parentRunId)", 'name: "<runnable_lambda>"', "tracingEnabled: false", "[LC_CHILD_KEY]: config"];
 const PLACEHOLDER_NAME = "<runnable_lambda>";
 /** @langchain/core's `isTracingEnabled()` environment variables (any one set to "true" adds a LangSmith tracer). */
 const TRACING_ENV = ["LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING", "LANGCHAIN_TRACING"] as const;
 /** The own properties a placeholder holds from the start; everything else of a RunTree is made on first use. */
 const EAGER = new Set<PropertyKey>(["name", "tracingEnabled", "extra"]);
+/** Set on a placeholder once its RunTree fields are built. */
+const MATERIALIZED = Symbol("deerflow.runTreeMaterialized");
+/** Stands in for langsmith's client in the RunTree built to list the fields: no shared client is made for it. */
+const NO_CLIENT = Object.freeze({});
 
 let installed: { original: RunWithConfig; provider: Provider } | null = null;
 
@@ -45,46 +55,71 @@ function mayTrace(config: unknown, current: unknown): boolean {
  * config), `name` and `tracingEnabled` are their own from the start, and the first read or write of anything else
  * of a RunTree (its id, dotted order, client..., or a method such as `createChild`, which langsmith's `isRunTree`
  * probes) first builds the real RunTree's fields onto the placeholder. So `getRunnableConfig()` costs nothing more,
- * and a langsmith `traceable` or `setContextVariable` inside the scope sees a complete RunTree.
+ * and a langsmith `traceable` or `setContextVariable` inside the scope sees a complete RunTree. Differences left, by
+ * design: before that first use the placeholder's own keys are only those three (a spread or `Object.keys` of the
+ * store sees them), and its `start_time` and id are those of the first use, not of the scope's start.
  */
-function lazyRunTreePrototype(sample: Store): object {
-  const runTreeProto = Object.getPrototypeOf(sample) as Store;
-  const RunTree = runTreeProto.constructor as new (config: object) => Store;
-  const proto = Object.create(runTreeProto) as object;
-  const materialize = (target: Store): void => {
-    if (Object.prototype.hasOwnProperty.call(target, "id")) return;
-    const real = new RunTree({ name: PLACEHOLDER_NAME, tracingEnabled: false });
+function lazyRunTreePrototype(): object {
+  const proto = Object.create(RunTree.prototype) as object;
+  /** The placeholder `target` is, or derives from (an object created with the placeholder as its prototype). */
+  const ownerOf = (target: object): Store | null => {
+    let owner: object | null = target;
+    while (owner !== null && Object.getPrototypeOf(owner) !== proto) owner = Object.getPrototypeOf(owner) as object | null;
+    return owner as Store | null;
+  };
+  const materialize = (owner: Store): void => {
+    if (owner[MATERIALIZED]) return;
+    Object.defineProperty(owner, MATERIALIZED, { value: true });
+    const real = new RunTree({ name: PLACEHOLDER_NAME, tracingEnabled: false }) as unknown as Store;
     for (const key of Reflect.ownKeys(real)) {
-      if (!EAGER.has(key)) Object.defineProperty(target, key, Object.getOwnPropertyDescriptor(real, key)!);
+      if (!EAGER.has(key)) Object.defineProperty(owner, key, Object.getOwnPropertyDescriptor(real, key)!);
     }
   };
+  // The fields a RunTree defines, listed from one built with a stand-in client (no shared client is created).
+  const sample = new RunTree({ name: PLACEHOLDER_NAME, tracingEnabled: false, client: NO_CLIENT as never }) as unknown as Store;
   for (const key of Reflect.ownKeys(sample)) {
     if (EAGER.has(key)) continue;
     Object.defineProperty(proto, key, {
       configurable: true,
       get(this: Store) {
-        materialize(this);
+        const owner = ownerOf(this);
+        if (owner === null) return undefined;
+        materialize(owner);
         return this[key];
       },
       set(this: Store, value: unknown) {
-        materialize(this);
+        const owner = ownerOf(this);
+        if (owner === null) return;
+        materialize(owner);
         this[key] = value;
       },
     });
   }
-  for (const key of Reflect.ownKeys(runTreeProto)) {
-    const descriptor = Object.getOwnPropertyDescriptor(runTreeProto, key)!;
+  for (const key of Reflect.ownKeys(RunTree.prototype)) {
+    const descriptor = Object.getOwnPropertyDescriptor(RunTree.prototype, key)!;
     if (key === "constructor" || typeof descriptor.value !== "function") continue;
     const method = descriptor.value as unknown;
     Object.defineProperty(proto, key, {
       configurable: true,
       get(this: Store) {
-        materialize(this);
+        const owner = ownerOf(this);
+        if (owner !== null) materialize(owner);
         return method;
       },
     });
   }
   return proto;
+}
+
+/** Whether @langchain/core resolves the same langsmith package as this module (so its RunTree is ours). */
+function sameLangsmith(): boolean {
+  try {
+    const require = createRequire(import.meta.url);
+    const fromCore = createRequire(require.resolve("@langchain/core/singletons")).resolve("langsmith");
+    return path.dirname(fromCore) === path.dirname(require.resolve("langsmith"));
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -93,8 +128,9 @@ function lazyRunTreePrototype(sample: Store): object {
  * the config's callbacks hold no `langchain_tracer`, and the enclosing scope sets no context variables (which may
  * register configure hooks). The scope then stores a placeholder that reads as the RunTree the original would have
  * stored (see {@link lazyRunTreePrototype}); in every other case the original runs. Installs only over the
- * implementation it was written for (1.4.0's, probed by calling it with a stand-in storage): after an upgrade that
- * rewrites it, it does nothing. Idempotent; for the server process.
+ * implementation it was written for (1.4.0's source, with @langchain/core resolving the same langsmith package):
+ * after an upgrade that rewrites it, it does nothing. Installing has no side effect on LangSmith (no client is made,
+ * no environment variable read is kept). Idempotent; for the server process.
  *
  * @returns Whether the lean scope is in place.
  */
@@ -102,21 +138,10 @@ export function installLeanRunnableScope(): boolean {
   if (installed) return true;
   const provider = AsyncLocalStorageProviderSingleton as unknown as Provider;
   const original = provider.runWithConfig;
-  if (typeof original !== "function" || !Function.prototype.toString.call(original).includes(PLACEHOLDER_MARK)) return false;
-  // What the original stores for a config without callbacks, caught by a stand-in storage (`run` returns the store).
-  const probeConfig = {};
-  const stand: Storage = { getStore: () => undefined, run: (store) => store };
-  let sample: Store | undefined;
-  try {
-    sample = original.call({ getInstance: () => stand }, probeConfig, () => undefined) as Store | undefined;
-  } catch {
-    return false;
-  }
-  const extra = sample?.extra as Store | undefined;
-  if (!sample || sample.name !== PLACEHOLDER_NAME || sample.tracingEnabled !== false || extra?.[LC_CHILD_KEY] !== probeConfig || typeof sample.createChild !== "function") {
-    return false;
-  }
-  const proto = lazyRunTreePrototype(sample);
+  if (typeof original !== "function") return false;
+  const source = Function.prototype.toString.call(original);
+  if (!SOURCE_MARKS.every((mark) => source.includes(mark)) || !sameLangsmith()) return false;
+  const proto = lazyRunTreePrototype();
   provider.runWithConfig = function runWithConfig(this: Pick<Provider, "getInstance">, config, callback, avoidCreatingRootRunTree) {
     const storage = this.getInstance();
     const current = storage.getStore();

@@ -133,6 +133,44 @@ describe("installLeanRunnableScope", () => {
     }
   });
 
+  it("builds no LangSmith client when it installs: one made later reads the environment of that moment", async () => {
+    uninstallLeanRunnableScope();
+    // What @langchain/core stores is an instance of the RunTree class this patch builds on (same langsmith package).
+    const original = await new Promise((resolve) => AsyncLocalStorageProviderSingleton.runWithConfig({}, () => resolve(store())));
+    expect(original).toBeInstanceOf(RunTree);
+    const shared = RunTree as unknown as { sharedClient?: unknown };
+    const saved = { client: shared.sharedClient, endpoint: process.env.LANGSMITH_ENDPOINT, tracing: process.env.LANGSMITH_TRACING };
+    shared.sharedClient = undefined;
+    process.env.LANGSMITH_TRACING = "true";
+    try {
+      expect(installLeanRunnableScope()).toBe(true);
+      expect(shared.sharedClient).toBeUndefined();
+      process.env.LANGSMITH_ENDPOINT = "http://127.0.0.1:18080";
+      delete process.env.LANGSMITH_TRACING;
+      const seen = await new Promise<Record<PropertyKey, unknown>>((resolve) => AsyncLocalStorageProviderSingleton.runWithConfig({}, () => resolve(store()!)));
+      expect((seen.client as { apiUrl: string }).apiUrl).toBe("http://127.0.0.1:18080");
+    } finally {
+      shared.sharedClient = saved.client;
+      for (const [name, value] of [["LANGSMITH_ENDPOINT", saved.endpoint], ["LANGSMITH_TRACING", saved.tracing]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+
+  it("reads through objects derived from the store, and over a field defined on it before first use", async () => {
+    installLeanRunnableScope();
+    const seen = await new Promise<Record<PropertyKey, unknown>>((resolve) => AsyncLocalStorageProviderSingleton.runWithConfig({}, () => resolve(store()!)));
+    const derived = Object.create(seen) as Record<PropertyKey, unknown>;
+    expect(typeof derived.id).toBe("string");
+    expect(hasOwn(seen, "id")).toBe(true);
+    expect(hasOwn(derived, "id")).toBe(false);
+    const other = await new Promise<Record<PropertyKey, unknown>>((resolve) => AsyncLocalStorageProviderSingleton.runWithConfig({}, () => resolve(store()!)));
+    Object.defineProperty(other, "id", { value: "mine", writable: true, configurable: true, enumerable: true });
+    expect(typeof other.client).toBe("object");
+    expect(typeof other.trace_id).toBe("string");
+  });
+
   it("installs once, and puts the original back", () => {
     expect(installLeanRunnableScope()).toBe(true);
     const patched = AsyncLocalStorageProviderSingleton.runWithConfig;
