@@ -40,11 +40,18 @@ const NO_CLIENT = Object.freeze({});
 
 let installed: { original: RunWithConfig; provider: Provider } | null = null;
 
-/** Whether `runWithConfig` could find a LangSmith tracer for this config: then the original does the work. */
+/**
+ * Whether `runWithConfig` could find a LangSmith tracer for this config: then the original does the work. Mirrors
+ * `CallbackManager._configureSync`: under an enclosing RunTree whose `tracingEnabled` is false (every scope nested in
+ * a graph run: the placeholders have it false) inherited tracers are dropped and the environment is not consulted,
+ * so nothing can trace; a truthy flag (a tracing `traceable`) adds a tracer; with no flag the LangSmith environment
+ * switches decide; and a `langchain_tracer` among the config's callbacks is kept unless the flag is false.
+ */
 function mayTrace(config: unknown, current: unknown): boolean {
-  for (const name of TRACING_ENV) if (process.env[name] === "true") return true;
-  // Inside a langsmith `traceable` with tracing on, @langchain/core adds a tracer too.
-  if (current !== null && typeof current === "object" && (current as Store).tracingEnabled) return true;
+  const flag = current !== null && typeof current === "object" ? (current as Store).tracingEnabled : undefined;
+  if (flag === false) return false;
+  if (flag) return true;
+  if (flag === undefined || flag === null) for (const name of TRACING_ENV) if (process.env[name] === "true") return true;
   const callbacks = (config as { callbacks?: unknown } | null | undefined)?.callbacks;
   const handlers = Array.isArray(callbacks) ? callbacks : (callbacks as { handlers?: unknown } | undefined)?.handlers;
   return Array.isArray(handlers) && handlers.some((h) => (h as { name?: unknown } | null)?.name === "langchain_tracer");
@@ -124,9 +131,9 @@ function sameLangsmith(): boolean {
 
 /**
  * Makes `AsyncLocalStorageProviderSingleton.runWithConfig` skip its tracer lookup and RunTree construction when no
- * tracer can be involved: no LangSmith tracing variable is "true", the enclosing scope is not a tracing `traceable`,
- * the config's callbacks hold no `langchain_tracer`, and the enclosing scope sets no context variables (which may
- * register configure hooks). The scope then stores a placeholder that reads as the RunTree the original would have
+ * tracer can be involved (see {@link mayTrace}: inside a graph run, or else no LangSmith tracing variable "true", no
+ * tracing `traceable` around and no `langchain_tracer` among the config's callbacks) and the enclosing scope sets no
+ * context variables (which may register configure hooks). The scope then stores a placeholder that reads as the RunTree the original would have
  * stored (see {@link lazyRunTreePrototype}); in every other case the original runs. Installs only over the
  * implementation it was written for (1.4.0's source, with @langchain/core resolving the same langsmith package):
  * after an upgrade that rewrites it, it does nothing. Installing has no side effect on LangSmith (no client is made,

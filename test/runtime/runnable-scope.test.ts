@@ -112,6 +112,42 @@ describe("installLeanRunnableScope", () => {
     expect(seen).toBe(fromTracer);
   });
 
+  it("under an enclosing RunTree with tracing off, ignores tracers and the environment, as @langchain/core does", async () => {
+    const fromTracer = { from: "tracer" };
+    class Tracer extends BaseCallbackHandler {
+      name = "langchain_tracer";
+      getRunTreeWithTracingConfig() {
+        return fromTracer;
+      }
+    }
+    const manager = (await import("@langchain/core/callbacks/manager")).CallbackManager.configure([new Tracer()]);
+    const run = await manager!.handleChainStart({ lc: 1, type: "not_implemented", id: ["x"] }, {});
+    const config = { callbacks: run.getChild(), configurable: { k: 1 } };
+    const outer = new RunTree({ name: "outer", tracingEnabled: false, client: {} as never });
+    const saved = process.env.LANGSMITH_TRACING;
+    process.env.LANGSMITH_TRACING = "true";
+    const inner = () =>
+      new Promise<Record<PropertyKey, unknown>>((resolve) =>
+        AsyncLocalStorageProviderSingleton.getInstance().run(outer, () => AsyncLocalStorageProviderSingleton.runWithConfig(config, () => resolve(store()!))),
+      );
+    try {
+      uninstallLeanRunnableScope();
+      const original = await inner();
+      installLeanRunnableScope();
+      const patched = await inner();
+      for (const seen of [original, patched]) {
+        expect(seen).not.toBe(fromTracer);
+        expect(seen.name).toBe("<runnable_lambda>");
+        expect((seen.extra as Record<symbol, unknown>)[Symbol.for("lc:child_config")]).toBe(config);
+      }
+      expect(hasOwn(original, "id")).toBe(true);
+      expect(hasOwn(patched, "id")).toBe(false);
+    } finally {
+      if (saved === undefined) delete process.env.LANGSMITH_TRACING;
+      else process.env.LANGSMITH_TRACING = saved;
+    }
+  });
+
   it("leaves the scope to @langchain/core under a context variable, and when LangSmith tracing is switched on", async () => {
     installLeanRunnableScope();
     const underVariable = await new Promise<Record<PropertyKey, unknown>>((resolve) =>
