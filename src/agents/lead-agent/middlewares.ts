@@ -96,7 +96,8 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
   const memoryConfig = options.subagent ? { ...appConfig.memory, injection_enabled: false } : appConfig.memory;
   const chain: AgentMiddleware[] = [
     new ThreadDataMiddleware({ lazyInit: true }),
-    new UploadsMiddleware(),
+    // The lead agent's state (ThreadState, or BootstrapState built on its fields) already has `uploaded_files`.
+    new UploadsMiddleware({ declareState: false }),
     new SandboxMiddleware({ lazyInit: true }),
     new DanglingToolCallMiddleware(),
     new ToolErrorHandlingMiddleware(),

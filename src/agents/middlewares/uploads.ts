@@ -19,6 +19,12 @@ export interface UploadsOptions {
   maxFilesPerContextSection?: number;
   /** Root used to find the thread's uploads dir when `thread_data` is not in state; default `DEER_FLOW_HOME`. */
   baseDir?: string;
+  /**
+   * Whether the middleware declares the `uploaded_files` channel (its `stateSchema`); default true. Pass false when
+   * the agent's state schema already has it (ThreadState does): langchain re-parses the state against a middleware's
+   * schema on every model call it wraps, and this middleware reads nothing from state but the messages.
+   */
+  declareState?: boolean;
 }
 
 /** `n` bytes as KB (under 1 MiB) or MB, one decimal. */
@@ -94,12 +100,13 @@ const UploadsStateSchema = new StateSchema({ uploaded_files: ThreadStateFields.u
  */
 export class UploadsMiddleware extends RunStartMiddleware {
   readonly name = "UploadsMiddleware";
-  readonly stateSchema = UploadsStateSchema;
+  readonly stateSchema: typeof UploadsStateSchema | undefined;
   private readonly maxFiles: number;
   private readonly baseDir?: string;
 
   constructor(options: UploadsOptions = {}) {
     super();
+    this.stateSchema = options.declareState === false ? undefined : UploadsStateSchema;
     this.maxFiles = options.maxFilesPerContextSection ?? 10;
     if (!(this.maxFiles >= 1)) throw new Error(`maxFilesPerContextSection must be >= 1, got ${this.maxFiles}`);
     this.baseDir = options.baseDir;

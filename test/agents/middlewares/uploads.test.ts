@@ -90,11 +90,16 @@ describe("UploadsMiddleware run-start update (agent-factory.md §6.2, AF-053)", 
 });
 
 describe("UploadsMiddleware inside an agent", () => {
-  it("shows the model the uploads block, persists the rewritten message and clears uploaded_files on the next run", async () => {
+  it.each([
+    ["declaring its channel", true],
+    ["on ThreadState's channel (declareState: false, as the lead agent builds it)", false],
+  ])("shows the model the uploads block, persists the rewritten message and clears uploaded_files on the next run, %s", async (_label, declareState) => {
     const model = new FakeChatModel(["I see the report", "plain answer"]);
+    const uploads = new UploadsMiddleware({ baseDir: base, declareState });
+    expect(uploads.stateSchema === undefined).toBe(!declareState);
     const agent = createDeerflowAgent(model, null, {
       features: { sandbox: new ThreadDataMiddleware({ baseDir: base }) },
-      extraMiddleware: [new UploadsMiddleware({ baseDir: base })],
+      extraMiddleware: [uploads],
       checkpointer: new MemorySaver(),
     });
     const config = { configurable: { thread_id: "t-up" }, context: { thread_id: "t-up" } };
