@@ -54,11 +54,16 @@ export class RunService {
     let tid: string;
     if (threadId === null) {
       const fromConfig = request.config?.configurable?.thread_id;
-      tid = fromConfig === undefined || fromConfig === null ? newId() : (fromConfig as string);
-      assertThreadId(tid);
-      // A stateless run may name an existing thread only if the caller owns it; another user's reads as missing.
-      const existing = await threads.get(tid);
-      if (existing && existing.owner_id !== userId) throw new NotFoundError(`Thread ${tid} not found`);
+      if (fromConfig === undefined || fromConfig === null) {
+        // A new UUIDv7 names no stored thread: nothing to look up.
+        tid = newId();
+      } else {
+        tid = fromConfig as string;
+        assertThreadId(tid);
+        // A stateless run may name an existing thread only if the caller owns it; another user's reads as missing.
+        const existing = await threads.get(tid);
+        if (existing && existing.owner_id !== userId) throw new NotFoundError(`Thread ${tid} not found`);
+      }
     } else {
       assertThreadId(threadId);
       tid = threadId;
