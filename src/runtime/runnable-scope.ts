@@ -133,8 +133,8 @@ function sameLangsmith(): boolean {
  * Makes `AsyncLocalStorageProviderSingleton.runWithConfig` skip its tracer lookup and RunTree construction when no
  * tracer can be involved (see {@link mayTrace}: inside a graph run, or else no LangSmith tracing variable "true", no
  * tracing `traceable` around and no `langchain_tracer` among the config's callbacks) and the enclosing scope sets no
- * context variables (which may register configure hooks). The scope then stores a placeholder that reads as the RunTree the original would have
- * stored (see {@link lazyRunTreePrototype}); in every other case the original runs. Installs only over the
+ * context variables (which may register configure hooks). The scope then stores a placeholder that reads as the
+ * RunTree the original would have stored (see {@link lazyRunTreePrototype}); in every other case the original runs. Installs only over the
  * implementation it was written for (1.4.0's source, with @langchain/core resolving the same langsmith package):
  * after an upgrade that rewrites it, it does nothing. Installing has no side effect on LangSmith (no client is made,
  * no environment variable read is kept). Idempotent; for the server process.

@@ -1,4 +1,5 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import { CallbackManager } from "@langchain/core/callbacks/manager";
 import { getContextVariable, setContextVariable } from "@langchain/core/context";
 import { AIMessage } from "@langchain/core/messages";
 import { RunnableLambda } from "@langchain/core/runnables";
@@ -12,6 +13,39 @@ import { installLeanRunnableScope, uninstallLeanRunnableScope } from "../../src/
 
 const store = () => AsyncLocalStorageProviderSingleton.getInstance().getStore() as Record<PropertyKey, unknown> | undefined;
 const hasOwn = (o: object | undefined, k: string) => o !== undefined && Object.prototype.hasOwnProperty.call(o, k);
+
+/** Runs `fn` with environment variables set (undefined: unset), restoring their values afterwards. */
+async function withEnv<T>(vars: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(vars).map((name) => [name, process.env[name]]));
+  const apply = (values: Record<string, string | undefined>) => {
+    for (const [name, value] of Object.entries(values)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  };
+  apply(vars);
+  try {
+    return await fn();
+  } finally {
+    apply(saved);
+  }
+}
+
+/**
+ * Callbacks holding a `langchain_tracer` whose run tree is `fromTracer`, as a child manager with a parent run (the
+ * original only asks the tracer when the manager has one).
+ */
+async function tracerCallbacks(fromTracer: object) {
+  class Tracer extends BaseCallbackHandler {
+    name = "langchain_tracer";
+    getRunTreeWithTracingConfig() {
+      return fromTracer;
+    }
+  }
+  const manager = CallbackManager.configure([new Tracer()]);
+  const run = await manager!.handleChainStart({ lc: 1, type: "not_implemented", id: ["x"] }, {});
+  return run.getChild();
+}
 
 /** A graph whose nodes read their config, run a traceable, set and read a context variable, call a model and interrupt. */
 function buildGraph() {
@@ -98,39 +132,20 @@ describe("installLeanRunnableScope", () => {
   it("leaves the scope to @langchain/core when a LangSmith tracer is among the callbacks", async () => {
     installLeanRunnableScope();
     const fromTracer = { from: "tracer" };
-    class Tracer extends BaseCallbackHandler {
-      name = "langchain_tracer";
-      getRunTreeWithTracingConfig() {
-        return fromTracer;
-      }
-    }
-    const config = { callbacks: [new Tracer()] };
-    // The original only asks the tracer when the manager has a parent run: give it one through a child manager.
-    const manager = (await import("@langchain/core/callbacks/manager")).CallbackManager.configure(config.callbacks);
-    const run = await manager!.handleChainStart({ lc: 1, type: "not_implemented", id: ["x"] }, {});
-    const seen = await new Promise((resolve) => AsyncLocalStorageProviderSingleton.runWithConfig({ callbacks: run.getChild() }, () => resolve(store())));
+    const callbacks = await tracerCallbacks(fromTracer);
+    const seen = await new Promise((resolve) => AsyncLocalStorageProviderSingleton.runWithConfig({ callbacks }, () => resolve(store())));
     expect(seen).toBe(fromTracer);
   });
 
   it("under an enclosing RunTree with tracing off, ignores tracers and the environment, as @langchain/core does", async () => {
     const fromTracer = { from: "tracer" };
-    class Tracer extends BaseCallbackHandler {
-      name = "langchain_tracer";
-      getRunTreeWithTracingConfig() {
-        return fromTracer;
-      }
-    }
-    const manager = (await import("@langchain/core/callbacks/manager")).CallbackManager.configure([new Tracer()]);
-    const run = await manager!.handleChainStart({ lc: 1, type: "not_implemented", id: ["x"] }, {});
-    const config = { callbacks: run.getChild(), configurable: { k: 1 } };
+    const config = { callbacks: await tracerCallbacks(fromTracer), configurable: { k: 1 } };
     const outer = new RunTree({ name: "outer", tracingEnabled: false, client: {} as never });
-    const saved = process.env.LANGSMITH_TRACING;
-    process.env.LANGSMITH_TRACING = "true";
     const inner = () =>
       new Promise<Record<PropertyKey, unknown>>((resolve) =>
         AsyncLocalStorageProviderSingleton.getInstance().run(outer, () => AsyncLocalStorageProviderSingleton.runWithConfig(config, () => resolve(store()!))),
       );
-    try {
+    await withEnv({ LANGSMITH_TRACING: "true" }, async () => {
       uninstallLeanRunnableScope();
       const original = await inner();
       installLeanRunnableScope();
@@ -142,10 +157,7 @@ describe("installLeanRunnableScope", () => {
       }
       expect(hasOwn(original, "id")).toBe(true);
       expect(hasOwn(patched, "id")).toBe(false);
-    } finally {
-      if (saved === undefined) delete process.env.LANGSMITH_TRACING;
-      else process.env.LANGSMITH_TRACING = saved;
-    }
+    });
   });
 
   it("leaves the scope to @langchain/core under a context variable, and when LangSmith tracing is switched on", async () => {
@@ -158,15 +170,10 @@ describe("installLeanRunnableScope", () => {
     );
     expect(hasOwn(underVariable, "id")).toBe(true);
     expect((underVariable[Symbol.for("lc:context_variables")] as Record<string, unknown>).k).toBe("v");
-    const saved = process.env.LANGSMITH_TRACING;
-    process.env.LANGSMITH_TRACING = "true";
-    try {
-      const traced = await new Promise<Record<PropertyKey, unknown>>((resolve) => AsyncLocalStorageProviderSingleton.runWithConfig({}, () => resolve(store()!)));
-      expect(hasOwn(traced, "id")).toBe(true);
-    } finally {
-      if (saved === undefined) delete process.env.LANGSMITH_TRACING;
-      else process.env.LANGSMITH_TRACING = saved;
-    }
+    const traced = await withEnv({ LANGSMITH_TRACING: "true" }, () =>
+      new Promise<Record<PropertyKey, unknown>>((resolve) => AsyncLocalStorageProviderSingleton.runWithConfig({}, () => resolve(store()!))),
+    );
+    expect(hasOwn(traced, "id")).toBe(true);
   });
 
   it("builds no LangSmith client when it installs: one made later reads the environment of that moment", async () => {
@@ -175,22 +182,19 @@ describe("installLeanRunnableScope", () => {
     const original = await new Promise((resolve) => AsyncLocalStorageProviderSingleton.runWithConfig({}, () => resolve(store())));
     expect(original).toBeInstanceOf(RunTree);
     const shared = RunTree as unknown as { sharedClient?: unknown };
-    const saved = { client: shared.sharedClient, endpoint: process.env.LANGSMITH_ENDPOINT, tracing: process.env.LANGSMITH_TRACING };
+    const savedClient = shared.sharedClient;
     shared.sharedClient = undefined;
-    process.env.LANGSMITH_TRACING = "true";
     try {
-      expect(installLeanRunnableScope()).toBe(true);
-      expect(shared.sharedClient).toBeUndefined();
-      process.env.LANGSMITH_ENDPOINT = "http://127.0.0.1:18080";
-      delete process.env.LANGSMITH_TRACING;
-      const seen = await new Promise<Record<PropertyKey, unknown>>((resolve) => AsyncLocalStorageProviderSingleton.runWithConfig({}, () => resolve(store()!)));
-      expect((seen.client as { apiUrl: string }).apiUrl).toBe("http://127.0.0.1:18080");
+      await withEnv({ LANGSMITH_TRACING: "true", LANGSMITH_ENDPOINT: undefined }, async () => {
+        expect(installLeanRunnableScope()).toBe(true);
+        expect(shared.sharedClient).toBeUndefined();
+        process.env.LANGSMITH_ENDPOINT = "http://127.0.0.1:18080";
+        delete process.env.LANGSMITH_TRACING;
+        const seen = await new Promise<Record<PropertyKey, unknown>>((resolve) => AsyncLocalStorageProviderSingleton.runWithConfig({}, () => resolve(store()!)));
+        expect((seen.client as { apiUrl: string }).apiUrl).toBe("http://127.0.0.1:18080");
+      });
     } finally {
-      shared.sharedClient = saved.client;
-      for (const [name, value] of [["LANGSMITH_ENDPOINT", saved.endpoint], ["LANGSMITH_TRACING", saved.tracing]] as const) {
-        if (value === undefined) delete process.env[name];
-        else process.env[name] = value;
-      }
+      shared.sharedClient = savedClient;
     }
   });
 
