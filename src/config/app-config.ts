@@ -1,10 +1,10 @@
 // Port of DeerFlow config/app_config.py: load, cache with content-signature reload, injection and
 // context-local override. Differs from upstream on purpose: a failed reload keeps the last
 // good config (and reports it) instead of raising on every call.
-import { AsyncLocalStorage } from "node:async_hooks";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import type { z } from "zod";
+import { ContextSlot } from "../context-slot.js";
 import { ConfigError } from "../errors.js";
 import { checkConfigVersion } from "./config-version.js";
 import { getLogger } from "../logger.js";
@@ -74,7 +74,7 @@ interface ConfigContext {
   current: AppConfig | null;
   pin?: { config: AppConfig | null };
 }
-const overrideStorage = new AsyncLocalStorage<ConfigContext>();
+const configSlot = new ContextSlot<ConfigContext>("deerflow.appConfig");
 
 const ENV_SOURCED = new WeakMap<object, ReadonlySet<string>>();
 
@@ -154,7 +154,7 @@ export function loadAppConfig(path?: string): AppConfig {
 }
 
 /**
- * The current AppConfig. Order (mirrors DeerFlow `get_app_config`): an AsyncLocalStorage override
+ * The current AppConfig. Order (mirrors DeerFlow `get_app_config`): an async-context override
  * (`withAppConfig` / `pushCurrentAppConfig`) wins, then a config injected with `setAppConfig`, then the file:
  * its path is resolved and its `(mtime, size, sha256)` signature computed on every call from a read during which
  * the file did not change (a file being written keeps the last good config served); an unchanged file
@@ -165,7 +165,7 @@ export function loadAppConfig(path?: string): AppConfig {
  * @throws ConfigError only when no config was ever loaded (first call) and the file cannot be loaded.
  */
 export function getAppConfig(): AppConfig {
-  const context = overrideStorage.getStore();
+  const context = configSlot.get();
   if (context?.current) return context.current;
   if (injected) return injected;
   if (context?.pin?.config) return context.pin.config;
@@ -226,8 +226,8 @@ export function resetAppConfig(): void {
 
 /** Runs `fn` with `config` as the override for everything in its async context (stack semantics, no leaks). */
 export function withAppConfig<T>(config: AppConfig, fn: () => T): T {
-  const outer = overrideStorage.getStore();
-  return overrideStorage.run({ stack: [...(outer?.stack ?? []), outer?.current ?? null], current: config, pin: outer?.pin }, fn);
+  const outer = configSlot.get();
+  return configSlot.run({ stack: [...(outer?.stack ?? []), outer?.current ?? null], current: config, pin: outer?.pin }, fn);
 }
 
 /**
@@ -240,19 +240,19 @@ export function withAppConfig<T>(config: AppConfig, fn: () => T): T {
  * (a debounced memory update) keeps the pin.
  */
 export function withPinnedAppConfig<T>(fn: () => T): T {
-  const outer = overrideStorage.getStore();
-  return overrideStorage.run({ stack: [...(outer?.stack ?? [])], current: outer?.current ?? null, pin: { config: null } }, fn);
+  const outer = configSlot.get();
+  return configSlot.run({ stack: [...(outer?.stack ?? [])], current: outer?.current ?? null, pin: { config: null } }, fn);
 }
 
 /**
  * Makes `config` the override of the current async context, saving the previous one (DeerFlow
  * `push_current_app_config`). Meant for use inside a `withAppConfig` scope; outside one it enters a new store for
- * the rest of the current async context (`AsyncLocalStorage.enterWith`).
+ * the rest of the current async context (`ContextSlot.enterWith`).
  */
 export function pushCurrentAppConfig(config: AppConfig): void {
-  const store = overrideStorage.getStore();
+  const store = configSlot.get();
   if (!store) {
-    overrideStorage.enterWith({ stack: [null], current: config });
+    configSlot.enterWith({ stack: [null], current: config });
     return;
   }
   store.stack.push(store.current);
@@ -261,12 +261,12 @@ export function pushCurrentAppConfig(config: AppConfig): void {
 
 /** Restores the override saved by the matching push; popping an empty stack clears the override (no error). */
 export function popCurrentAppConfig(): void {
-  const store = overrideStorage.getStore();
+  const store = configSlot.get();
   if (!store) return;
   store.current = store.stack.length ? (store.stack.pop() ?? null) : null;
 }
 
 /** The active override of this async context, or null. */
 export function peekCurrentAppConfig(): AppConfig | null {
-  return overrideStorage.getStore()?.current ?? null;
+  return configSlot.get()?.current ?? null;
 }

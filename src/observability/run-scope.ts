@@ -1,8 +1,8 @@
 // The run a piece of async work belongs to, carried by AsyncLocalStorage. Code deep inside a model call (the
 // provider retry handler, the fallback middleware) has no run config at hand; the scope gives it the run's logger
 // and counters without threading arguments through langchain.
-import { AsyncLocalStorage } from "node:async_hooks";
 import type { Logger } from "pino";
+import { ContextSlot } from "../context-slot.js";
 import type { GatewayMetrics } from "./metrics.js";
 
 /** What the worker knows about the run it executes. */
@@ -31,14 +31,14 @@ export interface ModelFallbackRecord {
   status?: number;
 }
 
-const storage = new AsyncLocalStorage<RunScope>();
+const scopeSlot = new ContextSlot<RunScope>("deerflow.runScope");
 
 /** Runs `fn` with `scope` as the current run scope (for everything it awaits, callbacks included). */
 export function withRunScope<T>(scope: RunScope, fn: () => T): T {
-  return storage.run(scope, fn);
+  return scopeSlot.run(scope, fn);
 }
 
 /** The scope of the run this code runs for, or undefined outside a gateway run (SDK embeds, tests of parts). */
 export function currentRunScope(): RunScope | undefined {
-  return storage.getStore();
+  return scopeSlot.get();
 }
