@@ -61,7 +61,7 @@ function chain(log: unknown[], failIn?: string): AgentMiddleware[] {
 class Prompts extends BaseCallbackHandler {
   name = "prompts";
   seen: string[] = [];
-  handleChatModelStart(_llm: unknown, messages: BaseMessage[][]) {
+  override handleChatModelStart(_llm: unknown, messages: BaseMessage[][]) {
     this.seen.push(messages[0][0].text);
   }
 }
