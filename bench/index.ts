@@ -6,6 +6,7 @@ import { setLogger } from "../src/logger.js";
 import { runAppConfigBench } from "./app-config.bench.js";
 import { runAuthBench } from "./auth.bench.js";
 import { runBuildAgentBench } from "./build-agent.bench.js";
+import { runIdleStreamsBench } from "./idle-streams.bench.js";
 import { runSdkChainBench } from "./sdk-chain.bench.js";
 import { runRunsBench } from "./runs.bench.js";
 import { formatTable, type BenchSuite } from "./stats.js";
@@ -16,6 +17,7 @@ const SUITES: { title: string; run: () => Promise<BenchSuite> }[] = [
   { title: "SDK chain (all features): build, first superstep, first run", run: runSdkChainBench },
   { title: "Config: getAppConfig cost and hot reload", run: runAppConfigBench },
   { title: "Gateway: stateless /runs/stream throughput and latency", run: runRunsBench },
+  { title: "Gateway: memory of 1,000 idle streams", run: runIdleStreamsBench },
   { title: "Auth: added cost per authenticated request", run: runAuthBench },
 ];
 const only = process.argv[2]?.toLowerCase();
@@ -28,7 +30,7 @@ const started = performance.now();
 console.log(`deerflow-gateway benchmarks: node ${process.version}, ${os.platform()}/${os.arch()}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? "unknown"})`);
 for (const suite of SUITES.filter((s) => !only || s.title.toLowerCase().includes(only))) {
   const { results, notes, extra } = await suite.run();
-  console.log(`\n## ${suite.title}\n\n${formatTable(results)}\n`);
+  console.log(`\n## ${suite.title}\n${results.length ? `\n${formatTable(results)}\n` : ""}`);
   for (const note of notes) console.log(`- ${note}`);
   if (extra) console.log(`\n${extra}`);
 }

@@ -102,6 +102,10 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
   }
   const wrappers = members.map((m) => (m.wrapModelCall as unknown as Wrapper).bind(m));
   const names = members.map((m) => m.name);
+  // What each member's failure becomes (langchain wraps it in the member's name); made once, not per call.
+  const rethrowAs = names.map((member) => (error: unknown): never => {
+    throw MiddlewareError.wrap(error, member);
+  });
 
   const inner = {
     name: `${name}.members`,
@@ -163,7 +167,9 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
         };
         let pending: unknown;
         try {
-          pending = wrappers[i]({ ...req, state, runtime }, next);
+          // langchain hands each layer a copy carrying its state and runtime; a request that already carries
+          // this call's (a member passed its own on, or a copy of it) is handed on as it is: ours never write to it.
+          pending = wrappers[i](req.state === state && req.runtime === runtime ? req : { ...req, state, runtime }, next);
         } catch (error) {
           return Promise.reject(MiddlewareError.wrap(error, member));
         }
@@ -178,9 +184,7 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
             // The outermost member's answer goes back to langchain as it is; an inner one to its caller's handler.
             return i === 0 ? result : answer(result);
           },
-          (error) => {
-            throw MiddlewareError.wrap(error, member);
-          },
+          rethrowAs[i],
         );
       };
       return call(0, request).then((result) => {
@@ -194,10 +198,9 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
 
   const outer = {
     name,
-    async wrapModelCall(request: Request, handler: Handler): Promise<unknown> {
+    wrapModelCall(request: Request, handler: Handler): Promise<unknown> {
       const record: CallRecord = { lastAi: null, merged: false };
-      const result = await handler({ ...request, [CALL]: record });
-      return record.merged && record.lastAi ? record.lastAi : result;
+      return Promise.resolve(handler({ ...request, [CALL]: record })).then((result) => (record.merged && record.lastAi ? record.lastAi : result));
     },
   };
   return [outer as unknown as AgentMiddleware, inner as unknown as AgentMiddleware];
