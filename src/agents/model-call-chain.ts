@@ -9,7 +9,7 @@
 // tracking, MiddlewareError wrapping), chaining the members with plain promise reactions.
 import { AIMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
 import { Runnable } from "@langchain/core/runnables";
-import { Command, isCommand, StateSchema } from "@langchain/langgraph";
+import { Command, getCurrentTaskInput, isCommand, StateSchema } from "@langchain/langgraph";
 import { MiddlewareError, type AgentMiddleware } from "langchain";
 import { DeerflowMiddleware } from "./middlewares/base.js";
 
@@ -90,16 +90,27 @@ function validateTools(tools: unknown[], registered: unknown[], member: string, 
 }
 
 /**
+ * The agent node's state for this model call: the node's input as LangGraph handed it (langchain gives each layer
+ * `{...its schema's keys parsed from that state, messages}`; members read their own keys and never write through
+ * it, so they get the state itself and no per-call parse). Falls back to the request's state outside a graph node.
+ */
+function graphState(request: Request): unknown {
+  const configurable = (request.runtime as { configurable?: Record<string, unknown> } | undefined)?.configurable;
+  if (!configurable) return request.state;
+  try {
+    const input = getCurrentTaskInput({ configurable });
+    return input !== null && typeof input === "object" ? input : request.state;
+  } catch {
+    return request.state;
+  }
+}
+
+/**
  * The layer pair for `members` (outermost first). The inner layer runs the members; when they returned Commands it
  * hands langchain one Command with all their writes, and the outer layer then answers with the last AIMessage the
  * members produced, so the agent node writes `[that message, ...their Commands]` exactly as with a layer each.
  */
 function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: boolean): AgentMiddleware[] {
-  const fields: Record<string, unknown> = {};
-  for (const m of members) {
-    const schema = (m as unknown as { stateSchema?: StateSchema<never> }).stateSchema;
-    if (schema) Object.assign(fields, schema.fields);
-  }
   const wrappers = members.map((m) => (m.wrapModelCall as unknown as Wrapper).bind(m));
   const names = members.map((m) => m.name);
   // What each member's failure becomes (langchain wraps it in the member's name); made once, not per call.
@@ -109,11 +120,10 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
 
   const inner = {
     name: `${name}.members`,
-    // One parse of every member's state keys per model call (langchain parses each member's schema per layer).
-    ...(Object.keys(fields).length ? { stateSchema: new StateSchema(fields as never) } : {}),
     wrapModelCall(request: Request, handler: Handler): Promise<unknown> {
       const record = request[CALL] as CallRecord | undefined;
-      const { state, runtime } = request;
+      const { runtime } = request;
+      const state = graphState(request);
       const registered = request.tools ?? [];
       const entryMessage = request.systemMessage;
       let current = entryMessage;
@@ -211,8 +221,8 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
  * wrapping order) that are DeerflowMiddleware instances without a context schema is replaced by a layer pair named
  * `DeerflowModelCallChain` (`#2`, ... for later runs) placed where the run's first wrapper was; the members stay in
  * the list, seen through views without `wrapModelCall`, so their other hooks, tools and state keep their places.
- * Each member still gets the request langchain would give it, except that `request.state` holds every member's
- * state keys (ours read only their own and never write through it). A list with no such run is returned as is.
+ * Each member still gets the request langchain would give it, except that `request.state` is the agent node's
+ * whole state rather than a parsed copy of the member's keys (ours read only their own and never write through it). A list with no such run is returned as is.
  * @param middleware The chain in order. @returns A new list, or `middleware` itself when nothing is fused.
  */
 export function fuseModelCallWrappers(middleware: AgentMiddleware[]): AgentMiddleware[] {

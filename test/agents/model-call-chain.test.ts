@@ -1,13 +1,13 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { FakeListChatModel } from "@langchain/core/utils/testing";
-import { Command } from "@langchain/langgraph";
+import { Command, StateSchema } from "@langchain/langgraph";
 import { createAgent, MiddlewareError, type AgentMiddleware, type ModelRequest } from "langchain";
 import { describe, expect, it } from "vitest";
 import { createDeerflowAgent } from "../../src/agents/factory.js";
 import { DeerflowMiddleware } from "../../src/agents/middlewares/base.js";
 import { fuseModelCallWrappers } from "../../src/agents/model-call-chain.js";
-import { ThreadState } from "../../src/agents/thread-state.js";
+import { ThreadState, ThreadStateFields } from "../../src/agents/thread-state.js";
 
 type Handler = (r: ModelRequest) => unknown;
 const textOf = (m: unknown) => (AIMessage.isInstance(m) ? String(m.content) : "command");
@@ -24,6 +24,7 @@ function chain(log: unknown[], failIn?: string): AgentMiddleware[] {
   }
   class TitleCommand extends DeerflowMiddleware {
     name = "TitleCommand";
+    readonly stateSchema = new StateSchema({ title: ThreadStateFields.title });
     async wrapModelCall(req: ModelRequest, handler: Handler) {
       const res = await handler(req);
       log.push(["TitleCommand saw", textOf(res), (req.state as { title?: unknown }).title ?? null]);
@@ -80,7 +81,8 @@ async function observe(fused: boolean, failIn?: string) {
   let error: unknown = null;
   try {
     const stream = await (agent as { stream: (i: unknown, c: unknown) => Promise<AsyncIterable<[string, unknown]>> }).stream(
-      { messages: [new HumanMessage({ content: "hi", id: "h-1" })] },
+      // A title already in the state: the member declaring it must see it.
+      { messages: [new HumanMessage({ content: "hi", id: "h-1" })], title: "seed" },
       { streamMode: ["updates", "values"], callbacks: [prompts] },
     );
     for await (const [mode, chunk] of stream) {
@@ -102,6 +104,8 @@ describe("fused model-call wrappers", () => {
     expect(fused.prompts).toEqual(["base +A +B"]);
     expect(fused.title).toBe("T");
     expect(fused.artifacts).toEqual(["a.txt"]);
+    // The member declaring `title` saw the thread's title; the one above it saw the rewritten message, not the Command.
+    expect(fused.log).toContainEqual(["TitleCommand saw", "hello!", "seed"]);
     expect(fused.messages).toEqual([
       ["human", "hi", null],
       ["ai", "hello!", "default"],
