@@ -127,6 +127,9 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
       const registered = request.tools ?? [];
       const entryMessage = request.systemMessage;
       let current = entryMessage;
+      // `.text` re-derives the text from the content blocks on every read (three block translators): each message's
+      // text is read once here instead of once per member.
+      let currentText = entryMessage.text;
       let lastAi: AIMessage | null = null;
       const collected: Command[] = [];
 
@@ -154,21 +157,25 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
         if (i === wrappers.length) return base(req);
         const member = names[i];
         const baseline = current;
+        const baselineText = currentText;
         const next: Handler = (r) => {
           try {
             current = baseline;
+            currentText = baselineText;
             if (r.tools !== req.tools) validateTools(r.tools ?? [], registered, member, hasWrapToolCall);
             let normalized = r;
-            const promptChanged = r.systemPrompt !== current.text;
+            const promptChanged = r.systemPrompt !== currentText;
             const messageChanged = r.systemMessage !== current;
             if (promptChanged && messageChanged) throw new Error("Cannot change both systemPrompt and systemMessage in the same request.");
             if (promptChanged) {
               current = new SystemMessage({ content: [{ type: "text", text: r.systemPrompt ?? "" }] });
-              normalized = { ...r, systemPrompt: current.text, systemMessage: current };
+              currentText = current.text;
+              normalized = { ...r, systemPrompt: currentText, systemMessage: current };
             }
             if (messageChanged) {
               current = new SystemMessage({ ...r.systemMessage });
-              normalized = { ...r, systemPrompt: current.text, systemMessage: current };
+              currentText = current.text;
+              normalized = { ...r, systemPrompt: currentText, systemMessage: current };
             }
             return call(i + 1, normalized);
           } catch (error) {
