@@ -32,14 +32,17 @@ function isObject(value: unknown): value is Store {
 /**
  * The store to enter in place of `next` so that the slots of the current context go on: a store that holds none
  * gets them (langchain builds a fresh store for every runnable scope), `undefined` becomes a store holding only
- * them, and a store made by a slot keeps its own. A store that cannot take a property is seen through a derived one.
+ * them, and a store made by a slot keeps its own. A store holding other slots, or one that cannot take a property,
+ * is seen through a derived one.
  */
 function carry(current: unknown, next: unknown): unknown {
   const slots = isObject(current) ? (current[SLOTS] as Slots | undefined) : undefined;
   if (slots === undefined) return next;
   if (next === undefined || next === null) return { [SLOTS]: slots };
   if (!isObject(next) || carriers.has(next) || next[SLOTS] === slots) return next;
-  if (Object.isExtensible(next)) {
+  // A store that holds no slots yet (langchain makes one per runnable scope) takes them. One that holds others is
+  // a store entered again from another context (code may still run in it): it is seen through a derived one.
+  if (next[SLOTS] === undefined && Object.isExtensible(next)) {
     next[SLOTS] = slots;
     return next;
   }

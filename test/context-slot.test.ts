@@ -91,6 +91,30 @@ describe("ContextSlot", () => {
     ]);
   });
 
+  it("does not leak a value into code still running in a store entered again from another context", async () => {
+    const slot = new ContextSlot<string>("test.reenter");
+    const storage = AsyncLocalStorageProviderSingleton.getInstance();
+    const seen: unknown[] = [];
+    await slot.run("outer", () =>
+      RunnableLambda.from(async () => {
+        const captured = storage.getStore();
+        const sibling = (async () => {
+          await tick();
+          await tick();
+          seen.push(["sibling", slot.get()]);
+        })();
+        await slot.run("nested", () => storage.run(captured, async () => seen.push(["re-entered", slot.get()])));
+        seen.push(["after", slot.get()]);
+        await sibling;
+      }).invoke(1),
+    );
+    expect(seen).toEqual([
+      ["re-entered", "nested"],
+      ["after", "outer"],
+      ["sibling", "outer"],
+    ]);
+  });
+
   it("adds no property to the process's promises: every slot shares langchain's storage", async () => {
     const first = new ContextSlot<string>("test.first");
     const before = await first.run("x", async () => storesOnPromises());

@@ -79,7 +79,7 @@ export function createDeerflowAgent(model: BaseChatModel, tools: NamedTool[] | n
     model,
     tools: (finalTools.length ? finalTools : undefined) as never,
     // The graph is built with the gateway's model-call wrappers fused (see model-call-chain.ts) ...
-    middleware: fuseModelCallWrappers(middleware) as never,
+    middleware: fuseModelCallWrappers(middleware, finalTools) as never,
     stateSchema: (options.stateSchema ?? ThreadState) as never,
     systemPrompt: options.systemPrompt,
     checkpointer: options.checkpointer,

@@ -29,9 +29,15 @@ type Wrapper = (request: Request, handler: Handler) => unknown;
 /** What the inner layer leaves for the outer one of the same call (carried on the request under this key). */
 const CALL = Symbol("deerflow.modelCallChain");
 interface CallRecord {
-  lastAi: AIMessage | null;
-  merged: boolean;
+  /** Set when the members' Commands went to langchain merged: what the outer layer answers instead. */
+  answer?: unknown;
 }
+/**
+ * The last AIMessage of one model call of one agent node, across the passes an outer middleware's retries make
+ * (langchain keeps one such variable per call), keyed by the node's `configurable`. An AIMessage returned by a
+ * foreign middleware outside the pair is not seen here (langchain's variable is private to its AgentNode).
+ */
+const lastAiOfCall = new WeakMap<object, { message: AIMessage | null }>();
 
 /** Whether `m` can join a fused run: one of ours, wrapping the model call, with no context schema of its own. */
 function isFusible(m: AgentMiddleware): boolean {
@@ -53,6 +59,7 @@ function isModelResponse(value: unknown): boolean {
  */
 function mergeCommands(commands: Command[]): Command {
   if (commands.length === 1) return commands[0];
+  // An empty list becomes a Command without writes (see the inner layer's use).
   const update: [string, unknown][] = [];
   const goto: unknown[] = [];
   let graph: string | undefined;
@@ -69,12 +76,11 @@ function mergeCommands(commands: Command[]): Command {
 }
 
 /**
- * Checks a member's request like langchain's per-layer validation: a tool added by a wrapModelCall hook needs a
- * wrapToolCall middleware to run it, and a registered tool may not be replaced by another instance of the same name.
+ * Checks a member's request like langchain's per-layer validation, against the agent's registered tools: a tool
+ * added by a wrapModelCall hook needs a wrapToolCall middleware to run it, and a registered tool may not be
+ * replaced by another instance of the same name.
  */
-function validateTools(tools: unknown[], registered: unknown[], member: string, hasWrapToolCall: boolean): void {
-  const byName = new Map<string, unknown>();
-  for (const t of registered) if (Runnable.isRunnable(t)) byName.set((t as { name: string }).name, t);
+function validateTools(tools: unknown[], byName: ReadonlyMap<string, unknown>, member: string, hasWrapToolCall: boolean): void {
   const added: string[] = [];
   const replaced: string[] = [];
   for (const t of tools) {
@@ -111,7 +117,7 @@ function graphState(request: Request): unknown {
  * hands langchain one Command with all their writes, and the outer layer then answers with the last AIMessage the
  * members produced, so the agent node writes `[that message, ...their Commands]` exactly as with a layer each.
  */
-function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: boolean): AgentMiddleware[] {
+function fusedLayers(members: AgentMiddleware[], name: string, registered: ReadonlyMap<string, unknown>, hasWrapToolCall: boolean): AgentMiddleware[] {
   const wrappers = members.map((m) => (m.wrapModelCall as unknown as Wrapper).bind(m));
   const names = members.map((m) => m.name);
   // What each member's failure becomes (langchain wraps it in the member's name); made once, not per call.
@@ -125,21 +131,27 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
       const record = request[CALL] as CallRecord | undefined;
       const { runtime } = request;
       const state = graphState(request);
-      const registered = request.tools ?? [];
       const entryMessage = request.systemMessage;
       let current = entryMessage;
       // `.text` re-derives the text from the content blocks on every read (three block translators): each message's
       // text is read once here instead of once per member.
       let currentText = entryMessage.text;
-      let lastAi: AIMessage | null = null;
+      // langchain's `lastAiMessage`: shared by the passes of one model call (an outer middleware may retry).
+      const configurable = (runtime as { configurable?: object } | undefined)?.configurable;
+      let shared = configurable ? lastAiOfCall.get(configurable) : undefined;
+      if (!shared) {
+        shared = { message: null };
+        if (configurable) lastAiOfCall.set(configurable, shared);
+      }
+      const last = shared;
       const collected: Command[] = [];
 
       // What a member's handler answers for the layer below it: a Command is collected (once) and the member sees
       // the last AIMessage instead, as langchain's per-layer handler does.
       const answer = (result: unknown): unknown => {
-        if (isCommand(result) && lastAi) {
+        if (isCommand(result) && last.message) {
           if (!collected.includes(result)) collected.push(result);
-          return lastAi;
+          return last.message;
         }
         return result;
       };
@@ -148,7 +160,7 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
       const base = (req: Request): Promise<unknown> => {
         const out = req.systemMessage === entryMessage ? req : { ...req, systemPrompt: request.systemPrompt };
         return Promise.resolve(handler(out)).then((result) => {
-          if (AIMessage.isInstance(result)) lastAi = result;
+          if (AIMessage.isInstance(result)) last.message = result;
           return answer(result);
         });
       };
@@ -163,7 +175,7 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
           try {
             current = baseline;
             currentText = baselineText;
-            if (r.tools !== req.tools) validateTools(r.tools ?? [], registered, member, hasWrapToolCall);
+            validateTools(r.tools ?? [], registered, member, hasWrapToolCall);
             let normalized = r;
             const promptChanged = r.systemPrompt !== currentText;
             const messageChanged = r.systemMessage !== current;
@@ -197,7 +209,7 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
             if (!isModelResponse(result)) {
               throw MiddlewareError.wrap(new Error(`Invalid response from "wrapModelCall" in middleware "${member}": expected AIMessage or Command, got ${typeof result}`), member);
             }
-            if (AIMessage.isInstance(result)) lastAi = result;
+            if (AIMessage.isInstance(result)) last.message = result;
             else if (isCommand(result)) collected.push(result);
             // The outermost member's answer goes back to langchain as it is; an inner one to its caller's handler.
             return i === 0 ? result : answer(result);
@@ -206,10 +218,18 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
         );
       };
       return call(0, request).then((result) => {
-        if (record) record.lastAi = lastAi;
-        if (!collected.length) return result;
-        if (record) record.merged = true;
-        return mergeCommands(collected);
+        // No member returned a Command: langchain gets what the outermost member returned, as it would.
+        if (!collected.length || !record) return result;
+        // With an AIMessage, the Commands go to langchain as one and the outer layer answers with the message.
+        if (last.message) {
+          record.answer = last.message;
+          return mergeCommands(collected);
+        }
+        // Without one, langchain records every Command a layer returns: the outermost member's Command is left for
+        // the outer layer to return, so each of the members' Commands is recorded exactly as often as before.
+        const outermost = isCommand(result) && collected[collected.length - 1] === result;
+        record.answer = result;
+        return mergeCommands(outermost ? collected.slice(0, -1) : collected);
       });
     },
   };
@@ -217,8 +237,8 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
   const outer = {
     name,
     wrapModelCall(request: Request, handler: Handler): Promise<unknown> {
-      const record: CallRecord = { lastAi: null, merged: false };
-      return Promise.resolve(handler({ ...request, [CALL]: record })).then((result) => (record.merged && record.lastAi ? record.lastAi : result));
+      const record: CallRecord = {};
+      return Promise.resolve(handler({ ...request, [CALL]: record })).then((result) => ("answer" in record ? record.answer : result));
     },
   };
   return [outer as unknown as AgentMiddleware, inner as unknown as AgentMiddleware];
@@ -231,9 +251,10 @@ function fusedLayers(members: AgentMiddleware[], name: string, hasWrapToolCall: 
  * the list, seen through views without `wrapModelCall`, so their other hooks, tools and state keep their places.
  * Each member still gets the request langchain would give it, except that `request.state` is the agent node's
  * whole state rather than a parsed copy of the member's keys (ours read only their own and never write through it). A list with no such run is returned as is.
- * @param middleware The chain in order. @returns A new list, or `middleware` itself when nothing is fused.
+ * @param middleware The chain in order. @param tools The agent's tools (what langchain validates requests against,
+ * with the middlewares' own). @returns A new list, or `middleware` itself when nothing is fused.
  */
-export function fuseModelCallWrappers(middleware: AgentMiddleware[]): AgentMiddleware[] {
+export function fuseModelCallWrappers(middleware: AgentMiddleware[], tools: readonly unknown[] = []): AgentMiddleware[] {
   const runs: AgentMiddleware[][] = [];
   let run: AgentMiddleware[] = [];
   for (const m of middleware) {
@@ -247,10 +268,15 @@ export function fuseModelCallWrappers(middleware: AgentMiddleware[]): AgentMiddl
   if (run.length >= 2) runs.push(run);
   if (!runs.length) return middleware;
   const hasWrapToolCall = middleware.some((m) => (m as { wrapToolCall?: unknown }).wrapToolCall != null);
+  // The agent's registered tools as langchain lists them (the agent's, then the middlewares'), client tools by name.
+  const registered = new Map<string, unknown>();
+  for (const t of [...tools, ...middleware.flatMap((m) => ((m as { tools?: unknown[] }).tools ?? []))]) {
+    if (Runnable.isRunnable(t)) registered.set((t as { name: string }).name, t);
+  }
   const firstOf = new Map<AgentMiddleware, AgentMiddleware[]>();
   const member = new Set<AgentMiddleware>();
   runs.forEach((r, i) => {
-    firstOf.set(r[0], fusedLayers(r, i === 0 ? "DeerflowModelCallChain" : `DeerflowModelCallChain#${i + 1}`, hasWrapToolCall));
+    firstOf.set(r[0], fusedLayers(r, i === 0 ? "DeerflowModelCallChain" : `DeerflowModelCallChain#${i + 1}`, registered, hasWrapToolCall));
     for (const m of r) member.add(m);
   });
   const out: AgentMiddleware[] = [];
