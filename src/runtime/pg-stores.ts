@@ -97,6 +97,16 @@ export class PgThreadStore implements ThreadRepository {
     return (await this.get(threadId))!;
   }
 
+  async createForRun(threadId: string, ownerId: string): Promise<boolean> {
+    const now = new Date().toISOString();
+    const result = await this.pool.query("INSERT INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES ($1, $2, 'busy', '{}', $3, $3) ON CONFLICT (thread_id) DO NOTHING", [
+      threadId,
+      ownerId,
+      now,
+    ]);
+    return (result.rowCount ?? 0) > 0;
+  }
+
   async patchMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord | null> {
     // One statement: `||` merges at the top level, so concurrent patches of different keys both survive.
     const { rows } = await this.pool.query<ThreadRow>(

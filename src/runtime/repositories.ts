@@ -37,6 +37,11 @@ export interface ThreadRepository {
    * is returned unchanged, whoever owns it.
    */
   create(threadId: string, metadata?: Record<string, unknown>, ownerId?: string): Promise<ThreadRecord>;
+  /**
+   * Creates the thread `busy`, owned by `ownerId`, for a run about to start on it (a stateless run's thread); an
+   * existing thread is left unchanged, whoever owns it. Resolves true when this call created it.
+   */
+  createForRun(threadId: string, ownerId: string): Promise<boolean>;
   /** Merges `metadata` into the thread's metadata (server-owned keys dropped); null for an unknown thread. */
   patchMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord | null>;
   /** Deletes the thread row; resolves whether it existed. */

@@ -94,8 +94,10 @@ export class RunService {
     // The per-user limits are checked and counted synchronously here, before anything awaits; released if admission fails.
     const release = this.deps.admission?.acquire(userId, appConfig);
     let run: ActiveRun;
+    // A stateless run's thread is created busy, for the run: one write where create + mark busy took three.
+    let freshThread = false;
     try {
-      if (threadId === null) await threads.create(tid, {}, userId);
+      if (threadId === null) freshThread = await threads.createForRun(tid, userId);
       run = await this.deps.runs.admit({
         threadId: tid,
         assistantId: request.assistant_id ?? "lead_agent",
@@ -106,13 +108,15 @@ export class RunService {
       });
     } catch (err) {
       release?.();
+      // Not admitted: the thread created for it holds no run.
+      if (freshThread) await threads.setStatus(tid, "idle").catch(() => undefined);
       throw err;
     }
     if (release) void run.done.then(release, release);
     await this.deps.bridge.open(run.record.run_id);
     const log = this.deps.logger.child({ run_id: run.record.run_id, thread_id: tid, ...(origin.requestId ? { request_id: origin.requestId } : {}) });
     const observation = this.deps.observer?.begin({ runId: run.record.run_id, threadId: tid, assistantId: run.record.assistant_id, userId, requestId: origin.requestId, log });
-    const job: RunJob = { input, runConfig, request, requestId: origin.requestId, log, observation };
+    const job: RunJob = { input, runConfig, request, requestId: origin.requestId, log, observation, freshThread };
     // The run scope carries the run's logger and counters into the model calls (retry log, fallbacks); the pinned
     // config gives the whole run the config version it starts with (its first read, when the worker begins).
     const execute = () => withPinnedAppConfig(() => runAgent(run, job, this.deps));

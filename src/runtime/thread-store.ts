@@ -87,6 +87,16 @@ export class ThreadStore implements ThreadRepository {
     return this.getSync(threadId)!;
   }
 
+  /** See {@link ThreadRepository.createForRun}: one statement, where `create` needs a read back. */
+  async createForRun(threadId: string, ownerId: string): Promise<boolean> {
+    const now = new Date().toISOString();
+    return (
+      this.statements
+        .get("INSERT OR IGNORE INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES (?, ?, 'busy', '{}', ?, ?)")
+        .run(threadId, ownerId, now, now).changes > 0
+    );
+  }
+
   /** Merges `metadata` into the thread's metadata (server-owned keys dropped); null for an unknown thread. */
   async patchMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord | null> {
     const thread = this.getSync(threadId);

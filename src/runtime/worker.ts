@@ -62,6 +62,11 @@ export interface RunJob {
   log?: Logger;
   /** The run's observation (metrics, callbacks), when the service has an observer. */
   observation?: RunObservation;
+  /**
+   * Whether the run's thread was created for it, `busy` (`ThreadRepository.createForRun`): the worker then
+   * neither marks it busy again nor reads its (absent) checkpoint before the run.
+   */
+  freshThread?: boolean;
 }
 
 /** The factory's callbacks (a handler list, or a manager) plus the observer's handlers. */
@@ -153,9 +158,10 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     }
     started = true;
     observation?.started();
-    await persistence.threads.setStatus(threadId, "busy");
+    if (!job.freshThread) await persistence.threads.setStatus(threadId, "busy");
     bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: 1 });
-    before = await latestCheckpoint(persistence.checkpointer, threadId);
+    // A thread created for this run has no checkpoint yet: nothing to read (or to roll back to).
+    if (!job.freshThread) before = await latestCheckpoint(persistence.checkpointer, threadId);
     context = buildRunContext({
       threadId,
       runId,

@@ -104,6 +104,37 @@ describe("run admission", () => {
     expect((await fetch(`${h.url}/threads/atomic`, { method: "DELETE" })).status).toBe(200);
   });
 
+  it("creates a stateless run's thread busy for it, and leaves it idle when the run cannot be stored", async () => {
+    const store = h.app.deerflow.persistence.runs;
+    const save = store.save.bind(store);
+    store.save = () => {
+      throw new Error("disk full");
+    };
+    try {
+      const res = await postJson(`${h.url}/runs/wait`, { ...say("one"), config: { configurable: { thread_id: "stateless-refused" } } });
+      expect(res.status).toBe(500);
+    } finally {
+      store.save = save;
+    }
+    expect(await (await fetch(`${h.url}/threads/stateless-refused`)).json()).toMatchObject({ status: "idle" });
+    // Held busy while its run is pending, idle after; the thread created for a run has the run's messages only.
+    const statuses: string[] = [];
+    const threads = h.app.deerflow.persistence.threads;
+    store.save = async (record) => {
+      if (record.status === "pending") statuses.push((await threads.get(record.thread_id))!.status);
+      await save(record);
+    };
+    try {
+      const res = await postJson(`${h.url}/runs/wait`, { ...say("two"), config: { configurable: { thread_id: "stateless-ok" } } });
+      expect(res.status).toBe(200);
+      expect((await res.json()).messages.map((m: { type: string }) => m.type)).toEqual(["human", "ai"]);
+    } finally {
+      store.save = save;
+    }
+    expect(statuses).toEqual(["busy"]);
+    expect(await (await fetch(`${h.url}/threads/stateless-ok`)).json()).toMatchObject({ status: "idle" });
+  });
+
   it("releases the thread when the run's outcome cannot be recorded", async () => {
     await postJson(`${h.url}/threads`, { thread_id: "outcome" });
     const store = h.app.deerflow.persistence.runs;

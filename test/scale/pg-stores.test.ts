@@ -56,6 +56,17 @@ describe("PostgreSQL stores", () => {
     expect(await threads.delete("t-1")).toBe(false);
   });
 
+  it("creates a run's thread busy once: a second creation, or another user's, changes nothing", async () => {
+    const threads = new PgThreadStore(pool);
+    const results = await Promise.all([threads.createForRun("run-t", "alice"), threads.createForRun("run-t", "bob")]);
+    expect(results.sort()).toEqual([false, true]);
+    const stored = (await threads.get("run-t"))!;
+    expect(stored).toMatchObject({ status: "busy", metadata: {} });
+    await threads.setStatus("run-t", "idle");
+    expect(await threads.createForRun("run-t", stored.owner_id)).toBe(false);
+    expect(await threads.get("run-t")).toMatchObject({ status: "idle", owner_id: stored.owner_id });
+  });
+
   it("searches by metadata with JSON type equality, status and ids, sorted and paged", async () => {
     const threads = new PgThreadStore(pool);
     await threads.create("s-1", { n: 1, tag: { x: [1] } });
