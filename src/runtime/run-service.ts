@@ -52,17 +52,21 @@ export class RunService {
     const request = parseRunRequest(body);
     const { threads, checkpointer } = this.deps.persistence;
     let tid: string;
+    // Whether a stateless run's thread must be created for it (absent when the request was checked).
+    let createThread = false;
     if (threadId === null) {
       const fromConfig = request.config?.configurable?.thread_id;
       if (fromConfig === undefined || fromConfig === null) {
         // A new UUIDv7 names no stored thread: nothing to look up.
         tid = newId();
+        createThread = true;
       } else {
         tid = fromConfig as string;
         assertThreadId(tid);
         // A stateless run may name an existing thread only if the caller owns it; another user's reads as missing.
         const existing = await threads.get(tid);
         if (existing && existing.owner_id !== userId) throw new NotFoundError(`Thread ${tid} not found`);
+        createThread = !existing;
       }
     } else {
       assertThreadId(threadId);
@@ -97,7 +101,11 @@ export class RunService {
     // A stateless run's thread is created busy, for the run: one write where create + mark busy took three.
     let freshThread = false;
     try {
-      if (threadId === null) freshThread = await threads.createForRun(tid, userId);
+      if (createThread) {
+        freshThread = await threads.createForRun(tid, userId);
+        // Created by a concurrent request since the check: the run may use it only if it is the caller's.
+        if (!freshThread && !(await threads.getOwned(tid, userId))) throw new NotFoundError(`Thread ${tid} not found`);
+      }
       run = await this.deps.runs.admit({
         threadId: tid,
         assistantId: request.assistant_id ?? "lead_agent",

@@ -135,6 +135,22 @@ describe("run admission", () => {
     expect(await (await fetch(`${h.url}/threads/stateless-ok`)).json()).toMatchObject({ status: "idle" });
   });
 
+  it("does not run a stateless run on a thread another user created after the request was checked", async () => {
+    const threads = h.app.deerflow.persistence.threads;
+    await threads.create("stateless-race", { owner: "mallory" }, "mallory");
+    const get = threads.get.bind(threads);
+    // The request's check sees no thread; mallory's creation lands before the run's thread is created.
+    threads.get = async (id) => (id === "stateless-race" ? null : get(id));
+    try {
+      const res = await postJson(`${h.url}/runs/wait`, { ...say("mine?"), config: { configurable: { thread_id: "stateless-race" } } });
+      expect(res.status).toBe(404);
+    } finally {
+      threads.get = get;
+    }
+    expect(await threads.get("stateless-race")).toMatchObject({ owner_id: "mallory", status: "idle", metadata: { owner: "mallory" } });
+    expect(await h.app.deerflow.persistence.checkpointer.getTuple({ configurable: { thread_id: "stateless-race", checkpoint_ns: "" } })).toBeUndefined();
+  });
+
   it("releases the thread when the run's outcome cannot be recorded", async () => {
     await postJson(`${h.url}/threads`, { thread_id: "outcome" });
     const store = h.app.deerflow.persistence.runs;
