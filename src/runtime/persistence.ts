@@ -85,6 +85,10 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
   // WAL + NORMAL: no fsync per commit (a crash of this process loses nothing; an OS crash may lose the last
   // commits). Measured +15% runs/s at concurrency 1 over FULL (bench/runs.bench.ts).
   db.pragma("synchronous = NORMAL");
+  // The WAL is copied back into the database (with two fsyncs, on the event loop) every WAL_AUTOCHECKPOINT_PAGES
+  // instead of SQLite's 1,000: a run writes ~15 small statements that touch the same few B-tree pages, so a longer
+  // interval copies each page fewer times and syncs less often.
+  db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
   db.pragma("busy_timeout = 5000");
   const threads = new ThreadStore(db);
   const runs = new RunStore(db);
@@ -105,6 +109,14 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
 function accountStores(db: Database.Database): { users: UserRepository; apiKeys: ApiKeyRepository } {
   return { users: new SqliteUserRepository(db), apiKeys: new SqliteApiKeyRepository(db) };
 }
+
+/**
+ * Pages (4 KiB each) the gateway database's WAL grows to before SQLite checkpoints it: 16 MiB on disk at most
+ * between checkpoints. Measured with a run's statement mix (15 statements, 5 commits, 3 checkpoint blobs; 2,000
+ * runs x 6 alternating reps): 0.68 ms of blocking SQLite time per run at 1,000 pages, 0.59 at 4,000, 0.57 at
+ * 10,000; CPU time unchanged (0.40-0.42 ms): what goes is time the event loop waits on fsync.
+ */
+export const WAL_AUTOCHECKPOINT_PAGES = 4000;
 
 /** Advisory-lock key serialising PostgresSaver.setup() across processes. */
 const CHECKPOINTER_SETUP_LOCK = 0x0de3f11;
