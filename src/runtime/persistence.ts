@@ -168,6 +168,8 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
   mkdirSync(path.join(home, "data"), { recursive: true });
   const ledgerDb = new Database(path.join(home, "data", "usage.sqlite"));
   ledgerDb.pragma("journal_mode = WAL");
+  // As the gateway database: no fsync per commit (each model call adds its tokens in one commit).
+  ledgerDb.pragma("synchronous = NORMAL");
   ledgerDb.pragma("busy_timeout = 5000");
   return {
     checkpointer,
