@@ -52,21 +52,22 @@ export class RunService {
     const request = parseRunRequest(body);
     const { threads, checkpointer } = this.deps.persistence;
     let tid: string;
-    // Whether a stateless run's thread must be created for it (absent when the request was checked).
-    let createThread = false;
+    // How a stateless run's thread is created: "new" for an id this request generated (no one else can know it
+    // before the run is admitted), "named" for a missing thread the request named (other requests may use it).
+    let createThread: "new" | "named" | null = null;
     if (threadId === null) {
       const fromConfig = request.config?.configurable?.thread_id;
       if (fromConfig === undefined || fromConfig === null) {
         // A new UUIDv7 names no stored thread: nothing to look up.
         tid = newId();
-        createThread = true;
+        createThread = "new";
       } else {
         tid = fromConfig as string;
         assertThreadId(tid);
         // A stateless run may name an existing thread only if the caller owns it; another user's reads as missing.
         const existing = await threads.get(tid);
         if (existing && existing.owner_id !== userId) throw new NotFoundError(`Thread ${tid} not found`);
-        createThread = !existing;
+        if (!existing) createThread = "named";
       }
     } else {
       assertThreadId(threadId);
@@ -98,13 +99,15 @@ export class RunService {
     // The per-user limits are checked and counted synchronously here, before anything awaits; released if admission fails.
     const release = this.deps.admission?.acquire(userId, appConfig);
     let run: ActiveRun;
-    // A stateless run's thread is created busy, for the run: one write where create + mark busy took three.
+    // A thread under a new id is created busy, for the run: one write where create, read back and mark busy took
+    // three, and the worker reads no checkpoint of it. A named thread is created idle: a concurrent request may
+    // run on it before this run is admitted, so this run treats it as any existing thread.
     let freshThread = false;
     try {
-      if (createThread) {
-        freshThread = await threads.createForRun(tid, userId);
-        // Created by a concurrent request since the check: the run may use it only if it is the caller's.
-        if (!freshThread && !(await threads.getOwned(tid, userId))) throw new NotFoundError(`Thread ${tid} not found`);
+      if (createThread === "new") freshThread = await threads.createForRun(tid, userId);
+      else if (createThread === "named" && (await threads.create(tid, {}, userId)).owner_id !== userId) {
+        // Created by another user since the check: it reads as missing.
+        throw new NotFoundError(`Thread ${tid} not found`);
       }
       run = await this.deps.runs.admit({
         threadId: tid,
@@ -116,7 +119,7 @@ export class RunService {
       });
     } catch (err) {
       release?.();
-      // Not admitted: the thread created for it holds no run.
+      // Not admitted: the thread created for it holds no run (nothing else knows its id).
       if (freshThread) await threads.setStatus(tid, "idle").catch(() => undefined);
       throw err;
     }

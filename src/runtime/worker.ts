@@ -63,8 +63,9 @@ export interface RunJob {
   /** The run's observation (metrics, callbacks), when the service has an observer. */
   observation?: RunObservation;
   /**
-   * Whether the run's thread was created for it, `busy` (`ThreadRepository.createForRun`): the worker then
-   * neither marks it busy again nor reads its (absent) checkpoint before the run.
+   * Whether the run's thread was created for it, `busy` (`ThreadRepository.createForRun`), under an id the request
+   * generated, so no other run can have used it: the worker then neither marks it busy again nor reads its (absent)
+   * checkpoint before the run, and releases it however the run ends, started or not.
    */
   freshThread?: boolean;
 }
@@ -269,7 +270,8 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       if (observation?.scope.fallbacks.length) run.record.metadata = { ...run.record.metadata, model_fallbacks: observation.scope.fallbacks };
       Object.assign(run.record, runCounters(observation?.usage, before, checkpointer?.latestRoot, context));
       await runs.setStatus(runId, status, error);
-      if (started || status === "interrupted") {
+      // A thread created busy for this run is released even when the run never started (a rollback while pending).
+      if (started || status === "interrupted" || job.freshThread) {
         let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";
         // A run that stopped at interrupt_before/after (or a graph interrupt) leaves nodes pending: the thread waits.
         // The run's own newest checkpoint answers without reading the thread back (a store read and a parse).

@@ -104,35 +104,38 @@ describe("run admission", () => {
     expect((await fetch(`${h.url}/threads/atomic`, { method: "DELETE" })).status).toBe(200);
   });
 
-  it("creates a stateless run's thread busy for it, and leaves it idle when the run cannot be stored", async () => {
+  it("creates a stateless run's new thread busy for it, and leaves it idle when the run cannot be stored", async () => {
     const store = h.app.deerflow.persistence.runs;
+    const threads = h.app.deerflow.persistence.threads;
     const save = store.save.bind(store);
-    store.save = () => {
+    let refused = "";
+    store.save = (record) => {
+      refused = record.thread_id;
       throw new Error("disk full");
     };
     try {
-      const res = await postJson(`${h.url}/runs/wait`, { ...say("one"), config: { configurable: { thread_id: "stateless-refused" } } });
-      expect(res.status).toBe(500);
+      expect((await postJson(`${h.url}/runs/wait`, say("one"))).status).toBe(500);
     } finally {
       store.save = save;
     }
-    expect(await (await fetch(`${h.url}/threads/stateless-refused`)).json()).toMatchObject({ status: "idle" });
+    expect(await threads.get(refused)).toMatchObject({ status: "idle" });
     // Held busy while its run is pending, idle after; the thread created for a run has the run's messages only.
     const statuses: string[] = [];
-    const threads = h.app.deerflow.persistence.threads;
     store.save = async (record) => {
       if (record.status === "pending") statuses.push((await threads.get(record.thread_id))!.status);
       await save(record);
     };
+    let res: Response;
     try {
-      const res = await postJson(`${h.url}/runs/wait`, { ...say("two"), config: { configurable: { thread_id: "stateless-ok" } } });
+      res = await postJson(`${h.url}/runs/wait`, say("two"));
       expect(res.status).toBe(200);
       expect((await res.json()).messages.map((m: { type: string }) => m.type)).toEqual(["human", "ai"]);
     } finally {
       store.save = save;
     }
     expect(statuses).toEqual(["busy"]);
-    expect(await (await fetch(`${h.url}/threads/stateless-ok`)).json()).toMatchObject({ status: "idle" });
+    const threadId = (res.headers.get("content-location") ?? "").split("/")[2];
+    expect(await (await fetch(`${h.url}/threads/${threadId}`)).json()).toMatchObject({ status: "idle" });
   });
 
   it("does not run a stateless run on a thread another user created after the request was checked", async () => {
