@@ -86,24 +86,21 @@ export class PgThreadStore implements ThreadRepository {
   }
 
   async create(threadId: string, metadata: Record<string, unknown> = {}, ownerId: string = DEFAULT_USER_ID): Promise<ThreadRecord> {
-    const now = new Date().toISOString();
     // ON CONFLICT DO NOTHING + read back: two processes creating the same id both get the one stored row.
-    await this.pool.query("INSERT INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES ($1, $2, 'idle', $3, $4, $4) ON CONFLICT (thread_id) DO NOTHING", [
-      threadId,
-      ownerId,
-      JSON.stringify(ThreadStore.cleanMetadata(metadata)),
-      now,
-    ]);
+    await this.insert(threadId, ownerId, "idle", metadata);
     return (await this.get(threadId))!;
   }
 
   async createForRun(threadId: string, ownerId: string): Promise<boolean> {
-    const now = new Date().toISOString();
-    const result = await this.pool.query("INSERT INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES ($1, $2, 'busy', '{}', $3, $3) ON CONFLICT (thread_id) DO NOTHING", [
-      threadId,
-      ownerId,
-      now,
-    ]);
+    return this.insert(threadId, ownerId, "busy", {});
+  }
+
+  /** Inserts the thread unless its id exists; resolves whether it did. */
+  private async insert(threadId: string, ownerId: string, status: ThreadStatus, metadata: Record<string, unknown>): Promise<boolean> {
+    const result = await this.pool.query(
+      "INSERT INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (thread_id) DO NOTHING",
+      [threadId, ownerId, status, JSON.stringify(ThreadStore.cleanMetadata(metadata)), new Date().toISOString()],
+    );
     return (result.rowCount ?? 0) > 0;
   }
 

@@ -80,20 +80,22 @@ export class ThreadStore implements ThreadRepository {
    * owns it; callers that must not touch another user's thread check {@link getOwned} first).
    */
   async create(threadId: string, metadata: Record<string, unknown> = {}, ownerId: string = DEFAULT_USER_ID): Promise<ThreadRecord> {
-    const now = new Date().toISOString();
-    this.statements
-      .get("INSERT OR IGNORE INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES (?, ?, 'idle', ?, ?, ?)")
-      .run(threadId, ownerId, JSON.stringify(ThreadStore.cleanMetadata(metadata)), now, now);
+    this.insert(threadId, ownerId, "idle", metadata);
     return this.getSync(threadId)!;
   }
 
   /** See {@link ThreadRepository.createForRun}: one statement, where `create` needs a read back. */
   async createForRun(threadId: string, ownerId: string): Promise<boolean> {
+    return this.insert(threadId, ownerId, "busy", {});
+  }
+
+  /** Inserts the thread unless its id exists; returns whether it did. */
+  private insert(threadId: string, ownerId: string, status: ThreadStatus, metadata: Record<string, unknown>): boolean {
     const now = new Date().toISOString();
     return (
       this.statements
-        .get("INSERT OR IGNORE INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES (?, ?, 'busy', '{}', ?, ?)")
-        .run(threadId, ownerId, now, now).changes > 0
+        .get("INSERT OR IGNORE INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)")
+        .run(threadId, ownerId, status, JSON.stringify(ThreadStore.cleanMetadata(metadata)), now, now).changes > 0
     );
   }
 
