@@ -7,7 +7,8 @@ import type { Logger } from "pino";
 import { ConflictError } from "../errors.js";
 import type { RunRepository, ThreadRepository } from "./repositories.js";
 import { APPEND_END_SCRIPT, openKey, streamKey } from "./redis-stream-bridge.js";
-import { RunManager, type ActiveRun, type AdmitInput, type CancelAction, type RunRecord } from "./run-manager.js";
+import { FINISHED_RUN_RETENTION_MS, RunManager, type ActiveRun, type AdmitInput, type CancelAction, type RunRecord } from "./run-manager.js";
+import { ExpiryQueue } from "./expiry-queue.js";
 import { newId } from "./ids.js";
 
 /**
@@ -79,6 +80,8 @@ export class DistributedRunManager extends RunManager {
   private readonly subscriber: Redis;
   private readonly waiters = new Set<() => void>();
   private readonly pending = new Set<Promise<unknown>>();
+  /** Ids of runs this process finished within {@link FINISHED_RUN_RETENTION_MS}: a late remote cancel is acknowledged. */
+  private readonly finishedHere = new ExpiryQueue<string>(() => undefined);
   private heartbeat?: NodeJS.Timeout;
   private reaper?: NodeJS.Timeout;
   private reaping = false;
@@ -143,10 +146,11 @@ export class DistributedRunManager extends RunManager {
     }
     if (message.type === "done") return this.wake();
     const run = this.live.get(message.runId);
-    if (!run) return;
+    // A run that finished here a moment ago is acknowledged too: its canceller saw it in flight and waits.
+    if (!run && !this.finishedHere.has(message.runId)) return;
     void this.track(
       (async () => {
-        if (!run.finished) {
+        if (run && !run.finished) {
           this.cancelRun(run, message.action);
           // Stored before the confirmation, so the cancelling process reads the new status right after.
           if (message.action === "interrupt") await this.store.save(run.record);
@@ -233,6 +237,7 @@ export class DistributedRunManager extends RunManager {
     const wasFinished = !run || run.finished;
     super.finish(runId);
     if (wasFinished || !run) return;
+    this.finishedHere.schedule(runId, FINISHED_RUN_RETENTION_MS);
     const { redis } = this.options;
     const done: ControlMessage = { type: "done", runId, threadId: run.record.thread_id };
     this.track(
@@ -335,6 +340,7 @@ export class DistributedRunManager extends RunManager {
     this.stopped = true;
     clearInterval(this.heartbeat);
     clearInterval(this.reaper);
+    this.finishedHere.clear();
     this.wake();
     await Promise.all([...this.pending]);
     await this.options.redis.del(this.procKey(this.processId)).catch(() => undefined);

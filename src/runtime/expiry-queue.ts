@@ -43,6 +43,11 @@ export class ExpiryQueue<K> {
     if (at < this.timerAt) this.arm(at);
   }
 
+  /** Whether `key` is scheduled and its deadline has not been swept yet. */
+  has(key: K): boolean {
+    return this.deadlines.has(key);
+  }
+
   /** Forgets `key` without calling `onExpire`. */
   cancel(key: K): void {
     this.deadlines.delete(key);

@@ -4,7 +4,6 @@ import type { RunRepository } from "./repositories.js";
 
 import type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
 import { emptyRunCounters, type RunCounters } from "./run-counters.js";
-import { ExpiryQueue } from "./expiry-queue.js";
 import { newId } from "./ids.js";
 
 export type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
@@ -41,14 +40,11 @@ export interface ActiveRun {
   onDisconnect: "cancel" | "continue";
 }
 
-/** How long (ms) a finished run's control object is kept for late cancels and joins (its record stays stored). */
+/**
+ * How long (ms) a finished run's events stay replayable (DeerFlow's worker: `bridge.cleanup(run_id, delay=60)`),
+ * and how long another gateway process's cancel of a just-finished run is still acknowledged here.
+ */
 export const FINISHED_RUN_RETENTION_MS = 60_000;
-
-/** The controller of every finished run's slim control object: its signal is aborted (there is nothing to run). */
-const SPENT = new AbortController();
-SPENT.abort(new Error("Run finished"));
-const settledPromise = Promise.resolve();
-const noop = () => undefined;
 
 const TERMINAL: ReadonlySet<RunStatus> = new Set(["success", "error", "timeout", "interrupted"]);
 
@@ -74,8 +70,6 @@ export interface AdmitInput {
 export class RunManager {
   protected readonly live = new Map<string, ActiveRun & { resolveDone: () => void }>();
   protected readonly byThread = new Map<string, string[]>();
-  /** Finished runs whose control objects are dropped once {@link FINISHED_RUN_RETENTION_MS} has passed. */
-  private readonly expiry = new ExpiryQueue<string>((runId) => this.forget(runId));
 
   /** @param store Where run records live (orphans of a previous process are recovered when it is opened). */
   constructor(protected readonly store: RunRepository) {}
@@ -126,17 +120,14 @@ export class RunManager {
     const done = new Promise<void>((r) => (resolveDone = r));
     const run = { record, controller: new AbortController(), predecessors, done, finished: false, onDisconnect: input.onDisconnect, resolveDone };
     this.live.set(record.run_id, run);
-    // Finished runs stay listed until their control object expires, so a thread deletion forgets them too.
     this.byThread.set(input.threadId, [...(this.byThread.get(input.threadId) ?? []), record.run_id]);
     return run;
   }
 
   /** Forgets a run whose admission failed; anything queued behind it goes on. */
   protected unregister(runId: string): void {
-    const run = this.live.get(runId);
+    const run = this.forget(runId);
     if (!run) return;
-    this.live.delete(runId);
-    this.byThread.set(run.record.thread_id, (this.byThread.get(run.record.thread_id) ?? []).filter((id) => id !== runId));
     run.finished = true;
     run.resolveDone();
   }
@@ -151,28 +142,30 @@ export class RunManager {
     await this.store.save(run.record);
   }
 
-  /** Marks the worker finished: the thread admits the next run and `done` settles. */
+  /**
+   * Marks the worker finished: the thread admits the next run, `done` settles and this process forgets the run.
+   * Late cancels, joins and reads answer from the stored record (the worker stores the final status first). Holding
+   * the control object for a while instead cost ~2.5 KB a run (record, request metadata and kwargs, each metadata
+   * object with a hidden class of its own): at a few hundred runs per second and a minute, tens of MB of old space
+   * that every full GC had to mark.
+   */
   finish(runId: string): void {
     const run = this.live.get(runId);
     if (!run || run.finished) return;
+    this.forget(runId);
     run.finished = true;
     run.resolveDone();
-    // The record stays in the store; late cancels and joins read a slim copy of the control object for a while.
-    // The full one is left to the worker: its abort listeners and predecessor chain would otherwise stay reachable,
-    // and so would the request's async context, which promises made in it (`done`) carry.
-    const { record, cancelAction, errorName, onDisconnect } = run;
-    this.live.set(runId, { record, done: settledPromise, cancelAction, errorName, onDisconnect, finished: true, controller: SPENT, predecessors: settledPromise, resolveDone: noop });
-    this.expiry.schedule(runId, FINISHED_RUN_RETENTION_MS);
   }
 
-  /** Drops a run's control object (its thread's admission list forgets it too). */
-  private forget(runId: string): void {
+  /** Drops a run's control object and its place in its thread's admission list; returns it. */
+  private forget(runId: string): (ActiveRun & { resolveDone: () => void }) | undefined {
     const run = this.live.get(runId);
-    if (!run) return;
+    if (!run) return undefined;
     this.live.delete(runId);
     const ids = this.byThread.get(run.record.thread_id)?.filter((id) => id !== runId);
     if (ids?.length) this.byThread.set(run.record.thread_id, ids);
     else this.byThread.delete(run.record.thread_id);
+    return run;
   }
 
   protected cancelRun(run: ActiveRun, action: CancelAction): void {
@@ -222,13 +215,16 @@ export class RunManager {
     await this.live.get(runId)?.done;
   }
 
-  /** The live control object of a run in this process, if any (only when it belongs to `threadId`, if given). */
+  /**
+   * The control object of a run admitted in this process whose worker has not finished (only when it belongs to
+   * `threadId`, if given). A finished run has none: read its record with {@link get}.
+   */
   getActive(runId: string, threadId?: string): ActiveRun | undefined {
     const run = this.live.get(runId);
     return run && (threadId === undefined || run.record.thread_id === threadId) ? run : undefined;
   }
 
-  /** The run record (live or stored), only when it belongs to `threadId` (when given). */
+  /** The run record (live while its worker runs, else stored), only when it belongs to `threadId` (when given). */
   async get(runId: string, threadId?: string): Promise<RunRecord | undefined> {
     const record = this.live.get(runId)?.record ?? (await this.store.get(runId)) ?? undefined;
     return record && (threadId === undefined || record.thread_id === threadId) ? record : undefined;
@@ -261,16 +257,12 @@ export class RunManager {
   /** Deletes one finished run's record. */
   async delete(runId: string): Promise<void> {
     this.forget(runId);
-    this.expiry.cancel(runId);
     await this.store.delete(runId);
   }
 
   /** Forgets a thread's runs (thread deletion). */
   async forgetThread(threadId: string): Promise<void> {
-    for (const id of this.byThread.get(threadId) ?? []) {
-      this.live.delete(id);
-      this.expiry.cancel(id);
-    }
+    for (const id of this.byThread.get(threadId) ?? []) this.live.delete(id);
     this.byThread.delete(threadId);
     await this.store.deleteThread(threadId);
   }

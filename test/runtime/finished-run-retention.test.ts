@@ -1,12 +1,12 @@
-// What a finished run leaves behind for its retention minute: a slim control object and a packed event log, dropped
-// on one timer, never the request's async context (run scope, logger, pinned config) nor the worker's closures.
+// What a finished run leaves behind: a packed event log for its retention minute, dropped on one timer; no control
+// object, never the request's async context (run scope, logger, pinned config) nor the worker's closures.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ExpiryQueue } from "../../src/runtime/expiry-queue.js";
-import { FINISHED_RUN_RETENTION_MS, RunManager } from "../../src/runtime/run-manager.js";
+import { RunManager } from "../../src/runtime/run-manager.js";
 import { RunStore } from "../../src/runtime/run-store.js";
 import { MemoryStreamBridge } from "../../src/runtime/stream-bridge.js";
 
@@ -86,38 +86,45 @@ describe("ExpiryQueue", () => {
   });
 });
 
-describe("RunManager: a finished run's control object", () => {
+describe("RunManager: a finished run", () => {
   const manager = () => new RunManager(new RunStore(new Database(":memory:")));
 
-  it("answers late cancels and joins for the retention, then is forgotten while its record stays stored", async () => {
+  it("leaves no control object and no timer: late cancels, joins and reads answer from the stored record", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
     const runs = manager();
     const run = await runs.admit(admitInput("t1"));
     const runId = run.record.run_id;
+    expect(runs.getActive(runId, "t1")).toBe(run);
     await runs.setStatus(runId, "success");
     runs.finish(runId);
     await run.done;
 
-    const held = runs.getActive(runId, "t1")!;
-    expect(held.finished).toBe(true);
-    expect(held.record.status).toBe("success");
+    expect(runs.getActive(runId)).toBeUndefined();
+    expect((runs as unknown as { byThread: Map<string, string[]> }).byThread.has("t1")).toBe(false);
+    expect(vi.getTimerCount()).toBe(0);
     await expect(runs.cancel("t1", runId)).rejects.toThrow(/not cancellable \(status: success\)/);
+    await expect(runs.cancel("t2", runId)).rejects.toThrow(/not found/);
     await runs.settled(runId);
     // The thread admits a new run at once: the finished one does not count as in flight.
     expect(await runs.hasInFlight("t1")).toBe(false);
+    const stored = await runs.get(runId, "t1");
+    expect(stored).toMatchObject({ run_id: runId, thread_id: "t1", status: "success", kwargs: { input: null, config: {} } });
+    expect(await runs.get(runId, "t2")).toBeUndefined();
 
-    vi.advanceTimersByTime(FINISHED_RUN_RETENTION_MS);
-    expect(runs.getActive(runId)).toBeUndefined();
-    expect((runs as unknown as { byThread: Map<string, string[]> }).byThread.has("t1")).toBe(false);
-    expect((await runs.get(runId, "t1"))?.status).toBe("success");
-    await expect(runs.cancel("t1", runId)).rejects.toThrow(/not cancellable \(status: success\)/);
+    // An interrupted run: a late cancel is a no-op, as it was while the run was held.
+    const other = await runs.admit(admitInput("t1"));
+    await runs.cancel("t1", other.record.run_id);
+    runs.finish(other.record.run_id);
+    await expect(runs.cancel("t1", other.record.run_id)).resolves.toBeUndefined();
+    expect((await runs.get(other.record.run_id))?.status).toBe("interrupted");
   });
 
-  it("lets go of the worker's controller, its abort listeners and its async context once the run finished", async () => {
+  it("lets go of the record, the controller, its abort listeners and the async context once the run finished", async () => {
     const runs = manager();
     const als = new AsyncLocalStorage<{ runScope: number[] }>();
     let controllerRef!: WeakRef<object>;
     let scopeRef!: WeakRef<object>;
+    let recordRef!: WeakRef<object>;
     let runId!: string;
     await (async () => {
       const scope = { runScope: new Array(1_000).fill(0) };
@@ -126,16 +133,17 @@ describe("RunManager: a finished run's control object", () => {
         const run = await runs.admit(admitInput("t2"));
         runId = run.record.run_id;
         controllerRef = new WeakRef(run.controller);
+        recordRef = new WeakRef(run.record);
         // As the worker does: a listener that outlives the run unless the signal goes.
         run.controller.signal.addEventListener("abort", () => scope.runScope.push(1), { once: true });
         await runs.setStatus(runId, "success");
         runs.finish(runId);
       });
     })();
-    expect(runs.getActive(runId)?.finished).toBe(true);
+    expect(runs.getActive(runId)).toBeUndefined();
     expect(await collected(controllerRef)).toBe(true);
     expect(await collected(scopeRef)).toBe(true);
-    expect(runs.getActive(runId)?.controller.signal.aborted).toBe(true);
+    expect(await collected(recordRef)).toBe(true);
   });
 });
 
@@ -160,7 +168,7 @@ describe("MemoryStreamBridge: a finished run's log", () => {
 });
 
 describe("RunManager: a deleted thread", () => {
-  it("forgets every finished run it had, so a thread recreated with the same id does not serve them", async () => {
+  it("forgets every run it had, so a thread recreated with the same id does not serve them", async () => {
     const runs = new RunManager(new RunStore(new Database(":memory:")));
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
@@ -169,8 +177,9 @@ describe("RunManager: a deleted thread", () => {
       await runs.setStatus(run.record.run_id, "success");
       runs.finish(run.record.run_id);
     }
-    expect(ids.every((id) => runs.getActive(id, "t3")?.finished)).toBe(true);
+    const held = await runs.admit({ ...admitInput("t3"), strategy: "enqueue" });
     await runs.forgetThread("t3");
+    expect(runs.getActive(held.record.run_id)).toBeUndefined();
     for (const id of ids) {
       expect(runs.getActive(id)).toBeUndefined();
       expect(await runs.get(id, "t3")).toBeUndefined();
