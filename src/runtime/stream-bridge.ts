@@ -53,19 +53,26 @@ export interface StreamBridge {
 
 /** One run's retained events in this process. */
 export interface RunLog {
-  /** The retained events; empty once they are {@link packed}. */
+  /** The retained events; {@link PACKED_EVENTS} once they are {@link packed}. */
   events: BridgeEvent[];
-  /** A finished run's events, compressed (see {@link MemoryStreamBridge.cleanup}); read with {@link eventsOf}. */
-  packed?: { data: Buffer; count: number };
+  /**
+   * A finished run's events, deflated, one byte per char (see {@link MemoryStreamBridge.cleanup}); read with
+   * {@link eventsOf}. A string rather than a Buffer: no Buffer and ArrayBuffer objects (~180 bytes) per retained run.
+   */
+  packed: { data: string; count: number } | undefined;
   /** Sequence number of `events[0]`. */
   offset: number;
   ended: boolean;
-  waiters: Set<() => void>;
+  /** Subscribers waiting for the next event; created by the first one that waits. */
+  waiters: Set<() => void> | undefined;
   /** Subscribers iterating the log now: a finished log is packed only once none is left (they read it as it is). */
-  readers?: number;
+  readers: number;
   /** Whether {@link MemoryStreamBridge.cleanup} was asked for (the log is packed when its last reader leaves). */
-  cleanupRequested?: boolean;
+  cleanupRequested: boolean;
 }
+
+/** The `events` of every packed log: frozen, so nothing appends to a packed log by mistake. */
+const PACKED_EVENTS: BridgeEvent[] = Object.freeze([]) as unknown as BridgeEvent[];
 
 /**
  * Deflate settings of packed logs: level 1 packs a typical run's 6 KB of frames to 1.2 KB (levels 3 and 6 gain
@@ -76,7 +83,7 @@ const PACK_OPTIONS = { level: 1, windowBits: 13, memLevel: 6 } as const;
 
 /** A log's retained events, unpacking a packed log (the caller keeps the array; the log stays packed). */
 export function eventsOf(log: RunLog): BridgeEvent[] {
-  return log.packed ? (JSON.parse(inflateRawSync(log.packed.data, { windowBits: PACK_OPTIONS.windowBits }).toString("utf8")) as BridgeEvent[]) : log.events;
+  return log.packed ? (JSON.parse(inflateRawSync(Buffer.from(log.packed.data, "latin1"), { windowBits: PACK_OPTIONS.windowBits }).toString("utf8")) as BridgeEvent[]) : log.events;
 }
 
 /** How many events a log retains. */
@@ -111,13 +118,15 @@ export class MemoryStreamBridge implements StreamBridge {
   protected log(runId: string): RunLog {
     let log = this.runs.get(runId);
     if (!log) {
-      log = { events: [], offset: 0, ended: false, waiters: new Set() };
+      // Every field set here, in one order: all logs share one hidden class and no property array.
+      log = { events: [], packed: undefined, offset: 0, ended: false, waiters: undefined, readers: 0, cleanupRequested: false };
       this.runs.set(runId, log);
     }
     return log;
   }
 
   private wake(log: RunLog): void {
+    if (!log.waiters?.size) return;
     for (const w of log.waiters) w();
     log.waiters.clear();
   }
@@ -161,7 +170,7 @@ export class MemoryStreamBridge implements StreamBridge {
 
   /**
    * Schedules the drop of the run's log in `delayMs` (ms). A finished run's events are packed at once (deflate,
-   * outside the JS heap) for the rest of their retention: under steady load a minute of finished runs is most of
+   * ~1.2 KB for a typical run's 6 KB of frames) for the rest of their retention: under steady load a minute of finished runs is most of
    * what the process holds, and the replay of a finished run is rare (a reload, a reconnect).
    */
   cleanup(runId: string, delayMs: number): void {
@@ -180,12 +189,11 @@ export class MemoryStreamBridge implements StreamBridge {
   /** Packs a finished log's events (see {@link cleanup}); a no-op for a running, empty or packed log. */
   private pack(log: RunLog): void {
     if (!log.ended || log.packed || !log.events.length) return;
-    const out = deflateRawSync(JSON.stringify(log.events), PACK_OPTIONS);
-    // Copied to a buffer of its own size: zlib's output is a view of a 16 KiB chunk, which it would keep alive.
-    const data = Buffer.allocUnsafeSlow(out.length);
-    out.copy(data);
+    // A string copy of zlib's output (a view of a 16 KiB chunk, which a Buffer slice would keep alive).
+    const data = deflateRawSync(JSON.stringify(log.events), PACK_OPTIONS).toString("latin1");
     log.packed = { data, count: log.events.length };
-    log.events = [];
+    log.events = PACKED_EVENTS;
+    log.waiters = undefined;
   }
 
   close(): void {
@@ -205,7 +213,7 @@ export class MemoryStreamBridge implements StreamBridge {
     }
     // Counted while it reads: a finished log is packed once its last reader leaves (see cleanup). The loop is inline,
     // not a delegated generator: `yield*` between async generators costs a promise per event.
-    log.readers = (log.readers ?? 0) + 1;
+    log.readers++;
     try {
       const requested = parseEventSeq(options.lastEventId);
       // This subscriber's view of a packed log, unpacked once (a packed log is finished: it no longer changes).
@@ -247,7 +255,7 @@ export class MemoryStreamBridge implements StreamBridge {
             signal?.removeEventListener("abort", done);
             resolve();
           };
-          log.waiters.add(done);
+          (log.waiters ??= new Set()).add(done);
           signal?.addEventListener("abort", done, { once: true });
         });
       }

@@ -19,13 +19,13 @@ describe("MemoryStreamBridge retention of finished runs", () => {
     expect(((await live.next()).value as BridgeItem & { kind: "event" }).event.id).toBe(ids[0]);
     bridge.publishEnd("r1");
     bridge.cleanup("r1", 60_000);
-    const held = (bridge as unknown as { runs: Map<string, { events: unknown[]; packed?: { data: Buffer; count: number } }> }).runs.get("r1")!;
+    const held = (bridge as unknown as { runs: Map<string, { events: unknown[]; packed?: { data: string; count: number } }> }).runs.get("r1")!;
     // Not while a subscriber still reads it (it would have to unpack the whole log).
     expect(held.packed).toBeUndefined();
     const rest: BridgeItem[] = [];
     for (let r = await live.next(); !r.done; r = await live.next()) rest.push(r.value);
     expect(eventsOf(rest)).toEqual([["messages", [{ content: "héllo" }, { n: 1 }]], ["values", { messages: [] }], ["end"]]);
-    // Held compressed, off the JS heap, for the rest of the retention, once the last reader has left.
+    // Held compressed for the rest of the retention, once the last reader has left.
     expect(held.events).toEqual([]);
     expect(held.packed?.count).toBe(3);
 
@@ -34,6 +34,21 @@ describe("MemoryStreamBridge retention of finished runs", () => {
     expect(all.flatMap((i) => (i.kind === "event" ? [i.event.id] : []))).toEqual(ids);
     const after = await collect(bridge.subscribe("r1", { lastEventId: ids[1] }));
     expect(eventsOf(after)).toEqual([["values", { messages: [] }], ["end"]]);
+    bridge.close();
+  });
+
+  it("packs any text byte-exactly (every code point below 256, astral characters, escapes)", async () => {
+    const bridge = new MemoryStreamBridge();
+    bridge.open("r4");
+    const text = Array.from({ length: 256 }, (_, i) => String.fromCharCode(i)).join("") + "🌍 日本語 \u2028 \"quoted\"";
+    bridge.publish("r4", "messages", [{ content: text }]);
+    bridge.publishEnd("r4");
+    bridge.cleanup("r4", 60_000);
+    expect((bridge as unknown as { runs: Map<string, { packed?: unknown }> }).runs.get("r4")!.packed).toBeDefined();
+    expect(eventsOf(await collect(bridge.subscribe("r4")))).toEqual([["messages", [{ content: text }]], ["end"]]);
+    // Should anything publish after the end, the log is unpacked, never appended to in its packed form.
+    bridge.publish("r4", "custom", { late: true });
+    expect(eventsOf(await collect(bridge.subscribe("r4")))).toEqual([["messages", [{ content: text }]], ["custom", { late: true }], ["end"]]);
     bridge.close();
   });
 
