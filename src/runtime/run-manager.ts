@@ -260,10 +260,12 @@ export class RunManager {
     await this.store.delete(runId);
   }
 
-  /** Forgets a thread's runs (thread deletion). */
+  /**
+   * Deletes a thread's run records (thread deletion; finished runs hold nothing in this process). A run admitted on
+   * the thread while it was being deleted keeps its control object until its worker finishes: dropping it would
+   * leave its `done` unsettled and everything waiting on it (joins, runs queued behind it) hanging.
+   */
   async forgetThread(threadId: string): Promise<void> {
-    for (const id of this.byThread.get(threadId) ?? []) this.live.delete(id);
-    this.byThread.delete(threadId);
     await this.store.deleteThread(threadId);
   }
 }

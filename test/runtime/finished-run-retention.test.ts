@@ -168,7 +168,7 @@ describe("MemoryStreamBridge: a finished run's log", () => {
 });
 
 describe("RunManager: a deleted thread", () => {
-  it("forgets every run it had, so a thread recreated with the same id does not serve them", async () => {
+  it("forgets every run record it had, and a run admitted meanwhile still settles when its worker finishes", async () => {
     const runs = new RunManager(new RunStore(new Database(":memory:")));
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
@@ -177,12 +177,18 @@ describe("RunManager: a deleted thread", () => {
       await runs.setStatus(run.record.run_id, "success");
       runs.finish(run.record.run_id);
     }
-    const held = await runs.admit({ ...admitInput("t3"), strategy: "enqueue" });
+    // Admitted in the window between the deletion's in-flight check and its record deletion.
+    const late = await runs.admit({ ...admitInput("t3"), strategy: "enqueue" });
     await runs.forgetThread("t3");
-    expect(runs.getActive(held.record.run_id)).toBeUndefined();
     for (const id of ids) {
       expect(runs.getActive(id)).toBeUndefined();
       expect(await runs.get(id, "t3")).toBeUndefined();
     }
+    expect(runs.getActive(late.record.run_id)).toBe(late);
+    const queued = await runs.admit({ ...admitInput("t3"), strategy: "enqueue" });
+    runs.finish(late.record.run_id);
+    await late.done;
+    await queued.predecessors;
+    expect(runs.getActive(late.record.run_id)).toBeUndefined();
   });
 });
