@@ -150,9 +150,9 @@ export class RunManager {
    * that every full GC had to mark.
    */
   finish(runId: string): void {
-    const run = this.live.get(runId);
-    if (!run || run.finished) return;
-    this.forget(runId);
+    // Only runs whose worker has not finished are held (finish and unregister both forget).
+    const run = this.forget(runId);
+    if (!run) return;
     run.finished = true;
     run.resolveDone();
   }

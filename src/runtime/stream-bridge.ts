@@ -170,8 +170,8 @@ export class MemoryStreamBridge implements StreamBridge {
 
   /**
    * Schedules the drop of the run's log in `delayMs` (ms). A finished run's events are packed at once (deflate,
-   * ~1.2 KB for a typical run's 6 KB of frames) for the rest of their retention: under steady load a minute of finished runs is most of
-   * what the process holds, and the replay of a finished run is rare (a reload, a reconnect).
+   * ~1.2 KB for a typical run's 6 KB of frames) for the rest of their retention: under steady load a minute of
+   * finished runs is most of what the process holds, and the replay of a finished run is rare (a reload, a reconnect).
    */
   cleanup(runId: string, delayMs: number): void {
     const log = this.runs.get(runId);
