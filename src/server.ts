@@ -65,6 +65,8 @@ async function main(): Promise<void> {
   // The V8 heap limit in MB (npm start and the image set it, see README "Memory footprint"): operators check it here.
   const heapLimitMb = Math.round(getHeapStatistics().heap_size_limit / 1048576);
   logger.info({ config: configPath, host: env.host, port: env.port, heap_limit_mb: heapLimitMb, ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}) }, "deerflow-gateway ready");
+  // Lines are written in batches (src/logger.ts): whoever waits for "ready" sees it now, not at the next flush.
+  logger.flush();
 }
 
 main().catch((err: Error) => {

@@ -1,0 +1,97 @@
+// The server's logger in a real child process writing to a real stdout pipe: batched lines still arrive while the
+// process runs, nothing is lost on exit, lines are never split or reordered, secrets are redacted.
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+
+const root = path.resolve(import.meta.dirname, "../..");
+const children = new Set<ReturnType<typeof spawn>>();
+afterEach(() => {
+  for (const c of children) c.kill("SIGKILL");
+  children.clear();
+});
+
+interface Child {
+  /** Resolves with stdout once the process has written `lines` complete lines (rejects if it exits first). */
+  lines(count: number): Promise<string[]>;
+  /** Closes the child's stdin (the scripts below exit then) and resolves with all of stdout at exit. */
+  end(): Promise<string[]>;
+  exited: Promise<number | null>;
+}
+
+/** Runs `body` in a child that has `log = createLogger("info")`; the child exits when its stdin closes. */
+function run(body: string): Child {
+  const script = `
+    import { createLogger } from ${JSON.stringify(path.join(root, "src/logger.ts"))};
+    const log = createLogger("info");
+    process.stdin.on("data", () => {}).on("end", () => process.exit(0));
+    ${body}`;
+  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: root, stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, NODE_ENV: "production" } });
+  children.add(child);
+  let out = "";
+  const waiters: (() => void)[] = [];
+  child.stdout.setEncoding("utf8").on("data", (d: string) => {
+    out += d;
+    for (const w of waiters.splice(0)) w();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => {
+    for (const w of waiters.splice(0)) w();
+    resolve(code);
+  }));
+  let done = false;
+  void exited.then(() => (done = true));
+  const complete = () => out.split("\n").slice(0, -1);
+  return {
+    lines: (count) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (complete().length >= count) resolve(complete());
+          else if (done) reject(new Error(`exited after ${complete().length} of ${count} lines`));
+          else waiters.push(check);
+        };
+        check();
+      }),
+    end: async () => {
+      child.stdin.end();
+      await exited;
+      return complete();
+    },
+    exited,
+  };
+}
+
+describe("createLogger (stdout)", () => {
+  it("writes a lone line while the process keeps running (below the batch size)", async () => {
+    const child = run(`log.info({ n: 1 }, "lonely line");`);
+    // The process stays alive until stdin closes: the line can only come from the periodic flush.
+    const lines = await child.lines(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 30, n: 1, msg: "lonely line" });
+    expect(await child.end()).toHaveLength(1);
+  });
+
+  it("loses nothing when the process exits right after logging", async () => {
+    const child = run(`for (let i = 0; i < 5; i++) log.info({ i }, "before exit"); log.fatal("cannot start"); process.exit(1);`);
+    expect(await child.exited).toBe(1);
+    const lines = await child.end();
+    expect(lines.map((l) => JSON.parse(l).msg)).toEqual([...Array(5).fill("before exit"), "cannot start"]);
+  });
+
+  it("keeps every line whole and in order across batches", async () => {
+    // Bursts of lines of varied length, some longer than a batch, logged from timers and synchronously.
+    const child = run(`
+      let i = 0;
+      const burst = () => { for (let k = 0; k < 37; k++, i++) log.info({ i, pad: "x".repeat((i * 97) % 3000) }, "line"); };
+      burst(); setTimeout(burst, 5); setTimeout(burst, 20); setImmediate(burst);`);
+    const lines = await child.lines(148);
+    expect(lines.map((l) => JSON.parse(l).i)).toEqual([...Array(148).keys()]);
+    await child.end();
+  });
+
+  it("redacts API keys and authorization headers", async () => {
+    const child = run(`log.info({ model: { api_key: "sk-live-secret", apiKey: "sk-other-secret", name: "gpt" }, req: { headers: { authorization: "Bearer tok-secret" } } }, "with keys");`);
+    const [line] = await child.lines(1);
+    expect(line).not.toMatch(/secret/);
+    expect(JSON.parse(line!)).toMatchObject({ model: { api_key: "[redacted]", apiKey: "[redacted]", name: "gpt" }, req: { headers: { authorization: "[redacted]" } } });
+    await child.end();
+  });
+});
