@@ -144,7 +144,9 @@ export function runContextOf(runtime: RuntimeLike | null | undefined): RunContex
   const raw = ctx && typeof ctx === "object" ? (ctx as Record<string, unknown>) : {};
   const cfg = runtime?.configurable ?? {};
   const pick = (key: string) => raw[key] ?? cfg[key];
-  const marker = SubagentMarkerSchema.safeParse(raw[SUBAGENT_CONTEXT_KEY]);
+  // Only subagent runs carry the marker; a failed safeParse builds an error object, so absent is not parsed.
+  const rawMarker = raw[SUBAGENT_CONTEXT_KEY];
+  const marker = rawMarker === undefined ? undefined : SubagentMarkerSchema.safeParse(rawMarker);
   const appConfig = pick("app_config");
   const memory = raw.memory_manager;
   const provider = raw.sandbox_provider;
@@ -157,6 +159,6 @@ export function runContextOf(runtime: RuntimeLike | null | undefined): RunContex
     appConfig: isAppConfig(appConfig) ? appConfig : undefined,
     memoryManager: isMemoryManager(memory) ? memory : undefined,
     sandboxProvider: isSandboxProvider(provider) ? provider : undefined,
-    subagent: marker.success ? marker.data : undefined,
+    subagent: marker?.success ? marker.data : undefined,
   };
 }
