@@ -4,14 +4,29 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { BaseCheckpointSaver, type ChannelVersions, type Checkpoint, type CheckpointListOptions, type CheckpointMetadata, type CheckpointTuple, type PendingWrite } from "@langchain/langgraph-checkpoint";
 
-/** Delegates everything to `inner`; `settle()` resolves once every write started through this view has finished. */
+/**
+ * Delegates everything to `inner`; `settle()` resolves once every write started through this view has finished.
+ * For a thread created by this run (`fresh`), reads before the run's first write answer "no checkpoint" without a
+ * query: LangGraph's loop reads the thread's latest checkpoint when it starts, and nothing can be there yet.
+ */
 export class SettlingCheckpointer extends BaseCheckpointSaver {
   private readonly pending = new Set<Promise<unknown>>();
   /** The newest root-namespace checkpoint this run's graph saved (what the thread's state now reads), if any. */
   latestRoot?: Checkpoint;
+  /** True until the first write through this view, for a thread nobody else can have written. */
+  private empty: boolean;
 
-  constructor(private readonly inner: BaseCheckpointSaver) {
+  /**
+   * @param inner the process's checkpointer.
+   * @param options.fresh the thread was created for this run under an id the request generated (no one else can
+   *   know it before the run's first event), so it has no checkpoint until this run writes one.
+   */
+  constructor(
+    private readonly inner: BaseCheckpointSaver,
+    options: { fresh?: boolean } = {},
+  ) {
     super(inner.serde);
+    this.empty = options.fresh === true;
   }
 
   private track<T>(promise: Promise<T>): Promise<T> {
@@ -27,6 +42,7 @@ export class SettlingCheckpointer extends BaseCheckpointSaver {
   }
 
   getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    if (this.empty) return Promise.resolve(undefined);
     return this.inner.getTuple(config);
   }
 
@@ -37,10 +53,12 @@ export class SettlingCheckpointer extends BaseCheckpointSaver {
   put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
     // LangGraph hands each put its own copy of the checkpoint, so keeping the reference is safe.
     if (!config.configurable?.checkpoint_ns) this.latestRoot = checkpoint;
+    this.empty = false;
     return this.track(this.inner.put(config, checkpoint, metadata, newVersions));
   }
 
   putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
+    this.empty = false;
     return this.track(this.inner.putWrites(config, writes, taskId, taskPath));
   }
 

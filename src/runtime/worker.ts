@@ -182,7 +182,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       runName: runConfig.run_name,
     })) as Awaited<ReturnType<AgentFactory>> & ResolvedBuild;
     // The run's own view of the checkpointer: a rollback first waits for the writes this run's graph started.
-    checkpointer = new SettlingCheckpointer(persistence.checkpointer);
+    checkpointer = new SettlingCheckpointer(persistence.checkpointer, { fresh: job.freshThread });
     agent.checkpointer = checkpointer;
     builtAgent = agent;
     const metadata = { ...baseMetadata, ...(agent.resolved?.metadata ?? {}) };

@@ -99,3 +99,30 @@ describe("stateless run threads", () => {
     }
   });
 });
+
+describe("checkpoint reads of a stateless run", () => {
+  it("a thread created for the run starts without a checkpoint query; a named existing thread is read and continued", async () => {
+    const checkpointer = h.app.deerflow.persistence.checkpointer;
+    const original = checkpointer.getTuple.bind(checkpointer);
+    const reads: unknown[] = [];
+    const spy = vi.spyOn(checkpointer, "getTuple").mockImplementation((config) => {
+      reads.push(config.configurable?.thread_id);
+      return original(config);
+    });
+    const contents = async (threadId: string) => ((await get(`/threads/${threadId}/state`)).values.messages as { content: string }[]).map((m) => m.content);
+    try {
+      const first = await (await postJson(`${h.url}/runs`, say("first"))).json();
+      // Run status comes from the run store: polling it reads no checkpoint.
+      expect(await until(async () => (await get(`/threads/${first.thread_id}/runs/${first.run_id}`)).status === "success")).toBe(true);
+      expect(reads).not.toContain(first.thread_id);
+      expect(await contents(first.thread_id)).toEqual(["first", "You said: first"]);
+      // The same thread named by the next stateless run: its history is read and the run continues it.
+      const second = await (await postJson(`${h.url}/runs`, { ...say("second"), config: { configurable: { thread_id: first.thread_id } } })).json();
+      expect(await until(async () => (await get(`/threads/${first.thread_id}/runs/${second.run_id}`)).status === "success")).toBe(true);
+      expect(reads).toContain(first.thread_id);
+      expect(await contents(first.thread_id)).toEqual(["first", "You said: first", "second", "You said: second"]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
