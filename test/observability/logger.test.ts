@@ -17,6 +17,9 @@ interface Child {
   /** Closes the child's stdin (the scripts below exit then) and resolves with all of stdout at exit. */
   end(): Promise<string[]>;
   exited: Promise<number | null>;
+  /** Stops / restarts reading the child's stdout (a stalled log shipper). */
+  pause(): void;
+  resume(): void;
 }
 
 /** Runs `body` in a child that has `log = createLogger("info")`; the child exits when its stdin closes. */
@@ -57,6 +60,8 @@ function run(body: string): Child {
       return complete();
     },
     exited,
+    pause: () => child.stdout.pause(),
+    resume: () => child.stdout.resume(),
   };
 }
 
@@ -85,6 +90,31 @@ describe("createLogger (stdout)", () => {
     const lines = await child.lines(148);
     expect(lines.map((l) => JSON.parse(l).i)).toEqual([...Array(148).keys()]);
     await child.end();
+  });
+
+  it("writes what is left after a write that was in flight when the flush came (stalled stdout)", async () => {
+    // The first of 65 lines of exactly 4 KB is written alone, the other 64 fill four 16 KB writes; the pipe stalls,
+    // so a periodic flush finds a write in flight. The small line logged meanwhile must go out once the pipe
+    // drains, not only at exit.
+    const child = run(`
+      const { hostname } = await import("node:os");
+      const base = JSON.stringify({ level: 30, time: Date.now(), pid: process.pid, hostname: hostname(), i: "00", pad: "", msg: "big" }).length + 1;
+      for (let i = 0; i < 65; i++) log.info({ i: String(i).padStart(2, "0"), pad: "x".repeat(4096 - base) }, "big");
+      setTimeout(() => log.info("LAST"), 300);`);
+    child.pause();
+    await new Promise((r) => setTimeout(r, 1200));
+    child.resume();
+    const lines = await child.lines(66);
+    expect(lines.slice(0, 65).every((l) => l.length === 4095)).toBe(true);
+    expect(JSON.parse(lines[65]!).msg).toBe("LAST");
+    await child.end();
+  });
+
+  it("writes a warning at once, without waiting for the periodic flush", async () => {
+    // The event loop is then blocked, so no timer can fire: only an immediate flush gets both lines out.
+    const child = run(`log.info("before"); log.warn("careful"); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60000);`);
+    const lines = await child.lines(2);
+    expect(lines.map((l) => JSON.parse(l).msg)).toEqual(["before", "careful"]);
   });
 
   it("redacts API keys and authorization headers", async () => {
