@@ -72,7 +72,9 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
     const claimedBy = pendingThreadOwner(app.deerflow.sandbox.baseDir, threadId);
     if (claimedBy !== null && claimedBy !== userId) throw new ConflictError(`Thread ${threadId} already exists`);
     const thread = await threads.create(threadId, body.metadata ?? {}, userId);
-    await ensureInitialCheckpoint(persistence.checkpointer, threadId);
+    // Only a new thread gets the empty first checkpoint. An existing one is returned as it is (LangGraph's
+    // `do_nothing`): it may have a run in flight, whose checkpoints must not get a second root.
+    if (!existing) await ensureInitialCheckpoint(persistence.checkpointer, threadId);
     return threadView(thread);
   });
 

@@ -126,3 +126,23 @@ describe("checkpoint reads of a stateless run", () => {
     }
   });
 });
+
+describe("POST /threads on a thread that has a run", () => {
+  it("returns the thread as it is: no empty checkpoint beside the run's own (one root in the history)", async () => {
+    const { run, open } = await pendingRun(say("hello"));
+    const created = await postJson(`${h.url}/threads`, { thread_id: run.thread_id });
+    expect(created.status).toBe(200);
+    open();
+    expect(await until(async () => (await get(`/threads/${run.thread_id}/runs/${run.run_id}`)).status === "success")).toBe(true);
+    const history = (await (await postJson(`${h.url}/threads/${run.thread_id}/history`, { limit: 20 })).json()) as { parent_checkpoint: unknown; values: { messages?: unknown[] } }[];
+    expect(history.filter((s) => !s.parent_checkpoint)).toHaveLength(1);
+    expect(history[0]!.values.messages).toHaveLength(2);
+  });
+
+  it("a new thread still starts with its empty checkpoint", async () => {
+    const created = await (await postJson(`${h.url}/threads`, {})).json();
+    const history = await (await postJson(`${h.url}/threads/${created.thread_id}/history`, {})).json();
+    expect(history).toHaveLength(1);
+    expect(history[0].metadata).toMatchObject({ source: "input", step: -1 });
+  });
+});
