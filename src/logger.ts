@@ -34,16 +34,14 @@ export const LOG_FLUSH_INTERVAL_MS = 500;
  * unwinds keep the buffered lines (a write still in flight to a stalled stdout pipe can be cut, as without
  * batching); a SIGKILL loses at most the last interval's lines.
  * @param level pino level name (`info`, `debug`, ...).
- * @param destination where the JSON lines go (default stdout, buffered as above); for tests.
  */
-export function createLogger(level = "info", destination?: DestinationStream): Logger {
-  const pretty = !destination && Boolean(process.stdout.isTTY) && process.env.NODE_ENV !== "production" && hasPinoPretty();
+export function createLogger(level = "info"): Logger {
+  const pretty = Boolean(process.stdout.isTTY) && process.env.NODE_ENV !== "production" && hasPinoPretty();
   const options = {
     level,
     redact: { paths: ["*.api_key", "*.apiKey", "req.headers.authorization", "*.headers.authorization"], censor: "[redacted]" },
   };
   if (pretty) return pino({ ...options, transport: { target: "pino-pretty", options: { colorize: true, translateTime: "SYS:HH:MM:ss.l" } } });
-  if (destination) return pino(options, destination);
   // sonic-boom writes only once minLength bytes are held; the timer bounds how long a line waits. It flushes only
   // after a line was logged (an idle server makes no empty writes) and is unref'd (never keeps the process alive).
   const stream = pino.destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES }) as DestinationStream & { flush(): void; _writing?: boolean };
