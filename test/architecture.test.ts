@@ -75,4 +75,11 @@ describe("architecture", () => {
   it("keeps the SDK entry free of the server", () => {
     expect(importsOf("src/index.ts").filter((t) => APP_OR_SERVER(t) && !t.startsWith("src/agents/lead-agent/"))).toEqual([]);
   });
+
+  it("opens every SQLite file through openSqlite (WAL, busy timeout, the bounded page cache)", () => {
+    const direct = FILES.filter((f) => f !== "src/runtime/sqlite.ts").flatMap((f) =>
+      [...readFileSync(path.join(ROOT, f), "utf8").matchAll(/new Database\(([^)]*)\)/g)].filter((m) => m[1] !== '":memory:"').map((m) => `${f}: ${m[0]}`),
+    );
+    expect(direct).toEqual([]);
+  });
 });

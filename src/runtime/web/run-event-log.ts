@@ -5,6 +5,7 @@
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { openSqlite } from "../sqlite.js";
 import type { BridgeItem, StreamBridge, SubscribeOptions } from "../stream-bridge.js";
 
 /** One stored event. `seq` counts from 1 per run; `created_at` is ISO. */
@@ -62,10 +63,7 @@ export class RunEventLog {
     if (this.db) return this.db;
     try {
       mkdirSync(path.dirname(this.dir), { recursive: true });
-      const db = new Database(`${this.dir}.sqlite`);
-      db.pragma("journal_mode = WAL");
-      db.pragma("synchronous = NORMAL");
-      db.pragma("busy_timeout = 5000");
+      const db = openSqlite(`${this.dir}.sqlite`);
       db.exec(`CREATE TABLE IF NOT EXISTS run_events (
         run_id TEXT NOT NULL, seq INTEGER NOT NULL, event_type TEXT NOT NULL, category TEXT NOT NULL,
         content TEXT NOT NULL, metadata TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID`);
