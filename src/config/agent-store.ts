@@ -11,6 +11,7 @@ import { AgentReasoningEffortSchema, agentDir, loadAgentConfig, ModelSettingsSch
 import { atomicWriteFile } from "./atomic-write.js";
 import { isLeftoverAgentDir } from "./leftovers.js";
 import { getAgentsDir } from "./paths.js";
+import { compareCodePoints } from "../code-point-order.js";
 
 
 /** Longest SOUL.md an agent (or the user profile) may have, in characters: a soul is a prompt, sent on every run. */
@@ -196,7 +197,7 @@ export class AgentStore {
         getLogger().warn({ agent: entry, err: (err as Error).message }, `skipping agent '${entry}': it cannot be loaded`);
       }
     }
-    return out.sort((a, b) => a.name.localeCompare(b.name));
+    return out.sort((a, b) => compareCodePoints(a.name, b.name));
   }
 
   /** Whether `name` is free for `userId`: any existing directory of that name (even without config.yaml) takes it. */

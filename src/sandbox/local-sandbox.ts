@@ -8,6 +8,7 @@ import { bubblewrapStatus } from "./bubblewrap.js";
 import { runHostCommand, toHostCommand, type RunResult } from "./host-bash.js";
 import { findMount, mountVirtualPath, readOnlyMountError, type SandboxMount } from "./mounts.js";
 import { checkPathText, parseVirtualPath, resolveExisting, resolveForWrite, toHostPath, toVirtualPath, VIRTUAL_ROOT, type SandboxDirs } from "./paths.js";
+import { compareCodePoints } from "../code-point-order.js";
 
 /** Largest file `readFile` loads, in bytes; longer files are read up to this size and flagged. */
 export const MAX_READ_BYTES = 10 * 1024 * 1024;
@@ -103,7 +104,7 @@ export class LocalSandbox {
     if (!(await stat(start)).isDirectory()) throw Object.assign(new Error(`Not a directory: ${virtualPath}`), { code: "ENOTDIR" });
     const out: string[] = [];
     const walk = async (dir: string, depth: number): Promise<void> => {
-      const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
+      const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => compareCodePoints(a.name, b.name));
       for (const entry of entries) {
         if (out.length >= MAX_LIST_ENTRIES) return;
         if (IGNORED.has(entry.name) || TEMP_FILE.test(entry.name)) continue;

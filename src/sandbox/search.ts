@@ -4,6 +4,7 @@ import { open, readdir, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import picomatch from "picomatch";
 import { isWithin } from "./paths.js";
+import { compareCodePoints } from "../code-point-order.js";
 
 /** Names never descended into or returned (DeerFlow `IGNORE_PATTERNS`). */
 export const IGNORE_PATTERNS = [
@@ -41,7 +42,7 @@ async function* walk(root: string, includeDirs: boolean): AsyncGenerator<{ full:
     const [dir, relDir] = stack.pop()!;
     let entries;
     try {
-      entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
+      entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => compareCodePoints(a.name, b.name));
     } catch {
       continue; // An unreadable subdirectory is skipped, as os.walk does.
     }

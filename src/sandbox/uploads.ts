@@ -12,6 +12,7 @@ import { checkPathText, MAX_SEGMENT_BYTES, SandboxPathError, VIRTUAL_ROOT } from
 // Document conversion lives in its own module; re-exported so the upload route reaches it through this service.
 export { convertUploads } from "./convert-document.js";
 import { CONVERTIBLE_EXTENSIONS } from "./convert-document.js";
+import { compareCodePoints } from "../code-point-order.js";
 
 /** Upload limits in bytes and files (config `uploads`). */
 export interface UploadLimits {
@@ -88,7 +89,7 @@ export async function listUploads(sandbox: LocalSandbox): Promise<UploadedFileIn
     const info = await lstat(path.join(dir, entry.name)).catch(() => null);
     if (info?.isFile()) out.push(describe(sandbox.threadId, entry.name, info.size, info.mtimeMs));
   }
-  return out.sort((a, b) => a.filename.localeCompare(b.filename));
+  return out.sort((a, b) => compareCodePoints(a.filename, b.filename));
 }
 
 /**

@@ -5,6 +5,7 @@ import { isSkillEnabled, type ExtensionsConfig } from "../config/extensions-conf
 import { getLogger } from "../logger.js";
 import { LRUCache } from "lru-cache";
 import { parseSkillFile, SKILL_CATEGORIES, type Skill } from "./parse-skill.js";
+import { compareCodePoints } from "../code-point-order.js";
 
 /** Parsed SKILL.md files by path, valid while the file's mtime and size are unchanged (no re-parse per build). */
 const parsed = new LRUCache<string, { key: string; skill: Skill | null }>({ max: 512 });
@@ -33,7 +34,7 @@ function listDir(dir: string): Dirent[] {
 export function findSkillFiles(categoryRoot: string): SkillFile[] {
   const out: SkillFile[] = [];
   const walk = (dir: string, rel: string) => {
-    const entries = listDir(dir).sort((a, b) => a.name.localeCompare(b.name));
+    const entries = listDir(dir).sort((a, b) => compareCodePoints(a.name, b.name));
     for (const e of entries) {
       if (!e.isDirectory() || e.name.startsWith(".")) continue;
       const child = path.join(dir, e.name);
@@ -99,7 +100,7 @@ export function loadSkillsFrom(sources: readonly SkillSource[], enabledOf: (skil
       byName.set(skill.name, skill);
     }
   }
-  return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+  return [...byName.values()].sort((a, b) => compareCodePoints(a.name, b.name));
 }
 
 /**

@@ -74,6 +74,12 @@ describe("POST /api/threads/{id}/uploads", () => {
     expect(listed.files.map((f: { filename: string }) => f.filename)).toEqual(["data.csv", "notes.txt"]);
   });
 
+  it("lists uploads in code point order, as DeerFlow's sorted(): capitals before lower case, no locale folding", async () => {
+    expect((await upload([{ name: "b.txt", content: "1" }, { name: "B.txt", content: "2" }, { name: "a.txt", content: "3" }])).status).toBe(200);
+    const listed = await (await fetch(`${h.url}/api/threads/t-up/uploads/list`)).json();
+    expect(listed.files.map((f: { filename: string }) => f.filename)).toEqual(["B.txt", "a.txt", "b.txt"]);
+  });
+
   it("strips leading dots and replaces an earlier upload of the same name (even a symlink, never its target)", async () => {
     const outside = path.join(h.dir, "outside.txt");
     writeFileSync(outside, "keep me");

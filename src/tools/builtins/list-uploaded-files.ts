@@ -8,6 +8,7 @@ import { TEMP_FILE } from "../../sandbox/local-sandbox.js";
 import { VIRTUAL_ROOT } from "../../sandbox/paths.js";
 import { readUploadOutline, type OutlineEntry } from "../../sandbox/upload-outline.js";
 import { threadSandbox, toolErrorText, type ToolRuntimeConfig } from "../sandbox/runtime.js";
+import { compareCodePoints } from "../../code-point-order.js";
 
 /** Files listed when the model does not say (DeerFlow `_DEFAULT_MAX_RESULTS`). */
 export const DEFAULT_MAX_UPLOAD_RESULTS = 20;
@@ -63,7 +64,7 @@ export async function listHistoricalUploads(uploadsDir: string, currentRun: Read
     if (info?.isFile()) candidates.push({ name, size: info.size, mtimeMs: info.mtimeMs });
   }
   if (!candidates.length) return { files: [], message: "No historical uploaded files in this thread." };
-  candidates.sort((a, b) => b.mtimeMs - a.mtimeMs || a.name.localeCompare(b.name));
+  candidates.sort((a, b) => b.mtimeMs - a.mtimeMs || compareCodePoints(a.name, b.name));
   const limit = Math.max(1, Math.min(Math.trunc(maxResults) || DEFAULT_MAX_UPLOAD_RESULTS, MAX_UPLOAD_RESULTS));
   const wanted = typeof includeOutline === "boolean" ? null : new Set(includeOutline);
   const files: HistoricalUpload[] = [];

@@ -8,6 +8,7 @@ import { tool } from "langchain";
 import { z } from "zod";
 import { escapePromptText } from "../../agents/prompt-text.js";
 import { toolCallIdOf } from "./write-todos.js";
+import { compareCodePoints } from "../../code-point-order.js";
 
 /** A tool's OpenAI function schema: what `tool_search` returns and what the catalog hash covers. */
 export interface FunctionSchema {
@@ -33,7 +34,7 @@ function canonical(value: unknown): string {
 
 /** First 16 hex chars of SHA-256 over the canonical, name-sorted schema list (promotions are valid per hash). */
 export function catalogHash(schemas: readonly FunctionSchema[]): string {
-  const sorted = [...schemas].sort((a, b) => a.name.localeCompare(b.name));
+  const sorted = [...schemas].sort((a, b) => compareCodePoints(a.name, b.name));
   return createHash("sha256").update(canonical(sorted)).digest("hex").slice(0, 16);
 }
 
