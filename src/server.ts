@@ -62,9 +62,10 @@ async function main(): Promise<void> {
   process.once("SIGINT", () => void shutdown("SIGINT"));
 
   await app.listen({ host: env.host, port: env.port });
-  // The V8 heap limit in MB (npm start and the image set it, see README "Memory footprint"): operators check it here.
+  // The V8 heap limit in MB and node's own flags (npm start and the image set them, see README "Memory footprint"):
+  // operators check them here.
   const heapLimitMb = Math.round(getHeapStatistics().heap_size_limit / 1048576);
-  logger.info({ config: configPath, host: env.host, port: env.port, heap_limit_mb: heapLimitMb, ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}) }, "deerflow-gateway ready");
+  logger.info({ config: configPath, host: env.host, port: env.port, heap_limit_mb: heapLimitMb, exec_argv: process.execArgv, ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}) }, "deerflow-gateway ready");
   // Lines are written in batches (src/logger.ts): whoever waits for "ready" sees it now, not at the next flush.
   logger.flush();
 }

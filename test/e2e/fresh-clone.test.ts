@@ -81,8 +81,10 @@ describe("starting on a fresh clone", () => {
     await until(async () => !(await healthy(port)), 10_000, 100);
     expect(await healthy(port)).toBe(false);
     expect(server.output()).toContain("shutting down");
-    // The start script's heap sizing reached V8: 1536 MB old generation + V8's default 3 x 16 MB young generation.
-    expect(server.output()).toContain('"heap_limit_mb":1584');
+    // The start script's heap sizing reached V8: 1536 MB old generation + a 3 x 8 MB young generation, and the
+    // flags of scripts/v8-flags.mjs are on node's command line.
+    expect(server.output()).toContain('"heap_limit_mb":1560');
+    expect(server.output()).toContain('"--heap-growing-percent=25"');
   });
 
   it("the Docker image sets the same heap flags as `npm start`", () => {
@@ -91,16 +93,22 @@ describe("starting on a fresh clone", () => {
     const fromImage = /^ENV NODE_OPTIONS="([^"]*)"$/m.exec(readFileSync(path.join(root, "Dockerfile"), "utf8"))?.[1].trim();
     expect(fromStart).toMatch(/--max-old-space-size=\d+/);
     expect(fromImage).toBe(fromStart);
+    // And the same command-line flags, from the same script.
+    expect(start).toContain("exec node $(node scripts/v8-flags.mjs) dist/src/server.js");
+    const dockerfile = readFileSync(path.join(root, "Dockerfile"), "utf8");
+    expect(dockerfile).toContain('CMD ["sh", "-c", "exec node $(node scripts/v8-flags.mjs) dist/src/server.js"]');
+    expect(dockerfile).toMatch(/^COPY --from=build \/app\/scripts\/v8-flags\.mjs \.\/scripts\/v8-flags\.mjs$/m);
   });
 
-  it("`npm start` takes the operator's NODE_OPTIONS over its heap defaults", async () => {
+  it("`npm start` takes the operator's NODE_OPTIONS and DEER_FLOW_V8_FLAGS over its heap defaults", async () => {
     const port = await freePort();
-    const server = start(npm, ["start"], port, { NODE_OPTIONS: "--max-old-space-size=1024" });
+    const server = start(npm, ["start"], port, { NODE_OPTIONS: "--max-old-space-size=1024 --max-semi-space-size=32", DEER_FLOW_V8_FLAGS: "--heap-growing-percent=50" });
     await until(() => healthy(port), 30_000, 200);
     server.child.kill("SIGTERM");
     await server.exited;
-    // The operator's old-generation size wins; the young generation default stays.
-    expect(server.output()).toContain('"heap_limit_mb":1072');
+    // The operator's old and young generation sizes win (1024 + 3 x 32 MB), and their flag list replaces the defaults.
+    expect(server.output()).toContain('"heap_limit_mb":1120');
+    expect(server.output()).toContain('"exec_argv":["--heap-growing-percent=50"]');
   });
 
   it("`npm run dev` serves, and stops on SIGTERM", async () => {
