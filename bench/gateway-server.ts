@@ -1,9 +1,12 @@
-// The gateway as the benchmarks run it: built and started as `npm start` does (dist/src/server.js, its heap flags), on a free
+// The gateway as the benchmarks run it: built and started as `npm start` does (dist/src/server.js, its V8 flags), on a free
 // loopback port, with its config and home in a temp directory, auth off.
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+// @ts-expect-error plain ESM script without type declarations
+import { v8Flags } from "../scripts/v8-flags.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -22,7 +25,7 @@ export interface BenchGateway {
 }
 
 /**
- * Builds the server (scripts/build.mjs), writes `config` to `<dir>/config.yaml` and starts `node dist/src/server.js`
+ * Builds the server (scripts/build.mjs), writes `config` to `<dir>/config.yaml` and starts `node <v8 flags> dist/src/server.js`
  * with `DEER_FLOW_HOME=<dir>/home`, auth off (the benchmarks measure runs and read `/metrics`) and `env` on top.
  * Resolves once `/health` answers.
  * @throws Error "server did not start" after `startTimeoutMs` (default 20000 ms).
@@ -31,9 +34,12 @@ export async function startBenchGateway(dir: string, config: string, env: Record
   writeFileSync(path.join(dir, "config.yaml"), config);
   execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: ROOT });
   const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const child = spawn(process.execPath, ["dist/src/server.js"], {
+  const nodeOptions = `${startScriptNodeOptions()} ${process.env.NODE_OPTIONS ?? ""}`.trim();
+  // The command-line flags npm start adds (scripts/v8-flags.mjs), for this process's CPUs and environment.
+  const flags = (v8Flags({ ...process.env, NODE_OPTIONS: nodeOptions }, os.availableParallelism()) as string).split(" ").filter(Boolean);
+  const child = spawn(process.execPath, [...flags, "dist/src/server.js"], {
     cwd: ROOT,
-    env: { ...process.env, NODE_OPTIONS: `${startScriptNodeOptions()} ${process.env.NODE_OPTIONS ?? ""}`.trim(), HOST: "127.0.0.1", PORT: String(port), DEER_FLOW_CONFIG_PATH: path.join(dir, "config.yaml"), DEER_FLOW_HOME: path.join(dir, "home"), DEER_FLOW_AUTH_DISABLED: "1", DEER_FLOW_ENV: "", LOG_LEVEL: "warn", ...env },
+    env: { ...process.env, NODE_OPTIONS: nodeOptions, HOST: "127.0.0.1", PORT: String(port), DEER_FLOW_CONFIG_PATH: path.join(dir, "config.yaml"), DEER_FLOW_HOME: path.join(dir, "home"), DEER_FLOW_AUTH_DISABLED: "1", DEER_FLOW_ENV: "", LOG_LEVEL: "warn", ...env },
     stdio: "ignore",
   });
   const url = `http://127.0.0.1:${port}`;
