@@ -3,6 +3,7 @@
 import os from "node:os";
 import { pino } from "pino";
 import { setLogger } from "../src/logger.js";
+import { runAgentOverheadBench } from "./agent-overhead.bench.js";
 import { runAppConfigBench } from "./app-config.bench.js";
 import { runAuthBench } from "./auth.bench.js";
 import { runBuildAgentBench } from "./build-agent.bench.js";
@@ -15,6 +16,7 @@ import { formatTable, type BenchSuite } from "./stats.js";
 const SUITES: { title: string; run: () => Promise<BenchSuite> }[] = [
   { title: "Lead agent build and first run", run: runBuildAgentBench },
   { title: "SDK chain (all features): build, first superstep, first run", run: runSdkChainBench },
+  { title: "Lead agent vs bare createAgent: CPU per run (issue 16 budget)", run: runAgentOverheadBench },
   { title: "Config: getAppConfig cost and hot reload", run: runAppConfigBench },
   { title: "Gateway: stateless /runs/stream throughput and latency", run: runRunsBench },
   { title: "Gateway: memory of 1,000 idle streams", run: runIdleStreamsBench },

@@ -1,0 +1,129 @@
+// What the DeerFlow lead agent costs per run over a bare `createAgent`, in one process with no HTTP: the budget
+// issue 16's goals leave the gateway. Every variant streams one user turn with the stream modes the gateway uses
+// (`values` + `messages`), building its agent per run as the gateway and anchor C of bench-anchors do.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import { MemorySaver } from "@langchain/langgraph";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { createAgent } from "langchain";
+import { makeLeadAgent } from "../src/agents/lead-agent/agent.js";
+import { buildMemoryManager, type MemoryManager } from "../src/agents/memory/manager.js";
+import { buildRunContext } from "../src/agents/run-context.js";
+import { loadAppConfig, setAppConfig } from "../src/config/app-config.js";
+import { parseAppConfig, type AppConfig } from "../src/config/schema.js";
+import { ScriptedChatModel } from "../src/models/scripted-chat-model.js";
+import { tuneServerProcess } from "../src/runtime/process-tuning.js";
+import { openSqlite } from "../src/runtime/sqlite.js";
+import { withStatementCache } from "../src/runtime/statement-cache.js";
+import { summarize, type BenchSuite } from "./stats.js";
+
+/** Runs per variant and round; rounds interleave the variants so a slow stretch of the host hits all of them. */
+const RUNS_PER_ROUND = 200;
+const ROUNDS = 7;
+const WARMUP_RUNS = 100;
+const STREAM_MODES = ["values", "messages"];
+
+/** One way of running a user turn; `run(i)` streams run number `i` to its end. */
+interface Variant {
+  name: string;
+  run(i: number): Promise<void>;
+}
+
+/** The shipped config with the scripted model streaming without pauses, plus `patch` (top-level sections). */
+function shippedConfig(patch: Record<string, unknown> = {}): AppConfig {
+  process.env.OPENAI_API_KEY ??= "";
+  process.env.OPENAI_BASE_URL ||= "https://api.openai.com/v1";
+  const base = loadAppConfig(fileURLToPath(new URL("../config/config.yaml", import.meta.url)));
+  return parseAppConfig({ ...base, models: base.models.map((m) => (m.use === "deerflow-gateway:ScriptedChatModel" ? { ...m, token_delay_ms: 0 } : m)), ...patch });
+}
+
+/** Streams `graph` on one user message to the end. */
+async function drain(graph: { stream(input: unknown, options: Record<string, unknown>): Promise<AsyncIterable<unknown>> }, options: Record<string, unknown>): Promise<void> {
+  for await (const chunk of await graph.stream({ messages: [{ role: "user", content: "hi" }] }, { ...options, streamMode: STREAM_MODES })) void chunk;
+}
+
+/** The lead agent as the worker runs it: the run context of `buildRunContext`, the compiled graph streamed. */
+function leadAgent(name: string, appConfig: AppConfig, memoryManager: MemoryManager, saver: () => BaseCheckpointSaver): Variant {
+  return {
+    name,
+    async run(i) {
+      setAppConfig(appConfig);
+      const threadId = `overhead-${name.replace(/[^a-z]/g, "")}-${i}`;
+      const context = buildRunContext({ threadId, runId: `run-${i}`, userId: "bench", appConfig, memoryManager });
+      const agent = await makeLeadAgent({ configurable: { thread_id: threadId }, context });
+      agent.checkpointer = saver();
+      const graph = ((agent as { graph?: unknown }).graph ?? agent) as Parameters<typeof drain>[0];
+      await drain(graph, { configurable: { thread_id: threadId }, context, recursionLimit: 100 });
+    },
+  };
+}
+
+/** CPU time (user + system) of `fn`, in ms. */
+async function cpuMs(fn: () => Promise<void>): Promise<number> {
+  const start = process.cpuUsage();
+  await fn();
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
+}
+
+/**
+ * Per-run CPU (ms, user + system of this process, GC included) of: a bare `createAgent` (the scripted model, no
+ * tools, a MemorySaver: bench-anchors' anchor C); the lead agent with the shipped config; the same without its
+ * title call and memory; and the lead agent on a SQLite checkpointer file, as the gateway stores runs. Each row's
+ * samples are the rounds' CPU per run ({@link ROUNDS} rounds of {@link RUNS_PER_ROUND} runs, interleaved). Applies
+ * the server's process patches ({@link tuneServerProcess}) first.
+ */
+export async function runAgentOverheadBench(): Promise<BenchSuite> {
+  // The server's process patches (no result changes; they cut LangSmith placeholders and copies every agent pays),
+  // so the rows cost what they cost in the gateway. They stay in place for the suites after this one.
+  const tuned = tuneServerProcess();
+  const home = mkdtempSync(path.join(tmpdir(), "deerflow-overhead-"));
+  const full = shippedConfig();
+  const lean = shippedConfig({ title: { enabled: false }, memory: { enabled: false } });
+  const memoryManager = await buildMemoryManager(full.memory, () => full, process.cwd(), home);
+  const db = openSqlite(path.join(home, "checkpoints.sqlite"));
+  // As the gateway opens its checkpointer (persistence.ts): prepared statements reused.
+  const sqlite = new SqliteSaver(withStatementCache(db));
+  const variants: Variant[] = [
+    {
+      name: "bare createAgent (anchor C's agent)",
+      async run(i) {
+        const agent = createAgent({ model: new ScriptedChatModel(), tools: [], checkpointer: new MemorySaver() });
+        await drain(agent as unknown as Parameters<typeof drain>[0], { configurable: { thread_id: `bare-${i}` } });
+      },
+    },
+    leadAgent("lead agent, no title, no memory", lean, memoryManager, () => new MemorySaver()),
+    leadAgent("lead agent (shipped config)", full, memoryManager, () => new MemorySaver()),
+    leadAgent("lead agent, SQLite checkpoints", full, memoryManager, () => sqlite),
+  ];
+  const perRun = new Map<string, number[]>(variants.map((v) => [v.name, []]));
+  try {
+    for (const v of variants) for (let i = 0; i < WARMUP_RUNS; i++) await v.run(-1 - i);
+    let next = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const v of variants) {
+        const ms = await cpuMs(async () => {
+          for (let i = 0; i < RUNS_PER_ROUND; i++) await v.run(next++);
+        });
+        perRun.get(v.name)!.push(ms / RUNS_PER_ROUND);
+      }
+    }
+  } finally {
+    await memoryManager.shutdownFlush(0).catch(() => undefined);
+    db.close();
+    rmSync(home, { recursive: true, force: true });
+  }
+  const bare = summarize(perRun.get(variants[0].name)!).p50;
+  return {
+    results: variants.map((v) => ({ name: `${v.name}: CPU ms per run`, samples: perRun.get(v.name)! })),
+    notes: [
+      `rows: CPU per run of each of ${ROUNDS} interleaved rounds of ${RUNS_PER_ROUND} runs (${WARMUP_RUNS} warm-up runs per variant first); one process, serial runs, no HTTP`,
+      ...variants.slice(1).map((v) => `${v.name}: ${(summarize(perRun.get(v.name)!).p50 / bare).toFixed(2)}x the bare createAgent (p50 / p50)`),
+      `process patches as in the server: ${Object.entries(tuned).map(([k, v]) => `${k} ${v ? "on" : "off"}`).join(", ")}`,
+      "issue 16 asks the whole gateway (HTTP, SSE, SQLite, this agent) for <= 2x the bare agent's CPU per run, aiming for 1.3x",
+    ],
+  };
+}
