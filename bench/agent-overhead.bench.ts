@@ -16,6 +16,8 @@ import { loadAppConfig, setAppConfig } from "../src/config/app-config.js";
 import { parseAppConfig, type AppConfig } from "../src/config/schema.js";
 import { ScriptedChatModel } from "../src/models/scripted-chat-model.js";
 import { tuneServerProcess } from "../src/runtime/process-tuning.js";
+import { GroupCommitSqliteSaver } from "../src/runtime/group-commit-saver.js";
+import { WAL_AUTOCHECKPOINT_PAGES } from "../src/runtime/persistence.js";
 import { openSqlite } from "../src/runtime/sqlite.js";
 import { withStatementCache } from "../src/runtime/statement-cache.js";
 import { summarize, type BenchSuite } from "./stats.js";
@@ -25,11 +27,23 @@ const RUNS_PER_ROUND = 200;
 const ROUNDS = 7;
 const WARMUP_RUNS = 100;
 const STREAM_MODES = ["values", "messages"];
+/** Runs in flight at once in the concurrent rows: bench-anchors' C=64. */
+const CONCURRENCY = 64;
 
-/** One way of running a user turn; `run(i)` streams run number `i` to its end. */
+/** One way of running a user turn; `run(i)` streams run number `i` to its end, `concurrency` of them at once. */
 interface Variant {
   name: string;
   run(i: number): Promise<void>;
+  concurrency?: number;
+}
+
+/** Runs `count` runs of `variant`, numbered from `first`, keeping its concurrency in flight. */
+async function runMany(variant: Variant, first: number, count: number): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < count) await variant.run(first + next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(variant.concurrency ?? 1, count) }, worker));
 }
 
 /** The shipped config with the scripted model streaming without pauses, plus `patch` (top-level sections). */
@@ -72,9 +86,10 @@ async function cpuMs(fn: () => Promise<void>): Promise<number> {
 /**
  * Per-run CPU (ms, user + system of this process, GC included) of: a bare `createAgent` (the scripted model, no
  * tools, a MemorySaver: bench-anchors' anchor C); the lead agent with the shipped config; the same without its
- * title call and memory; and the lead agent on a SQLite checkpointer file, as the gateway stores runs. Each row's
- * samples are the rounds' CPU per run ({@link ROUNDS} rounds of {@link RUNS_PER_ROUND} runs, interleaved). Applies
- * the server's process patches ({@link tuneServerProcess}) first.
+ * title call and memory; the lead agent on a SQLite checkpointer file, as the gateway stores runs; and, with
+ * {@link CONCURRENCY} runs in flight, the lead agent on upstream's `SqliteSaver` and on the gateway's group-commit
+ * saver. Each row's samples are the rounds' CPU per run ({@link ROUNDS} rounds of {@link RUNS_PER_ROUND} runs,
+ * interleaved). Applies the server's process patches ({@link tuneServerProcess}) first.
  */
 export async function runAgentOverheadBench(): Promise<BenchSuite> {
   // The server's process patches (no result changes; they cut LangSmith placeholders and copies every agent pays),
@@ -84,9 +99,13 @@ export async function runAgentOverheadBench(): Promise<BenchSuite> {
   const full = shippedConfig();
   const lean = shippedConfig({ title: { enabled: false }, memory: { enabled: false } });
   const memoryManager = await buildMemoryManager(full.memory, () => full, process.cwd(), home);
-  const db = openSqlite(path.join(home, "checkpoints.sqlite"));
-  // As the gateway opens its checkpointer (persistence.ts): prepared statements reused.
-  const sqlite = new SqliteSaver(withStatementCache(db));
+  // As the gateway opens its checkpointer (persistence.ts): its WAL interval, prepared statements reused, group
+  // commit; and upstream's saver on the same settings, to show what group commit changes with runs in flight.
+  const open = (name: string) => openSqlite(path.join(home, name), { walAutocheckpointPages: WAL_AUTOCHECKPOINT_PAGES });
+  const dbs = [open("gateway.sqlite"), open("upstream.sqlite"), open("concurrent.sqlite")];
+  const gatewaySaver = new GroupCommitSqliteSaver(withStatementCache(dbs[0]));
+  const upstreamSaver = new SqliteSaver(withStatementCache(dbs[1]));
+  const concurrentSaver = new GroupCommitSqliteSaver(withStatementCache(dbs[2]));
   const variants: Variant[] = [
     {
       name: "bare createAgent (anchor C's agent)",
@@ -97,30 +116,32 @@ export async function runAgentOverheadBench(): Promise<BenchSuite> {
     },
     leadAgent("lead agent, no title, no memory", lean, memoryManager, () => new MemorySaver()),
     leadAgent("lead agent (shipped config)", full, memoryManager, () => new MemorySaver()),
-    leadAgent("lead agent, SQLite checkpoints", full, memoryManager, () => sqlite),
+    leadAgent("lead agent, SQLite checkpoints", full, memoryManager, () => gatewaySaver),
+    { ...leadAgent("lead agent, 64 in flight, upstream SqliteSaver", full, memoryManager, () => upstreamSaver), concurrency: CONCURRENCY },
+    { ...leadAgent("lead agent, 64 in flight, group commit", full, memoryManager, () => concurrentSaver), concurrency: CONCURRENCY },
   ];
   const perRun = new Map<string, number[]>(variants.map((v) => [v.name, []]));
   try {
-    for (const v of variants) for (let i = 0; i < WARMUP_RUNS; i++) await v.run(-1 - i);
+    for (const v of variants) await runMany(v, -WARMUP_RUNS, WARMUP_RUNS);
     let next = 0;
     for (let round = 0; round < ROUNDS; round++) {
       for (const v of variants) {
-        const ms = await cpuMs(async () => {
-          for (let i = 0; i < RUNS_PER_ROUND; i++) await v.run(next++);
-        });
+        const ms = await cpuMs(() => runMany(v, next, RUNS_PER_ROUND));
+        next += RUNS_PER_ROUND;
         perRun.get(v.name)!.push(ms / RUNS_PER_ROUND);
       }
     }
   } finally {
     await memoryManager.shutdownFlush(0).catch(() => undefined);
-    db.close();
+    for (const db of dbs) db.close();
     rmSync(home, { recursive: true, force: true });
   }
   const bare = summarize(perRun.get(variants[0].name)!).p50;
   return {
     results: variants.map((v) => ({ name: `${v.name}: CPU ms per run`, samples: perRun.get(v.name)! })),
     notes: [
-      `rows: CPU per run of each of ${ROUNDS} interleaved rounds of ${RUNS_PER_ROUND} runs (${WARMUP_RUNS} warm-up runs per variant first); one process, serial runs, no HTTP`,
+      `rows: CPU per run of each of ${ROUNDS} interleaved rounds of ${RUNS_PER_ROUND} runs (${WARMUP_RUNS} warm-up runs per variant first); one process, no HTTP, runs one at a time unless ${CONCURRENCY} are in flight`,
+      `group commit with ${CONCURRENCY} runs in flight: ${(summarize(perRun.get(variants[5].name)!).p50 / summarize(perRun.get(variants[4].name)!).p50).toFixed(2)}x upstream SqliteSaver's CPU per run (p50 / p50)`,
       ...variants.slice(1).map((v) => `${v.name}: ${(summarize(perRun.get(v.name)!).p50 / bare).toFixed(2)}x the bare createAgent (p50 / p50)`),
       `process patches as in the server: ${Object.entries(tuned).map(([k, v]) => `${k} ${v ? "on" : "off"}`).join(", ")}`,
       "issue 16 asks the whole gateway (HTTP, SSE, SQLite, this agent) for <= 2x the bare agent's CPU per run, aiming for 1.3x",

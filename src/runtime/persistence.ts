@@ -3,7 +3,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { GroupCommitSqliteSaver } from "./group-commit-saver.js";
 import { withStatementCache } from "./statement-cache.js";
 import { openSqlite } from "./sqlite.js";
 import Database from "better-sqlite3";
@@ -98,7 +98,12 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
     const saver = await openCheckpointer(section.connection_string);
     return { checkpointer: saver, threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: "postgres", shared: false, close: async () => { await saver.end(); db.close(); } };
   }
-  return { checkpointer: new SqliteSaver(withStatementCache(db)), threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: file, shared: false, close: async () => void db.close() };
+  const checkpointer = new GroupCommitSqliteSaver(withStatementCache(db));
+  const close = async () => {
+    checkpointer.flush();
+    db.close();
+  };
+  return { checkpointer, threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: file, shared: false, close };
 }
 
 /** The account and API-key repositories over `db`. */
@@ -143,8 +148,12 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     const file = section.connection_string ? path.resolve(home, section.connection_string) : path.join(home, "data", "deerflow.sqlite");
     mkdirSync(path.dirname(file), { recursive: true });
     const db = openSqlite(file);
-    checkpointer = new SqliteSaver(withStatementCache(db));
-    closeCheckpointer = async () => void db.close();
+    const saver = new GroupCommitSqliteSaver(withStatementCache(db));
+    checkpointer = saver;
+    closeCheckpointer = async () => {
+      saver.flush();
+      db.close();
+    };
   } else {
     // PostgresSaver.setup() is not safe against itself: processes starting together take turns.
     const lock = await pool.connect();
