@@ -5,6 +5,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { copyCheckpoint, WRITES_IDX_MAP, type Checkpoint, type CheckpointListOptions, type CheckpointMetadata, type CheckpointTuple, type PendingWrite, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import type Database from "better-sqlite3";
+import { GroupCommit } from "./group-commit.js";
 
 const INSERT_CHECKPOINT =
   "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)";
@@ -13,20 +14,13 @@ const WRITE_COLUMNS = "INTO writes (thread_id, checkpoint_ns, checkpoint_id, tas
 const REPLACE_WRITE = `INSERT OR REPLACE ${WRITE_COLUMNS}`;
 const IGNORE_WRITE = `INSERT OR IGNORE ${WRITE_COLUMNS}`;
 
-/** The rows one `put` / `putWrites` call stores, committed together or not at all. */
-interface Unit {
-  sql: string;
-  rows: unknown[][];
-  resolve(): void;
-  reject(err: unknown): void;
-}
-
 /**
  * `SqliteSaver` (`@langchain/langgraph-checkpoint-sqlite`) that commits in groups. Upstream, every `put` and every
  * `putWrites` is its own SQLite transaction: about six commits a run, each taking and releasing the WAL locks and
  * writing the same few B-tree pages again (32 `fcntl` and 37 `pwrite64` system calls a run, measured). Here the
- * rows are queued once serialized and written by one transaction at the end of the event-loop turn
- * (`setImmediate`), so concurrent runs share a commit.
+ * rows are queued once serialized and written by the connection's {@link GroupCommit}: one transaction at the end of
+ * the event-loop turn (`setImmediate`), shared by concurrent runs and by the other writes queued on the connection
+ * (the run and thread rows).
  *
  * Guarantees, as upstream:
  * - a `put` / `putWrites` / `deleteThread` promise resolves only once its rows are committed (LangGraph awaits
@@ -38,16 +32,18 @@ interface Unit {
  * Same table layout as upstream: files written by either class are read by the other.
  */
 export class GroupCommitSqliteSaver extends SqliteSaver {
-  private queue: Unit[] = [];
-  private flushScheduled = false;
-
   /**
    * @param db Open connection; the saver creates its tables on first use. Other code may share the connection:
    *   the saver's transactions are synchronous and never span an `await`. Pass it through `withStatementCache`:
    *   the saver prepares its statements on every call, as upstream does.
+   * @param commits The connection's write queue, shared with the other stores on `db` (a queue of its own if omitted).
    * @param serde Serializer (LangGraph's JSON-plus by default).
    */
-  constructor(db: Database.Database, serde?: SerializerProtocol) {
+  constructor(
+    db: Database.Database,
+    private readonly commits: GroupCommit = new GroupCommit(db),
+    serde?: SerializerProtocol,
+  ) {
     super(db, serde);
   }
 
@@ -105,49 +101,16 @@ export class GroupCommitSqliteSaver extends SqliteSaver {
     return super.deleteThread(threadId);
   }
 
-  /**
-   * Commits everything queued now, synchronously (reads, shutdown). Callers' promises settle as after a scheduled
-   * commit. Never throws: failures reject the calls they belong to.
-   */
+  /** Commits everything queued on the connection now, synchronously (reads, shutdown). Never throws. */
   flush(): void {
-    const units = this.queue;
-    if (units.length === 0) return;
-    this.queue = [];
-    try {
-      this.db.transaction(() => {
-        for (const unit of units) this.write(unit);
-      })();
-    } catch {
-      // One call's rows broke the group: retry each call in its own transaction, so only the guilty ones fail.
-      for (const unit of units) {
-        try {
-          this.db.transaction(() => this.write(unit))();
-        } catch (err) {
-          unit.reject(err);
-          continue;
-        }
-        unit.resolve();
-      }
-      return;
-    }
-    for (const unit of units) unit.resolve();
+    this.commits.flush();
   }
 
-  private write(unit: Unit): void {
-    const statement = this.db.prepare(unit.sql);
-    for (const row of unit.rows) statement.run(...row);
-  }
-
+  /** Queues `rows` of `sql` as one write; resolves once committed. */
   private enqueue(sql: string, rows: unknown[][]): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.queue.push({ sql, rows, resolve, reject });
-      if (this.flushScheduled) return;
-      this.flushScheduled = true;
-      // After the turn's I/O callbacks: every run that advanced in this turn shares the commit.
-      setImmediate(() => {
-        this.flushScheduled = false;
-        this.flush();
-      });
+    return this.commits.run(() => {
+      const statement = this.db.prepare(sql);
+      for (const row of rows) statement.run(...row);
     });
   }
 }

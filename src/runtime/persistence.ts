@@ -3,6 +3,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
+import { GroupCommit } from "./group-commit.js";
 import { GroupCommitSqliteSaver } from "./group-commit-saver.js";
 import { withStatementCache } from "./statement-cache.js";
 import { openSqlite } from "./sqlite.js";
@@ -67,6 +68,8 @@ async function openCheckpointer(connectionString: string): Promise<BaseCheckpoin
  *   relative to `home`, default `<home>/data/deerflow.sqlite`, WAL mode) holding the checkpoints and the `threads`
  *   and `runs` tables; `type: memory`: all in memory (lost on restart); `type: postgres`: PostgresSaver on
  *   `connection_string`, threads and runs in SQLite under `home`.
+ * A SQLite file's checkpoint, thread and run writes go through one {@link GroupCommit}: those of one event-loop turn
+ * share a transaction, each caller answered after it commits.
  * @param home The runtime home (`DEER_FLOW_HOME`).
  * @throws Error when a database cannot be opened or a section lacks its URL.
  */
@@ -86,8 +89,10 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
   // instead of SQLite's 1,000: a run writes ~15 small statements that touch the same few B-tree pages, so a longer
   // interval copies each page fewer times and syncs less often.
   const db = openSqlite(file, { walAutocheckpointPages: WAL_AUTOCHECKPOINT_PAGES });
-  const threads = new ThreadStore(db);
-  const runs = new RunStore(db);
+  // One write queue for the file: a turn's checkpoints, run rows and thread rows share one commit.
+  const commits = new GroupCommit(db);
+  const threads = new ThreadStore(db, commits);
+  const runs = new RunStore(db, commits);
   if (recover) {
     // Nothing runs yet in this process: a busy thread or a running run is left over from a crash.
     await threads.resetBusy();
@@ -96,11 +101,11 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
   if (section?.type === "postgres") {
     if (!section.connection_string) throw new Error("checkpointer.type postgres needs checkpointer.connection_string");
     const saver = await openCheckpointer(section.connection_string);
-    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: "postgres", shared: false, close: async () => { await saver.end(); db.close(); } };
+    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: "postgres", shared: false, close: async () => { await saver.end(); commits.flush(); db.close(); } };
   }
-  const checkpointer = new GroupCommitSqliteSaver(withStatementCache(db));
+  const checkpointer = new GroupCommitSqliteSaver(withStatementCache(db), commits);
   const close = async () => {
-    checkpointer.flush();
+    commits.flush();
     db.close();
   };
   return { checkpointer, threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: file, shared: false, close };

@@ -3,6 +3,7 @@ import type Database from "better-sqlite3";
 import type { RunListOptions, RunRepository } from "./repositories.js";
 import type { RunRecord, RunStatus } from "./run-manager.js";
 import { kwargsJson, runCountersOf } from "./run-counters.js";
+import { commitWith, type GroupCommit } from "./group-commit.js";
 import { StatementCache } from "./statement-cache.js";
 
 interface Row {
@@ -22,13 +23,21 @@ interface Row {
 export type { RunListOptions };
 
 /**
- * Run records in a better-sqlite3 database. The statements are synchronous (each call is atomic within the
- * process); the methods are async only to share {@link RunRepository} with PostgreSQL.
+ * Run records in a better-sqlite3 database. Each call is atomic within the process. With a {@link GroupCommit} the
+ * writes join the connection's group commit (each call answered once its write is committed, reads commit the
+ * queue first); without one each write commits at once.
  */
 export class RunStore implements RunRepository {
   private readonly statements: StatementCache;
 
-  constructor(db: Database.Database) {
+  /**
+   * @param db The connection; the `runs` table is created (and migrated) here.
+   * @param commits The connection's write queue, shared with the other stores on `db`.
+   */
+  constructor(
+    db: Database.Database,
+    private readonly commits?: GroupCommit,
+  ) {
     this.statements = new StatementCache(db);
     db.exec(`CREATE TABLE IF NOT EXISTS runs (
       run_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, assistant_id TEXT NOT NULL, status TEXT NOT NULL,
@@ -51,35 +60,41 @@ export class RunStore implements RunRepository {
    * request's input and config) are written with the row and never change: a status update does not rewrite them.
    */
   async save(record: RunRecord): Promise<void> {
-    this.statements
-      // An upsert, not INSERT OR REPLACE: a status change updates the row in place (REPLACE deletes and re-inserts
-      // it, with index upkeep twice and a new rowid, which is the list's tie-break).
-      .get(`INSERT INTO runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, error, counters)
-        VALUES (@run_id, @thread_id, @assistant_id, @status, @metadata, @kwargs, @multitask_strategy, @created_at, @updated_at, @error, @counters)
-        ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, metadata = excluded.metadata,
-          updated_at = excluded.updated_at, error = excluded.error, counters = excluded.counters`)
-      .run({
-        run_id: record.run_id,
-        thread_id: record.thread_id,
-        assistant_id: record.assistant_id,
-        status: record.status,
-        multitask_strategy: record.multitask_strategy,
-        created_at: record.created_at,
-        updated_at: record.updated_at,
-        metadata: JSON.stringify(record.metadata),
-        kwargs: kwargsJson(record),
-        error: record.error ?? null,
-        counters: JSON.stringify(runCountersOf(record)),
-      });
+    // The row as the record is now: the caller goes on changing the record while the write waits for its group.
+    const row = {
+      run_id: record.run_id,
+      thread_id: record.thread_id,
+      assistant_id: record.assistant_id,
+      status: record.status,
+      multitask_strategy: record.multitask_strategy,
+      created_at: record.created_at,
+      updated_at: record.updated_at,
+      metadata: JSON.stringify(record.metadata),
+      kwargs: kwargsJson(record),
+      error: record.error ?? null,
+      counters: JSON.stringify(runCountersOf(record)),
+    };
+    await commitWith(this.commits, () => {
+      this.statements
+        // An upsert, not INSERT OR REPLACE: a status change updates the row in place (REPLACE deletes and re-inserts
+        // it, with index upkeep twice and a new rowid, which is the list's tie-break).
+        .get(`INSERT INTO runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at, error, counters)
+          VALUES (@run_id, @thread_id, @assistant_id, @status, @metadata, @kwargs, @multitask_strategy, @created_at, @updated_at, @error, @counters)
+          ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, metadata = excluded.metadata,
+            updated_at = excluded.updated_at, error = excluded.error, counters = excluded.counters`)
+        .run(row);
+    });
   }
 
   /** The run, or null. */
   async get(runId: string): Promise<RunRecord | null> {
+    this.commits?.flush();
     return RunStore.toRecord(this.statements.get("SELECT * FROM runs WHERE run_id = ?").get(runId) as Row | undefined);
   }
 
   /** Runs of a thread, newest first. */
   async list(threadId: string, options: RunListOptions = {}): Promise<RunRecord[]> {
+    this.commits?.flush();
     const rows = this.statements
       .get(`SELECT * FROM runs WHERE thread_id = ? ${options.status ? "AND status = ?" : ""} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`)
       .all(...[threadId, ...(options.status ? [options.status] : []), options.limit ?? 10, options.offset ?? 0]) as Row[];
@@ -88,12 +103,12 @@ export class RunStore implements RunRepository {
 
   /** Deletes one run. */
   async delete(runId: string): Promise<void> {
-    this.statements.get("DELETE FROM runs WHERE run_id = ?").run(runId);
+    await commitWith(this.commits, () => this.statements.get("DELETE FROM runs WHERE run_id = ?").run(runId));
   }
 
   /** Deletes a thread's runs. */
   async deleteThread(threadId: string): Promise<void> {
-    this.statements.get("DELETE FROM runs WHERE thread_id = ?").run(threadId);
+    await commitWith(this.commits, () => this.statements.get("DELETE FROM runs WHERE thread_id = ?").run(threadId));
   }
 
   /**
@@ -104,8 +119,13 @@ export class RunStore implements RunRepository {
   async interruptOrphans(runIds?: string[]): Promise<number> {
     if (runIds && !runIds.length) return 0;
     const only = runIds ? `AND run_id IN (${runIds.map(() => "?").join(",")})` : "";
-    return this.statements
-      .get(`UPDATE runs SET status = 'interrupted', updated_at = ?, error = 'Interrupted by a server restart' WHERE status IN ('pending', 'running') ${only}`)
-      .run(new Date().toISOString(), ...(runIds ?? [])).changes;
+    const now = new Date().toISOString();
+    return commitWith(
+      this.commits,
+      () =>
+        this.statements
+          .get(`UPDATE runs SET status = 'interrupted', updated_at = ?, error = 'Interrupted by a server restart' WHERE status IN ('pending', 'running') ${only}`)
+          .run(now, ...(runIds ?? [])).changes,
+    );
   }
 }

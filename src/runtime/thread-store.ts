@@ -4,6 +4,7 @@ import { DEFAULT_USER_ID } from "../agents/run-context.js";
 import type { ThreadRepository, ThreadSearchQuery } from "./repositories.js";
 
 import type { ThreadStatus } from "./wire-enums.js";
+import { commitWith, type GroupCommit } from "./group-commit.js";
 import { StatementCache } from "./statement-cache.js";
 
 export type { ThreadStatus } from "./wire-enums.js";
@@ -33,12 +34,21 @@ interface Row {
 
 /**
  * Threads in a better-sqlite3 database. The statements are synchronous (every call is atomic within the
- * process); the methods are async only to share {@link ThreadRepository} with PostgreSQL.
+ * process); the methods are async only to share {@link ThreadRepository} with PostgreSQL. With a {@link GroupCommit}
+ * the writes join the connection's group commit (each call answered once its write is committed, reads commit the
+ * queue first); without one each write commits at once.
  */
 export class ThreadStore implements ThreadRepository {
   private readonly statements: StatementCache;
 
-  constructor(db: Database.Database) {
+  /**
+   * @param db The connection; the `threads` table is created (and migrated) here.
+   * @param commits The connection's write queue, shared with the other stores on `db`.
+   */
+  constructor(
+    db: Database.Database,
+    private readonly commits?: GroupCommit,
+  ) {
     this.statements = new StatementCache(db);
     db.exec(`CREATE TABLE IF NOT EXISTS threads (
       thread_id TEXT PRIMARY KEY, status TEXT NOT NULL, metadata TEXT NOT NULL,
@@ -65,7 +75,14 @@ export class ThreadStore implements ThreadRepository {
     return this.getSync(threadId);
   }
 
+  /** The thread after committing the queue (never inside a write: it would commit the group from within). */
   private getSync(threadId: string): ThreadRecord | null {
+    this.commits?.flush();
+    return this.row(threadId);
+  }
+
+  /** The thread as this connection sees it now. */
+  private row(threadId: string): ThreadRecord | null {
     return ThreadStore.toRecord(this.statements.get("SELECT * FROM threads WHERE thread_id = ?").get(threadId) as Row | undefined);
   }
 
@@ -80,37 +97,43 @@ export class ThreadStore implements ThreadRepository {
    * owns it; callers that must not touch another user's thread check {@link getOwned} first).
    */
   async create(threadId: string, metadata: Record<string, unknown> = {}, ownerId: string = DEFAULT_USER_ID): Promise<ThreadRecord> {
-    this.insert(threadId, ownerId, "idle", metadata);
-    return this.getSync(threadId)!;
+    return this.insert(threadId, ownerId, "idle", metadata, () => this.row(threadId)!);
   }
 
   /** See {@link ThreadRepository.createForRun}: one statement, where `create` needs a read back. */
   async createForRun(threadId: string, ownerId: string): Promise<boolean> {
-    return this.insert(threadId, ownerId, "busy", {});
+    return this.insert(threadId, ownerId, "busy", {}, (inserted) => inserted);
   }
 
-  /** Inserts the thread unless its id exists; returns whether it did. */
-  private insert(threadId: string, ownerId: string, status: ThreadStatus, metadata: Record<string, unknown>): boolean {
+  /** Inserts the thread unless its id exists; answers `then(whether it did)`, read in the same write. */
+  private insert<T>(threadId: string, ownerId: string, status: ThreadStatus, metadata: Record<string, unknown>, then: (inserted: boolean) => T): Promise<T> {
     const now = new Date().toISOString();
-    return (
-      this.statements
-        .get("INSERT OR IGNORE INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)")
-        .run(threadId, ownerId, status, JSON.stringify(ThreadStore.cleanMetadata(metadata)), now, now).changes > 0
+    const json = JSON.stringify(ThreadStore.cleanMetadata(metadata));
+    return commitWith(this.commits, () =>
+      then(
+        this.statements
+          .get("INSERT OR IGNORE INTO threads (thread_id, owner_id, status, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)")
+          .run(threadId, ownerId, status, json, now, now).changes > 0,
+      ),
     );
   }
 
   /** Merges `metadata` into the thread's metadata (server-owned keys dropped); null for an unknown thread. */
   async patchMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord | null> {
-    const thread = this.getSync(threadId);
-    if (!thread) return null;
-    const merged = { ...thread.metadata, ...ThreadStore.cleanMetadata(metadata) };
-    this.statements.get("UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?").run(JSON.stringify(merged), new Date().toISOString(), threadId);
-    return this.getSync(threadId);
+    const patch = ThreadStore.cleanMetadata(metadata);
+    // Read, merge and write in one write: a patch queued before this one is applied first.
+    return commitWith(this.commits, () => {
+      const thread = this.row(threadId);
+      if (!thread) return null;
+      const merged = { ...thread.metadata, ...patch };
+      this.statements.get("UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?").run(JSON.stringify(merged), new Date().toISOString(), threadId);
+      return this.row(threadId);
+    });
   }
 
   /** Deletes the thread row; returns whether it existed. */
   async delete(threadId: string): Promise<boolean> {
-    return this.statements.get("DELETE FROM threads WHERE thread_id = ?").run(threadId).changes > 0;
+    return commitWith(this.commits, () => this.statements.get("DELETE FROM threads WHERE thread_id = ?").run(threadId).changes > 0);
   }
 
   /**
@@ -141,6 +164,7 @@ export class ThreadStore implements ThreadRepository {
       const json = JSON.stringify(value);
       params.push(path, json, path, json);
     }
+    this.commits?.flush();
     const sql = `SELECT * FROM threads ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY ${column} ${order}, rowid ${order} LIMIT ? OFFSET ?`;
     const rows = this.statements.get(sql).all(...params, query.limit, query.offset) as Row[];
     return rows.map((r) => ThreadStore.toRecord(r)!);
@@ -148,11 +172,13 @@ export class ThreadStore implements ThreadRepository {
 
   /** Threads left `busy` by a process that died mid-run go back to `idle`; returns how many. */
   async resetBusy(): Promise<number> {
-    return this.statements.get("UPDATE threads SET status = 'idle', updated_at = ? WHERE status = 'busy'").run(new Date().toISOString()).changes;
+    const now = new Date().toISOString();
+    return commitWith(this.commits, () => this.statements.get("UPDATE threads SET status = 'idle', updated_at = ? WHERE status = 'busy'").run(now).changes);
   }
 
   /** Sets the status (and `updated_at`). No-op for an unknown thread. */
   async setStatus(threadId: string, status: ThreadStatus): Promise<void> {
-    this.statements.get("UPDATE threads SET status = ?, updated_at = ? WHERE thread_id = ?").run(status, new Date().toISOString(), threadId);
+    const now = new Date().toISOString();
+    await commitWith(this.commits, () => this.statements.get("UPDATE threads SET status = ?, updated_at = ? WHERE thread_id = ?").run(status, now, threadId));
   }
 }
