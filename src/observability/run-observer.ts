@@ -65,8 +65,11 @@ export interface RunObserver {
 /** Options of {@link createRunObserver}. */
 export interface RunObserverOptions {
   metrics: GatewayMetrics;
-  /** Called after every model call that reported usage (the token ledger). Must not throw. */
-  onTokens?: (userId: string, tokens: TokenCount) => void;
+  /**
+   * Called after every model call that reported usage (the token ledger). A failure, thrown or as a rejected promise,
+   * is logged on the run's logger and does not fail the run.
+   */
+  onTokens?: (userId: string, tokens: TokenCount) => void | Promise<void>;
   /** OpenTelemetry tracing (a span per run, model call and tool call); off when absent. */
   tracing?: GatewayTracing;
 }
@@ -207,10 +210,11 @@ class RunMetricsHandler extends BaseCallbackHandler {
     if (!tokens) return;
     metrics.modelTokens.inc({ model, direction: "input" }, tokens.input);
     metrics.modelTokens.inc({ model, direction: "output" }, tokens.output);
+    const failed = (err: unknown) => this.info.log.error({ err: (err as Error).message }, "token usage could not be recorded");
     try {
-      onTokens?.(this.info.userId, tokens);
+      onTokens?.(this.info.userId, tokens)?.catch(failed);
     } catch (err) {
-      this.info.log.error({ err: (err as Error).message }, "token usage could not be recorded");
+      failed(err);
     }
   }
 

@@ -68,7 +68,7 @@ async function openCheckpointer(connectionString: string): Promise<BaseCheckpoin
  *   relative to `home`, default `<home>/data/deerflow.sqlite`, WAL mode) holding the checkpoints and the `threads`
  *   and `runs` tables; `type: memory`: all in memory (lost on restart); `type: postgres`: PostgresSaver on
  *   `connection_string`, threads and runs in SQLite under `home`.
- * A SQLite file's checkpoint, thread and run writes go through one {@link GroupCommit}: those of one event-loop turn
+ * A SQLite file's checkpoint, thread, run and token-usage writes go through one {@link GroupCommit}: those of one event-loop turn
  * share a transaction, each caller answered after it commits.
  * @param home The runtime home (`DEER_FLOW_HOME`).
  * @throws Error when a database cannot be opened or a section lacks its URL.
@@ -101,14 +101,14 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
   if (section?.type === "postgres") {
     if (!section.connection_string) throw new Error("checkpointer.type postgres needs checkpointer.connection_string");
     const saver = await openCheckpointer(section.connection_string);
-    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: "postgres", shared: false, close: async () => { await saver.end(); commits.flush(); db.close(); } };
+    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), location: "postgres", shared: false, close: async () => { await saver.end(); commits.flush(); db.close(); } };
   }
   const checkpointer = new GroupCommitSqliteSaver(withStatementCache(db), commits);
   const close = async () => {
     commits.flush();
     db.close();
   };
-  return { checkpointer, threads, runs, usage: new UsageLedger(db), ...accountStores(db), location: file, shared: false, close };
+  return { checkpointer, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), location: file, shared: false, close };
 }
 
 /** The account and API-key repositories over `db`. */

@@ -6,6 +6,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseAppConfig } from "../../src/config/schema.js";
 import { GroupCommit } from "../../src/runtime/group-commit.js";
+import { UsageLedger } from "../../src/runtime/limits/usage-ledger.js";
 import { openPersistence } from "../../src/runtime/persistence.js";
 import type { RunRecord } from "../../src/runtime/run-manager.js";
 import { RunStore } from "../../src/runtime/run-store.js";
@@ -111,6 +112,33 @@ describe("run and thread stores on a group commit", () => {
     expect(await threads.get("t")).toMatchObject({ status: "idle", owner_id: "alice" });
     expect(await threads.delete("t")).toBe(true);
     expect(await threads.delete("t")).toBe(false);
+  });
+
+  it("group token-usage additions with the run rows, and a usage read sees the additions queued before it", async () => {
+    const { db, commits, runs, committed, transactions } = open();
+    const ledger = new UsageLedger(db, commits);
+    const before = transactions();
+    const writes = [runs.save(record("r1", "t1", "running")), ledger.add("alice", { input: 11, output: 7 }, "2026-01-01"), ledger.add("alice", { input: 3.4, output: -2 }, "2026-01-01")];
+    await microtasks();
+    expect(committed("SELECT count(*) AS n FROM token_usage")).toBe(0);
+    await Promise.all(writes);
+    expect(transactions() - before).toBe(1);
+    expect(committed("SELECT input_tokens + output_tokens AS n FROM token_usage WHERE user_id = 'alice'")).toBe(21);
+    const queued = ledger.add("alice", { input: 1, output: 1 }, "2026-01-01");
+    // A quota check reads in the same turn as the addition: it commits the queue first.
+    expect(ledger.get("alice", "2026-01-01")).toEqual({ day: "2026-01-01", input_tokens: 15, output_tokens: 8, total_tokens: 23, model_calls: 3 });
+    expect(ledger.recent("bob", 7)).toEqual([]);
+    await queued;
+  });
+
+  it("reject a token-usage addition the database refuses, and keep the rest of its group", async () => {
+    const { db, commits, runs, committed } = open();
+    const ledger = new UsageLedger(db, commits);
+    db.exec("CREATE TRIGGER no_mallory BEFORE INSERT ON token_usage WHEN NEW.user_id = 'mallory' BEGIN SELECT RAISE(ABORT, 'refused'); END");
+    const outcomes = await Promise.allSettled([ledger.add("mallory", { input: 1, output: 1 }), runs.save(record("r1", "t1", "running")), ledger.add("alice", { input: 1, output: 1 })]);
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "fulfilled", "fulfilled"]);
+    expect(committed("SELECT count(*) AS n FROM token_usage")).toBe(1);
+    expect(committed("SELECT count(*) AS n FROM runs")).toBe(1);
   });
 
   it("are committed, with the checkpoints queued beside them, when the gateway's persistence closes", async () => {

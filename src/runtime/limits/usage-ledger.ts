@@ -1,5 +1,6 @@
 // The token usage ledger: tokens spent per user and UTC day, in the gateway database (the `token_usage` table).
 import type Database from "better-sqlite3";
+import { commitWith, type GroupCommit } from "../group-commit.js";
 
 /** One user's usage on one UTC day. */
 export interface DailyUsage {
@@ -24,14 +25,24 @@ export function secondsToUtcMidnight(now: Date = new Date()): number {
 /**
  * Token usage per user and UTC day. Each model call adds its tokens with one `INSERT ... ON CONFLICT DO UPDATE SET
  * x = x + excluded.x` statement, so concurrent runs (and processes sharing the file) never lose an update: the
- * database does the addition, there is no read-modify-write in JavaScript.
+ * database does the addition, there is no read-modify-write in JavaScript. With the gateway file's
+ * {@link GroupCommit}, an addition joins the transaction of the checkpoints and run rows written in the same
+ * event-loop turn instead of committing alone; reads commit the queue first, so a quota check sees every addition
+ * made before it.
  */
 export class UsageLedger {
   private readonly addStmt: Database.Statement;
   private readonly dayStmt: Database.Statement;
   private readonly recentStmt: Database.Statement;
 
-  constructor(db: Database.Database) {
+  /**
+   * @param db The connection holding the `token_usage` table (created when missing).
+   * @param commits The connection's write queue, when it has one (additions are then grouped; see the class).
+   */
+  constructor(
+    db: Database.Database,
+    private readonly commits?: GroupCommit,
+  ) {
     db.exec(`CREATE TABLE IF NOT EXISTS token_usage (
       user_id TEXT NOT NULL,
       day TEXT NOT NULL,
@@ -47,13 +58,21 @@ export class UsageLedger {
     this.recentStmt = db.prepare("SELECT day, input_tokens, output_tokens, model_calls FROM token_usage WHERE user_id = ? AND day >= ? ORDER BY day DESC");
   }
 
-  /** Adds one model call's tokens to `userId`'s usage of `day` (default today, UTC). Negative counts are clamped to 0. */
-  add(userId: string, tokens: { input: number; output: number }, day: string = utcDay()): void {
-    this.addStmt.run(userId, day, Math.max(0, Math.round(tokens.input)), Math.max(0, Math.round(tokens.output)));
+  /**
+   * Adds one model call's tokens to `userId`'s usage of `day` (default today, UTC, taken when called). Negative counts
+   * are clamped to 0. Without a write queue the row is written before this returns.
+   * @returns A promise settled once the addition is committed.
+   * @throws (rejects with) SQLite's error when the row cannot be written.
+   */
+  add(userId: string, tokens: { input: number; output: number }, day: string = utcDay()): Promise<void> {
+    const input = Math.max(0, Math.round(tokens.input));
+    const output = Math.max(0, Math.round(tokens.output));
+    return commitWith(this.commits, () => void this.addStmt.run(userId, day, input, output));
   }
 
   /** `userId`'s usage of `day` (default today, UTC); zeros when nothing was spent. */
   get(userId: string, day: string = utcDay()): DailyUsage {
+    this.commits?.flush();
     const row = this.dayStmt.get(userId, day) as Omit<DailyUsage, "total_tokens"> | undefined;
     return withTotal(row ?? { day, input_tokens: 0, output_tokens: 0, model_calls: 0 });
   }
@@ -61,6 +80,7 @@ export class UsageLedger {
   /** `userId`'s usage of the last `days` UTC days (today included), newest first; days without usage are left out. */
   recent(userId: string, days: number, now: Date = new Date()): DailyUsage[] {
     const from = utcDay(new Date(now.getTime() - (days - 1) * 86_400_000));
+    this.commits?.flush();
     return (this.recentStmt.all(userId, from) as Omit<DailyUsage, "total_tokens">[]).map(withTotal);
   }
 }
