@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { ExpiryQueue } from "../../src/runtime/expiry-queue.js";
 import { RunManager } from "../../src/runtime/run-manager.js";
 import { RunStore } from "../../src/runtime/run-store.js";
-import { MemoryStreamBridge } from "../../src/runtime/stream-bridge.js";
+import { MemoryStreamBridge, PACK_DELAY_MS, PACK_GROUP_MAX } from "../../src/runtime/stream-bridge.js";
 
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;
@@ -157,8 +157,18 @@ describe("MemoryStreamBridge: a finished run's log", () => {
       bridge.publishEnd(`r${i}`);
       bridge.cleanup(`r${i}`, 60_000);
     }
+    // The expiry timer, and the pack timer of the runs that did not fill a group.
+    expect(vi.getTimerCount()).toBe(2);
+    vi.advanceTimersByTime(PACK_DELAY_MS);
     expect(vi.getTimerCount()).toBe(1);
-    vi.advanceTimersByTime(59_999);
+    const held = (bridge as unknown as { runs: Map<string, { packed?: { group: object } }> }).runs;
+    expect(new Set([...held.values()].map((log) => log.packed?.group)).size).toBe(Math.ceil(100 / PACK_GROUP_MAX));
+    for (const i of [0, 15, 16, 99]) {
+      const items = [];
+      for await (const item of bridge.subscribe(`r${i}`)) items.push(item.kind === "event" ? JSON.parse(item.event.json) : item.kind);
+      expect(items).toEqual([{ i }, "end"]);
+    }
+    vi.advanceTimersByTime(59_999 - PACK_DELAY_MS);
     expect(bridge.exists("r0")).toBe(true);
     vi.advanceTimersByTime(1);
     expect(bridge.exists("r0")).toBe(false);

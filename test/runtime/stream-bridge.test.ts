@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MemoryStreamBridge, type BridgeItem } from "../../src/runtime/stream-bridge.js";
+import { MemoryStreamBridge, PACK_DELAY_MS, PACK_GROUP_MAX, type BridgeItem } from "../../src/runtime/stream-bridge.js";
 
 async function collect(items: AsyncIterable<BridgeItem>): Promise<BridgeItem[]> {
   const out: BridgeItem[] = [];
@@ -19,13 +19,15 @@ describe("MemoryStreamBridge retention of finished runs", () => {
     expect(((await live.next()).value as BridgeItem & { kind: "event" }).event.id).toBe(ids[0]);
     bridge.publishEnd("r1");
     bridge.cleanup("r1", 60_000);
-    const held = (bridge as unknown as { runs: Map<string, { events: unknown[]; packed?: { data: string; count: number } }> }).runs.get("r1")!;
+    const held = (bridge as unknown as { runs: Map<string, { events: unknown[]; packed?: { count: number } }> }).runs.get("r1")!;
     // Not while a subscriber still reads it (it would have to unpack the whole log).
+    bridge.packPending();
     expect(held.packed).toBeUndefined();
     const rest: BridgeItem[] = [];
     for (let r = await live.next(); !r.done; r = await live.next()) rest.push(r.value);
     expect(eventsOf(rest)).toEqual([["messages", [{ content: "héllo" }, { n: 1 }]], ["values", { messages: [] }], ["end"]]);
     // Held compressed for the rest of the retention, once the last reader has left.
+    bridge.packPending();
     expect(held.events).toEqual([]);
     expect(held.packed?.count).toBe(3);
 
@@ -44,6 +46,7 @@ describe("MemoryStreamBridge retention of finished runs", () => {
     bridge.publish("r4", "messages", [{ content: text }]);
     bridge.publishEnd("r4");
     bridge.cleanup("r4", 60_000);
+    bridge.packPending();
     expect((bridge as unknown as { runs: Map<string, { packed?: unknown }> }).runs.get("r4")!.packed).toBeDefined();
     expect(eventsOf(await collect(bridge.subscribe("r4")))).toEqual([["messages", [{ content: text }]], ["end"]]);
     // Should anything publish after the end, the log is unpacked, never appended to in its packed form.
@@ -64,8 +67,47 @@ describe("MemoryStreamBridge retention of finished runs", () => {
     const held = (bridge as unknown as { runs: Map<string, { packed?: unknown }> }).runs.get("r3")!;
     expect(held.packed).toBeUndefined();
     await early.return(undefined);
+    bridge.packPending();
     expect(held.packed).toBeDefined();
     expect(eventsOf(await collect(bridge.subscribe("r3")))).toEqual([["custom", { i: 0 }], ["custom", { i: 1 }], ["end"]]);
+    bridge.close();
+  });
+
+  it("packs runs that finish together in one group, each replaying its own events; a full group at once", async () => {
+    const bridge = new MemoryStreamBridge();
+    const held = (bridge as unknown as { runs: Map<string, { packed?: { group: object; index: number } }> }).runs;
+    const finish = (runId: string, n: number) => {
+      bridge.open(runId);
+      for (let i = 0; i < n; i++) bridge.publish(runId, "messages", [{ content: `${runId} token ${i}` }]);
+      bridge.publishEnd(runId);
+      bridge.cleanup(runId, 60_000);
+    };
+    for (let r = 0; r < PACK_GROUP_MAX - 1; r++) finish(`g${r}`, 1 + (r % 4));
+    // Waiting for company: nothing packed yet, and every log replays as it is.
+    expect([...held.values()].every((log) => log.packed === undefined)).toBe(true);
+    expect(eventsOf(await collect(bridge.subscribe("g2")))).toEqual([["messages", [{ content: "g2 token 0" }]], ["messages", [{ content: "g2 token 1" }]], ["messages", [{ content: "g2 token 2" }]], ["end"]]);
+    // The reader left: g2 is queued again, and the group fills up.
+    finish(`g${PACK_GROUP_MAX - 1}`, 2);
+    const logs = [...held.values()];
+    expect(logs.every((log) => log.packed !== undefined)).toBe(true);
+    expect(new Set(logs.map((log) => log.packed!.group)).size).toBe(1);
+    for (let r = 0; r < PACK_GROUP_MAX; r++) {
+      const n = r === PACK_GROUP_MAX - 1 ? 2 : 1 + (r % 4);
+      const expected = [...Array.from({ length: n }, (_, i) => ["messages", [{ content: `g${r} token ${i}` }]]), ["end"]];
+      expect(eventsOf(await collect(bridge.subscribe(`g${r}`)))).toEqual(expected);
+    }
+    // A log dropped or read again before its group is packed is left out of it.
+    finish("late", 1);
+    finish("gone", 1);
+    (bridge as unknown as { expire(runId: string): void }).expire("gone");
+    const reader = bridge.subscribe("late")[Symbol.asyncIterator]();
+    await reader.next();
+    bridge.packPending();
+    expect(held.get("late")!.packed).toBeUndefined();
+    await reader.return(undefined);
+    await new Promise((resolve) => setTimeout(resolve, PACK_DELAY_MS + 50));
+    expect(held.get("late")!.packed).toBeDefined();
+    expect(eventsOf(await collect(bridge.subscribe("late")))).toEqual([["messages", [{ content: "late token 0" }]], ["end"]]);
     bridge.close();
   });
 
