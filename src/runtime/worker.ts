@@ -144,6 +144,8 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
   let checkpointer: SettlingCheckpointer | undefined;
   let context: Record<string, unknown> | undefined;
   let builtAgent: unknown;
+  /** The `running` save, in flight while the graph starts (see below). */
+  let savingRunning: Promise<unknown> | undefined;
   try {
     await Promise.race([run.predecessors, new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }))]);
     if (signal.aborted) {
@@ -187,8 +189,11 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     builtAgent = agent;
     const metadata = { ...baseMetadata, ...(agent.resolved?.metadata ?? {}) };
     run.record.metadata = { ...run.record.metadata, ...metadata };
-    // One store write for both: the run is `running` from here, with what the build resolved in its metadata.
-    await runs.setStatus(runId, "running");
+    // One store write for both: the run is `running` from here, with what the build resolved in its metadata. Not
+    // awaited here: the write joins the group commit of the run's first checkpoints instead of holding the first
+    // token back by a commit (store reads commit the queue first, so every reader already sees `running`). The
+    // outcome is recorded only after it settled.
+    savingRunning = runs.setStatus(runId, "running").catch((err: Error) => log.error({ err: err.message }, "saving the run as running failed"));
     if (signal.aborted) throw signal.reason;
     const subgraphs = Boolean(request.stream_subgraphs);
     const chunks = await streamAgent(agent, job.input, {
@@ -269,6 +274,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       }
       if (observation?.scope.fallbacks.length) run.record.metadata = { ...run.record.metadata, model_fallbacks: observation.scope.fallbacks };
       Object.assign(run.record, runCounters(observation?.usage, before, checkpointer?.latestRoot, context));
+      await savingRunning;
       await runs.setStatus(runId, status, error);
       // A thread created busy for this run is released even when the run never started (a rollback while pending).
       if (started || status === "interrupted" || job.freshThread) {
