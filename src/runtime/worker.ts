@@ -274,19 +274,22 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
       }
       if (observation?.scope.fallbacks.length) run.record.metadata = { ...run.record.metadata, model_fallbacks: observation.scope.fallbacks };
       Object.assign(run.record, runCounters(observation?.usage, before, checkpointer?.latestRoot, context));
-      await savingRunning;
-      await runs.setStatus(runId, status, error);
       // A thread created busy for this run is released even when the run never started (a rollback while pending).
-      if (started || status === "interrupted" || job.freshThread) {
-        let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";
-        // A run that stopped at interrupt_before/after (or a graph interrupt) leaves nodes pending: the thread waits.
-        // The run's own newest checkpoint answers without reading the thread back (a store read and a parse).
-        if (status === "success") {
-          const latest = checkpointer?.latestRoot;
-          const next = latest ? pendingNodes(latest.channel_values ?? {}) : ((await readThreadState(persistence.checkpointer, threadId).catch(() => null))?.next ?? []);
-          if (next.length) threadStatus = "interrupted";
-        }
-        await persistence.threads.setStatus(threadId, threadStatus);
+      const releaseThread = started || status === "interrupted" || job.freshThread;
+      let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";
+      // A run that stopped at interrupt_before/after (or a graph interrupt) leaves nodes pending: the thread waits.
+      // The run's own newest checkpoint answers without reading the thread back (a store read and a parse).
+      if (releaseThread && status === "success") {
+        const latest = checkpointer?.latestRoot;
+        const next = latest ? pendingNodes(latest.channel_values ?? {}) : ((await readThreadState(persistence.checkpointer, threadId).catch(() => null))?.next ?? []);
+        if (next.length) threadStatus = "interrupted";
+      }
+      await savingRunning;
+      // Queued together, the run's outcome and its thread's release share one commit; neither waits for the other,
+      // so a failed run write still releases the thread.
+      const recorded = await Promise.allSettled([runs.setStatus(runId, status, error), releaseThread ? persistence.threads.setStatus(threadId, threadStatus) : undefined]);
+      for (const outcome of recorded) {
+        if (outcome.status === "rejected") log.error({ err: (outcome.reason as Error).message }, "recording the run's outcome failed");
       }
     } catch (err) {
       log.error({ err: (err as Error).message }, "recording the run's outcome failed");
