@@ -2,6 +2,7 @@
 import { readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import path from "node:path";
 import { isSkillEnabled, type ExtensionsConfig } from "../config/extensions-config.js";
+import { STAT_TRUST_MS } from "../config/watched-file.js";
 import { getLogger } from "../logger.js";
 import { LRUCache } from "lru-cache";
 import { parseSkillFile, SKILL_CATEGORIES, type Skill } from "./parse-skill.js";
@@ -10,16 +11,33 @@ import { compareCodePoints } from "../code-point-order.js";
 /** Parsed SKILL.md files by path, valid while the file's mtime and size are unchanged (no re-parse per build). */
 const parsed = new LRUCache<string, { key: string; skill: Skill | null }>({ max: 512 });
 
-/** Drops the parse cache (tests; a skills API would call it after writing). */
+/**
+ * Directory listings (sorted by name) by path, reused while the directory's stat is unchanged: adding, removing or
+ * renaming an entry moves the directory's mtime and ctime. A listing is kept only once the directory's last change
+ * is {@link STAT_TRUST_MS} old, so that no later change can share its timestamps. Every build lists the skill roots;
+ * the stat it takes anyway replaces an open, two reads of the entries and a close.
+ */
+const listings = new LRUCache<string, { key: string; entries: Dirent[] }>({ max: 512 });
+
+/** Drops the parse and listing caches (tests; the skills API calls it after writing). */
 export function invalidateSkillCache(): void {
   parsed.clear();
+  listings.clear();
 }
 
+/** The entries of `dir` in code-point order of their names; none for a missing directory or a file. */
 function listDir(dir: string): Dirent[] {
   try {
     // A missing directory (a user without custom skills) is the common case: no exception for it.
-    if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) return [];
-    return readdirSync(dir, { withFileTypes: true });
+    const st = statSync(dir, { throwIfNoEntry: false });
+    if (!st?.isDirectory()) return [];
+    const key = `${st.ino}\u0000${st.mtimeMs}\u0000${st.ctimeMs}`;
+    const hit = listings.get(dir);
+    if (hit?.key === key) return hit.entries;
+    const entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => compareCodePoints(a.name, b.name));
+    if (Date.now() - st.ctimeMs >= STAT_TRUST_MS) listings.set(dir, { key, entries });
+    else listings.delete(dir);
+    return entries;
   } catch {
     return [];
   }
@@ -34,8 +52,7 @@ function listDir(dir: string): Dirent[] {
 export function findSkillFiles(categoryRoot: string): SkillFile[] {
   const out: SkillFile[] = [];
   const walk = (dir: string, rel: string) => {
-    const entries = listDir(dir).sort((a, b) => compareCodePoints(a.name, b.name));
-    for (const e of entries) {
+    for (const e of listDir(dir)) {
       if (!e.isDirectory() || e.name.startsWith(".")) continue;
       const child = path.join(dir, e.name);
       const childRel = rel ? `${rel}/${e.name}` : e.name;

@@ -1,6 +1,6 @@
-import { rmSync, utimesSync, writeFileSync } from "node:fs";
+import { renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ExtensionsConfigSchema } from "../../src/config/extensions-config.js";
 import { filterSkills, loadSkills, skillContainerFile } from "../../src/skills/load-skills.js";
 import { tempSkillsRoot, writeSkill } from "./skill-tree.js";
@@ -53,6 +53,35 @@ describe("skill discovery (CF-068)", () => {
     const later = new Date(Date.now() + 5000);
     utimesSync(file, later, later);
     expect(loadSkills(root, ext())[0].description).toBe("second version");
+  });
+});
+
+describe("skill directory listings", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("reach the next load when a skill is added, removed or renamed, also once a listing is old enough to be reused", () => {
+    const root = newRoot();
+    writeSkill(root, "public/a", "a");
+    const names = () => loadSkills(root, ext()).map((s) => s.name);
+    // Fresh directories: their listings are read again on every load.
+    expect(names()).toEqual(["a"]);
+    writeSkill(root, "public/b", "b");
+    expect(names()).toEqual(["a", "b"]);
+    // A second later the listings are kept and reused while the directories are unchanged...
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + 5_000 });
+    expect(names()).toEqual(["a", "b"]);
+    expect(names()).toEqual(["a", "b"]);
+    // ...and every change of an entry is seen by the next load.
+    writeSkill(root, "public/c", "c");
+    expect(names()).toEqual(["a", "b", "c"]);
+    rmSync(path.join(root, "public", "a"), { recursive: true });
+    expect(names()).toEqual(["b", "c"]);
+    renameSync(path.join(root, "public", "b"), path.join(root, "public", ".b-disabled"));
+    expect(names()).toEqual(["c"]);
+    writeSkill(root, "public/nested/d", "d");
+    expect(names()).toEqual(["c", "d"]);
+    rmSync(path.join(root, "public"), { recursive: true });
+    expect(names()).toEqual([]);
   });
 });
 
