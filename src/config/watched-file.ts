@@ -73,7 +73,7 @@ function sameStat(a: StatKey, b: StatKey): boolean {
  * change is always followed by full reads until the change is this old. Each read then costs one stat instead of
  * two stats, a read and a SHA-256 (getAppConfig runs several times per request).
  */
-export const STAT_TRUST_MS = 1000;
+const STAT_TRUST_MS = 1000;
 
 /** Options of {@link WatchedFile}. */
 export interface WatchedFileOptions<T> {
