@@ -1,8 +1,9 @@
 // Issue 14 item 1: memory backends chosen by `memory.manager_class` (noop, a custom `module:Export` class), the
 // strict `memory:` config, tool mode, and the offline scripted model's deterministic extraction.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { parseAppConfigText } from "../../src/config/app-config.js";
 import { MEMORY_UPDATE_MARKER } from "../../src/agents/memory/extraction.js";
 import { ACCEPTED_WITHOUT_EFFECT_KEYS, DeerMemConfigSchema, MEMORY_SHARED_KEYS } from "../../src/agents/memory/memory-config.js";
@@ -62,9 +63,8 @@ describe("manager_class: noop", () => {
 
 describe("manager_class: a module:Export path", () => {
   it("builds the class with backend_config, hands it every turn and injects its context", async () => {
-    const dir = path.join(process.env.TMPDIR ?? "/tmp", `custom-memory-${process.pid}-${Date.now()}`);
-    const { mkdirSync } = await import("node:fs");
-    mkdirSync(dir, { recursive: true });
+    const dir = mkdtempSync(path.join(tmpdir(), "custom-memory-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const module = path.join(dir, "journal-memory.mjs");
     // A backend that keeps a journal file of the turns it was given and tells the model how many it has seen.
     writeFileSync(module, `
