@@ -1,6 +1,9 @@
 // Cost of the per-request agent build (DESIGN.md section 5, "Agent rebuilt per request"): makeLeadAgent alone, as a
 // request pays it (resolution + a copy of the shared compiled graph) and on a signature's first build (the compile),
 // and makeLeadAgent plus a first full run of the offline scripted model.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { MemorySaver } from "@langchain/langgraph";
 import { makeLeadAgent, type LeadAgentConfig } from "../src/agents/lead-agent/agent.js";
@@ -50,8 +53,22 @@ export type { BenchSuite } from "./stats.js";
  * 2. `makeLeadAgent` + `agent.invoke` of one user message (scripted model, `token_delay_ms: 0`, a fresh
  *    MemorySaver, a new thread id per iteration, recursionLimit 100): 20 warm-up, then 200 timed; the build and the
  *    run are also reported on their own from the same iterations.
+ * The runs' memory files go to a temporary DEER_FLOW_HOME, removed afterwards (not the checkout's `.deer-flow/`).
  */
 export async function runBuildAgentBench(): Promise<BenchSuite> {
+  const home = mkdtempSync(path.join(tmpdir(), "build-agent-bench-"));
+  const previousHome = process.env.DEER_FLOW_HOME;
+  process.env.DEER_FLOW_HOME = home;
+  try {
+    return await buildAgentSuite();
+  } finally {
+    if (previousHome === undefined) delete process.env.DEER_FLOW_HOME;
+    else process.env.DEER_FLOW_HOME = previousHome;
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
+async function buildAgentSuite(): Promise<BenchSuite> {
   const appConfig = loadDefaultConfig();
   setAppConfig(appConfig);
   const build = await measure(BUILD_ITERATIONS, BUILD_WARMUP, () => makeLeadAgent(buildConfig("bench", appConfig)));
