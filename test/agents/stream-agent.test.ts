@@ -1,6 +1,7 @@
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { MemorySaver, type CheckpointTuple } from "@langchain/langgraph";
 import type { RunnableConfig } from "@langchain/core/runnables";
+import { getEventListeners } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -47,5 +48,88 @@ describe("streamAgent", () => {
     expect(saver.reads).toBe(1);
     expect((state.messages as BaseMessage[]).map((m) => String(m.content))).toEqual(["first", "You said: first", "second", "You said: second"]);
     expect(state.thread_data).toMatchObject({ uploads_path: "/mnt/user-data/uploads" });
+  });
+
+  // streamAgent iterates a compiled graph's chunk generator itself instead of going through `graph.stream()`'s web
+  // streams; these pin that it behaves as `stream()` does.
+  const human = (text: string) => ({ messages: [new HumanMessage(text)] });
+  const options = (thread: string, extra: Record<string, unknown> = {}) => ({
+    context: { thread_id: thread, run_id: `run-${thread}`, user_id: "u1" },
+    configurable: { thread_id: thread },
+    recursionLimit: 50,
+    streamMode: ["values", "messages"],
+    ...extra,
+  });
+  /** A chunk reduced to what does not vary between runs (message ids, run ids). */
+  const shape = ([mode, payload]: [string, unknown]): unknown =>
+    mode === "messages"
+      ? [mode, String((payload as [BaseMessage])[0].content), (payload as [BaseMessage, Record<string, unknown>])[1].langgraph_node]
+      : [mode, ((payload as { messages: BaseMessage[] }).messages ?? []).map((m) => `${m.type}:${String(m.content)}`)];
+
+  it("yields what the graph's own stream() yields, chunk for chunk", async () => {
+    const agent = createDeerflowAgent(new ScriptedChatModel({}), null, { checkpointer: new MemorySaver() });
+    const ours: unknown[] = [];
+    for await (const chunk of (await streamAgent(agent, human("hello there"), options("t-ours"))) as AsyncIterable<[string, unknown]>) ours.push(shape(chunk));
+    const theirs: unknown[] = [];
+    const graph = (agent as unknown as { graph: { stream(i: unknown, o: unknown): Promise<AsyncIterable<[string, unknown]>> } }).graph;
+    for await (const chunk of await graph.stream(human("hello there"), options("t-theirs"))) theirs.push(shape(chunk));
+    expect(ours).toEqual(theirs);
+    expect(ours.length).toBeGreaterThan(3);
+    expect(ours.at(-1)).toEqual(["values", ["human:hello there", "ai:You said: hello there"]]);
+  });
+
+  it("stops the run when the consumer stops reading, and leaves no listener on the caller's signal", async () => {
+    const saver = new MemorySaver();
+    // 10 s a token: a run that went on after the consumer left would hold return() (and this test) for minutes.
+    const agent = createDeerflowAgent(new ScriptedChatModel({ tokenDelayMs: 10_000 }), null, { checkpointer: saver });
+    const caller = new AbortController();
+    const chunks = await streamAgent(agent, human("say a lot"), options("t-early", { signal: caller.signal }));
+    for await (const [mode] of chunks as AsyncIterable<[string, unknown]>) {
+      expect(mode).toBe("values");
+      break;
+    }
+    expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
+    const state = await saver.getTuple({ configurable: { thread_id: "t-early" } });
+    const stored = (state?.checkpoint.channel_values.messages ?? []) as BaseMessage[];
+    expect(stored.map((m) => m.type)).not.toContain("ai");
+  });
+
+  it("ends the run when the caller's signal aborts", async () => {
+    const agent = createDeerflowAgent(new ScriptedChatModel({ tokenDelayMs: 10_000 }), null, { checkpointer: new MemorySaver() });
+    const caller = new AbortController();
+    const chunks = await streamAgent(agent, human("say a lot"), options("t-abort", { signal: caller.signal }));
+    const seen: string[] = [];
+    const read = (async () => {
+      for await (const [mode] of chunks as AsyncIterable<[string, unknown]>) {
+        seen.push(mode);
+        caller.abort(new Error("client went away"));
+      }
+    })();
+    await expect(read).rejects.toThrow();
+    expect(seen).toEqual(["values"]);
+    expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
+  });
+
+  it("delivers every chunk emitted before a failure, then the failure, and releases the caller's signal", async () => {
+    const agent = createDeerflowAgent(new ScriptedChatModel({}), null, { checkpointer: new MemorySaver() });
+    const caller = new AbortController();
+    const chunks = await streamAgent(agent, human("!fail the model is down"), options("t-fail", { signal: caller.signal }));
+    const seen: unknown[] = [];
+    await expect(
+      (async () => {
+        for await (const chunk of chunks as AsyncIterable<[string, unknown]>) seen.push(shape(chunk));
+      })(),
+    ).rejects.toThrow("the model is down");
+    expect(seen).toEqual([["values", ["human:!fail the model is down"]]]);
+    expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
+  });
+
+  it("releases the caller's signal after a run that ends normally", async () => {
+    const agent = createDeerflowAgent(new ScriptedChatModel({}), null, { checkpointer: new MemorySaver() });
+    const caller = new AbortController();
+    let n = 0;
+    for await (const _ of (await streamAgent(agent, human("hi"), options("t-ok", { signal: caller.signal }))) as AsyncIterable<unknown>) n++;
+    expect(n).toBeGreaterThan(1);
+    expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
   });
 });
