@@ -76,9 +76,8 @@ interface GraphChunks {
  * subagent in a tool call); the graph's own recursion limit as default; a run-local abort controller joined to
  * `options.signal`, aborted when the consumer stops early so the loop does not run on unread; `ensureConfig`; and
  * `AsyncGeneratorWithSetup`, which runs the graph to its first chunk before returning and every step inside the
- * run's async-local config (a failure before the first chunk rejects here, as `stream()` does). One difference, for
- * the better: a graph error reaches the consumer after every chunk emitted before it, where the web stream dropped
- * chunks still queued when it errored.
+ * run's async-local config (a failure before the first chunk rejects here, as `stream()` does). One difference: the
+ * listener joining `options.signal` is removed when the run ends, where `stream()` left it on the caller's signal.
  */
 async function streamPregel(graph: GraphChunks, input: unknown, options: Record<string, unknown>): Promise<AsyncIterableIterator<unknown>> {
   let config = options as RunnableConfig & { signal?: AbortSignal };
