@@ -75,9 +75,11 @@ interface GraphChunks {
  * Kept, in `Pregel.stream()`'s order: the configurable of an enclosing graph run when called from inside one (a
  * subagent in a tool call); the graph's own recursion limit as default; a run-local abort controller joined to
  * `options.signal`, aborted when the consumer stops early so the loop does not run on unread; `ensureConfig`; and
- * `AsyncGeneratorWithSetup`, which runs the graph to its first chunk before returning and every step inside the
- * run's async-local config (a failure before the first chunk rejects here, as `stream()` does). One difference: the
- * listener joining `options.signal` is removed when the run ends, where `stream()` left it on the caller's signal.
+ * `AsyncGeneratorWithSetup`, which runs the graph to its first chunk before returning (a failure before it rejects
+ * here, as `stream()` does) and every step inside the run's async-local config; and, when the consumer stops early,
+ * the graph's own error handling, which reports the aborted root run to the callbacks (`stream()`'s web stream always
+ * had a read in flight, so its generator met the abort). One difference: the listener joining `options.signal` is
+ * removed when the run ends, where `stream()` left it on the caller's signal.
  */
 async function streamPregel(graph: GraphChunks, input: unknown, options: Record<string, unknown>): Promise<AsyncIterableIterator<unknown>> {
   let config = options as RunnableConfig & { signal?: AbortSignal };
@@ -93,35 +95,48 @@ async function streamPregel(graph: GraphChunks, input: unknown, options: Record<
   else caller?.addEventListener("abort", onCallerAbort, { once: true });
   const release = () => caller?.removeEventListener("abort", onCallerAbort);
   const runConfig = ensureConfig({ recursionLimit: graph.config?.recursionLimit, ...config, signal: abort.signal });
-  const chunks = new AsyncGeneratorWithSetup<unknown, unknown>({ generator: graph._streamIterator(input, runConfig), config: runConfig });
+  const generator = graph._streamIterator(input, runConfig);
+  const chunks = new AsyncGeneratorWithSetup<unknown, unknown>({ generator, config: runConfig });
+  // Stopping early (the consumer's break, an abort between two reads, an error downstream) must still run the
+  // generator's own `catch` and `finally`: they report the root run's error to the callbacks (tracers close it)
+  // and wait for the loop. `return()` would skip the `catch`, and an abort makes `chunks.next()` throw without
+  // resuming the generator. So the loop is aborted and the generator read to its end, its chunks dropped.
+  let finishing: Promise<void> | undefined;
+  const finish = (): Promise<void> =>
+    (finishing ??= (async () => {
+      abort.abort();
+      release();
+      try {
+        while (!(await generator.next()).done);
+      } catch {
+        // The abort (or the failure already thrown to the consumer), now reported to the callbacks.
+      }
+    })());
   try {
     await chunks.setup;
   } catch (err) {
     release();
     throw err;
   }
-  const settled = <T>(step: Promise<IteratorResult<T>>): Promise<IteratorResult<T>> =>
-    step.then(
-      (result) => {
-        if (result.done) release();
-        return result;
-      },
-      (err: unknown) => {
-        release();
-        throw err;
-      },
-    );
   const iterator: AsyncIterableIterator<unknown> = {
-    next: () => settled(chunks.next()),
-    // The consumer stopped early (break, or an error downstream): stop the loop, then let the generator finish.
-    return: (value?: unknown) => {
-      abort.abort();
-      release();
-      return chunks.return(value) as Promise<IteratorResult<unknown>>;
+    next: () =>
+      chunks.next().then(
+        (result) => {
+          if (result.done) release();
+          return result;
+        },
+        async (err: unknown) => {
+          await finish();
+          throw err;
+        },
+      ),
+    return: async (value?: unknown) => {
+      await finish();
+      return { done: true, value };
     },
-    throw: (err?: unknown) => {
-      abort.abort();
-      return settled(chunks.throw(err as Error));
+    throw: async (err?: unknown) => {
+      await finish();
+      throw err;
     },
     [Symbol.asyncIterator]: () => iterator,
   };

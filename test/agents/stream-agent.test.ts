@@ -1,3 +1,4 @@
+import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { MemorySaver, type CheckpointTuple } from "@langchain/langgraph";
 import type { RunnableConfig } from "@langchain/core/runnables";
@@ -131,5 +132,62 @@ describe("streamAgent", () => {
     for await (const _ of (await streamAgent(agent, human("hi"), options("t-ok", { signal: caller.signal }))) as AsyncIterable<unknown>) n++;
     expect(n).toBeGreaterThan(1);
     expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
+  });
+
+  /** Counts how the graph's root run ends, as a tracer sees it (`handleChainEnd` / `handleChainError` without a parent). */
+  class RootRuns extends BaseCallbackHandler {
+    name = "root-runs";
+    override awaitHandlers = true;
+    ended = 0;
+    errored = 0;
+    override handleChainEnd(_o: unknown, _id: string, parentRunId?: string) {
+      if (!parentRunId) this.ended++;
+    }
+    override handleChainError(_e: unknown, _id: string, parentRunId?: string) {
+      if (!parentRunId) this.errored++;
+    }
+  }
+  const slowAgent = () => createDeerflowAgent(new ScriptedChatModel({ tokenDelayMs: 10_000 }), null, { checkpointer: new MemorySaver() });
+
+  it("reports the root run as failed to the callbacks when the consumer stops early, as graph.stream() does", async () => {
+    const roots = new RootRuns();
+    const chunks = await streamAgent(slowAgent(), human("say a lot"), options("t-root-break", { callbacks: [roots] }));
+    for await (const _ of chunks as AsyncIterable<unknown>) break;
+    expect({ ended: roots.ended, errored: roots.errored }).toEqual({ ended: 0, errored: 1 });
+  });
+
+  it("reports the root run as failed when the caller aborts while the consumer is busy between two reads", async () => {
+    const roots = new RootRuns();
+    const caller = new AbortController();
+    const chunks = await streamAgent(slowAgent(), human("say a lot"), options("t-root-abort", { callbacks: [roots], signal: caller.signal }));
+    await expect(
+      (async () => {
+        for await (const _ of chunks as AsyncIterable<unknown>) {
+          // The consumer is busy (publishing, yielding a turn) when the cancel arrives; then it reads again.
+          caller.abort(new Error("cancelled"));
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      })(),
+    ).rejects.toThrow();
+    expect({ ended: roots.ended, errored: roots.errored }).toEqual({ ended: 0, errored: 1 });
+    expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
+  });
+
+  it("reports the root run as failed when the consumer's own code throws mid-stream", async () => {
+    const roots = new RootRuns();
+    const chunks = await streamAgent(slowAgent(), human("say a lot"), options("t-root-throw", { callbacks: [roots] }));
+    await expect(
+      (async () => {
+        for await (const _ of chunks as AsyncIterable<unknown>) throw new Error("bridge is full");
+      })(),
+    ).rejects.toThrow("bridge is full");
+    expect({ ended: roots.ended, errored: roots.errored }).toEqual({ ended: 0, errored: 1 });
+  });
+
+  it("reports a completed run's root once, as ended", async () => {
+    const roots = new RootRuns();
+    const agent = createDeerflowAgent(new ScriptedChatModel({}), null, { checkpointer: new MemorySaver() });
+    for await (const _ of (await streamAgent(agent, human("hi"), options("t-root-ok", { callbacks: [roots] }))) as AsyncIterable<unknown>);
+    expect({ ended: roots.ended, errored: roots.errored }).toEqual({ ended: 1, errored: 0 });
   });
 });
