@@ -68,12 +68,24 @@ function sameStat(a: StatKey, b: StatKey): boolean {
 }
 
 /**
- * How old, in ms, a file's last change must be before its stat alone identifies its content. Timestamps are
- * coarse (a few ms on most file systems): two writes within one tick can share them, so a read right after a
- * change is always followed by full reads until the change is this old. Each read then costs one stat instead of
- * two stats, a read and a SHA-256 (getAppConfig runs several times per request).
+ * How old, in ms, the last change of a file or directory must be before its stat alone can stand for its content
+ * (a config file) or its entries (a skills directory). Timestamps are coarse (a few ms on most file systems, 2 s
+ * for FAT's mtime): two changes within one step can share them, so a read soon after a change is followed by full
+ * reads until the change is this old. A trusted read then costs one stat instead of two stats, a read and a SHA-256
+ * (getAppConfig runs several times per request), or of a stat, an open, the reads of the entries and a close.
  */
-const STAT_TRUST_MS = 1000;
+export const STAT_TRUST_MS = 2000;
+
+/**
+ * Whether `stat`, taken now, can stand for what it describes ({@link STAT_TRUST_MS}): the later of its ctime (which
+ * every write, rename and `utimes` moves and no caller can set back) and its mtime (which `utimes` can set ahead)
+ * is at least that old.
+ * @param stat A `fs.Stats` (or its two timestamps, ms since the epoch).
+ * @param now The current time, ms since the epoch.
+ */
+export function statSettled(stat: { ctimeMs: number; mtimeMs: number }, now = Date.now()): boolean {
+  return now - Math.max(stat.ctimeMs, stat.mtimeMs) >= STAT_TRUST_MS;
+}
 
 /** Options of {@link WatchedFile}. */
 export interface WatchedFileOptions<T> {
@@ -188,14 +200,13 @@ export class WatchedFile<T> {
   }
 
   /**
-   * The file's stat after a good read, when that stat can stand for the content: the last change (ctime, which
-   * every write and `utimes` moves and no caller can set back) is at least {@link STAT_TRUST_MS} old, so no
-   * further write can share its timestamps. Null otherwise (the next read reads and hashes the file again).
+   * The file's stat after a good read, when that stat can stand for the content ({@link statSettled}): no further
+   * write can share its timestamps. Null otherwise (the next read reads and hashes the file again).
    */
   private settledStatOf(path: string): StatKey | null {
     try {
       const stat = statSync(path);
-      return Date.now() - stat.ctimeMs >= STAT_TRUST_MS ? { ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs } : null;
+      return statSettled(stat) ? { ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs } : null;
     } catch {
       return null;
     }

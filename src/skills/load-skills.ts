@@ -2,6 +2,7 @@
 import { readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import path from "node:path";
 import { isSkillEnabled, type ExtensionsConfig } from "../config/extensions-config.js";
+import { statSettled } from "../config/watched-file.js";
 import { getLogger } from "../logger.js";
 import { LRUCache } from "lru-cache";
 import { parseSkillFile, SKILL_CATEGORIES, type Skill } from "./parse-skill.js";
@@ -12,17 +13,12 @@ const parsed = new LRUCache<string, { key: string; skill: Skill | null }>({ max:
 
 /**
  * Directory listings (sorted by name) by path, reused while the directory's stat is unchanged: adding, removing or
- * renaming an entry moves the directory's mtime and ctime. A listing is kept only once the directory's last change
- * is {@link LISTING_TRUST_MS} old, so that no later change can share its timestamps. Every build lists the skill
- * roots; the stat it takes anyway replaces an open, two reads of the entries and a close.
+ * renaming an entry moves the directory's mtime and ctime. A listing is kept only once its stat is settled
+ * ({@link statSettled}, the rule the config files' reads follow), so that no later change can share its
+ * timestamps. Every build lists the skill roots; the stat it takes anyway replaces an open, two reads of the entries
+ * and a close.
  */
 const listings = new LRUCache<string, { key: string; entries: Dirent[] }>({ max: 512 });
-
-/**
- * How old (ms) a directory's last change must be before its stat stands for its entries: the coarsest timestamps a
- * Linux file system keeps are FAT's 2 s, and a change within the same step would leave the stat as it was.
- */
-const LISTING_TRUST_MS = 2_000;
 
 /** Drops the parse and listing caches (tests; the skills API calls it after writing). */
 export function invalidateSkillCache(): void {
@@ -40,7 +36,7 @@ function listDir(dir: string): Dirent[] {
     const hit = listings.get(dir);
     if (hit?.key === key) return hit.entries;
     const entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => compareCodePoints(a.name, b.name));
-    if (Date.now() - Math.max(st.ctimeMs, st.mtimeMs) >= LISTING_TRUST_MS) listings.set(dir, { key, entries });
+    if (statSettled(st)) listings.set(dir, { key, entries });
     else listings.delete(dir);
     return entries;
   } catch {

@@ -17,7 +17,7 @@ import {
   withPinnedAppConfig,
 } from "../../src/config/app-config.js";
 import { getModelConfig, getToolConfig, parseAppConfig, type AppConfig } from "../../src/config/schema.js";
-import { CONFIG_QUIET_MS } from "../../src/config/watched-file.js";
+import { CONFIG_QUIET_MS, STAT_TRUST_MS, statSettled } from "../../src/config/watched-file.js";
 import { ConfigError } from "../../src/errors.js";
 import { getLogger, setLogger } from "../../src/logger.js";
 
@@ -243,8 +243,8 @@ describe("getAppConfig: cache and hot reload (CF-018, CF-021)", () => {
   it("serves a file untouched for a while from its stat, and still sees the next same-size edit with the mtime restored", async () => {
     writeFileSync(file, MODEL("model-aa"));
     settle(file);
-    // Past the window in which a file's timestamps cannot yet stand for its content (ctime a second old).
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    // Past the window in which a file's timestamps cannot yet stand for its content (STAT_TRUST_MS).
+    await new Promise((resolve) => setTimeout(resolve, STAT_TRUST_MS + 100));
     const a = getAppConfig();
     expect(getAppConfig()).toBe(a);
     expect(getAppConfig()).toBe(a);
@@ -252,6 +252,15 @@ describe("getAppConfig: cache and hot reload (CF-018, CF-021)", () => {
     writeFileSync(file, MODEL("model-bb"));
     utimesSync(file, st.atime, st.mtime);
     expect(getAppConfig().models[0].name).toBe("model-bb");
+  });
+
+  it("trusts a stat only once the later of its ctime and mtime is STAT_TRUST_MS old (the rule skill listings share)", () => {
+    const now = 1_000_000_000_000;
+    expect(statSettled({ ctimeMs: now - STAT_TRUST_MS, mtimeMs: now - 60_000 }, now)).toBe(true);
+    // A recent change (ctime), even with an old mtime restored by utimes.
+    expect(statSettled({ ctimeMs: now - STAT_TRUST_MS + 1, mtimeMs: now - 60_000 }, now)).toBe(false);
+    // An mtime set ahead of the clock.
+    expect(statSettled({ ctimeMs: now - 60_000, mtimeMs: now + 5_000 }, now)).toBe(false);
   });
 
   it("switches files when DEER_FLOW_CONFIG_PATH changes", () => {
