@@ -63,7 +63,7 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8001) + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node ends up PID 1 (sh execs it): SIGTERM from `docker stop` reaches the server (src/server.ts, compiled), which interrupts in-flight runs and
 # waits up to 5 s for them, within docker's default 10 s stop timeout.
-# V8 heap sizing (README "Memory footprint"): a 1.5 GB old-generation cap here, and the flags scripts/v8-flags.mjs
+# V8 heap sizing (docs/operations.md "Heap sizing"): a 1.5 GB old-generation cap here, and the flags scripts/v8-flags.mjs
 # prints on the command line (smaller young generation, full collections at +25% growth), as `npm start` does; `sh`
 # execs node, so node is still PID 1. Override with `docker run -e NODE_OPTIONS=...` / `-e DEER_FLOW_V8_FLAGS=...`.
 ENV NODE_OPTIONS="--max-old-space-size=1536"

@@ -1,5 +1,5 @@
-// Prints the V8 flags `npm start` and the Docker image put on the server's command line (README "Memory
-// footprint"): the footprint of a gateway process is mostly heap V8 keeps above what is live, and these flags keep
+// Prints the V8 flags `npm start` and the Docker image put on the server's command line (docs/performance.md
+// "Memory footprint"): the footprint of a gateway process is mostly heap V8 keeps above what is live, and these flags keep
 // less of it. Measured with bench-anchors' load (zero-latency runs, server pinned to one core, 3,000 runs):
 //   --max-semi-space-size=8     young generation of 2 x 8 MB instead of 2 x 16 MB.
 //   --heap-growing-percent=25   a full collection when the old generation has grown by a quarter since the last

@@ -62,7 +62,7 @@ async function main(): Promise<void> {
   process.once("SIGINT", () => void shutdown("SIGINT"));
 
   await app.listen({ host: env.host, port: env.port });
-  // The V8 heap limit in MB and node's own flags (npm start and the image set them, see README "Memory footprint"):
+  // The V8 heap limit in MB and node's own flags (npm start and the image set them, see docs/operations.md "Heap sizing"):
   // operators check them here.
   const heapLimitMb = Math.round(getHeapStatistics().heap_size_limit / 1048576);
   logger.info({ config: configPath, host: env.host, port: env.port, heap_limit_mb: heapLimitMb, exec_argv: process.execArgv, ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}) }, "deerflow-gateway ready");

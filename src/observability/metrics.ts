@@ -27,7 +27,7 @@ const TTFT_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
 /** Buckets for HTTP handling time, in seconds (SSE responses last as long as their run). */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-/** The gateway's metrics and the registry that exposes them. Names and labels are listed in README.md. */
+/** The gateway's metrics and the registry that exposes them. Names and labels are listed in docs/operations.md. */
 export interface GatewayMetrics {
   registry: Registry;
   /** Runs whose worker started executing, by `assistant_id`. */

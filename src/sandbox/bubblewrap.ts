@@ -1,7 +1,7 @@
 // Host bash inside bubblewrap (Debian package `bubblewrap`): new user/pid/net/ipc/uts/cgroup namespaces, a root
 // file system holding only read-only system directories, the thread's `user-data` as /mnt/user-data, an empty
 // environment and no network. Used when `bwrap` is installed and works on this machine; otherwise host bash runs
-// unconfined (see the startup warning and the README).
+// unconfined (see the startup warning and docs/sandbox.md).
 import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
 import { VIRTUAL_ROOT } from "./paths.js";

@@ -45,7 +45,7 @@ export interface SkillHistoryEntry {
   prev_content: string | null;
   new_content: string | null;
   rollback_from_ts?: string;
-  /** DeerFlow records its moderation verdict here; this gateway has no moderation model (see README). */
+  /** DeerFlow records its moderation verdict here; this gateway has no moderation model (see docs/agents.md). */
   scanner: { decision: "allow"; reason: string };
 }
 

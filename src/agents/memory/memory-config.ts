@@ -21,7 +21,7 @@ export const LEGACY_TOP_LEVEL_KEYS = [
 /**
  * Upstream DeerMem knobs this gateway accepts (so an upstream config loads) but does not act on: storage tuning that
  * has no counterpart in the single-file store, the hybrid eviction policy, staleness review and consolidation.
- * Documented in README ("Memory"); a warning names the ones set.
+ * Documented in docs/memory.md; a warning names the ones set.
  */
 export const ACCEPTED_WITHOUT_EFFECT_KEYS = [
   "storage_class", "strict_user_scope", "manifest_filename", "file_lock_timeout_seconds", "retrieval_adapter",
