@@ -1,4 +1,4 @@
-// Layers the code must keep (DESIGN.md section 3): reads every import of src/ and routes/ and fails on an edge
+// Layers the code must keep (SDK core and building blocks below the app layer, routes above src/): reads every import of src/ and routes/ and fails on an edge
 // that crosses a layer the wrong way. A new file is covered automatically by the folder it lives in.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";

@@ -56,7 +56,7 @@ function slot(flag: FeatureFlag, builtIn: () => AgentMiddleware): AgentMiddlewar
   return isMiddleware(flag) ? flag : builtIn();
 }
 
-/** Built-in memory (spec 1.6): tool mode gives the memory tools and no middleware, else MemoryMiddleware. */
+/** Built-in memory (the `memory` feature): tool mode gives the memory tools and no middleware, else MemoryMiddleware. */
 function builtInMemory(features: RuntimeFeatures, name: string): { middleware: AgentMiddleware | null; tools: NamedTool[] } {
   const config = MemoryConfigSchema.parse(features.memoryConfig ?? {});
   if (config.enabled && config.mode === "tool") {

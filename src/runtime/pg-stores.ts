@@ -31,7 +31,7 @@ const MIGRATIONS: readonly string[] = [
      seq BIGSERIAL UNIQUE, id TEXT PRIMARY KEY, user_id TEXT NOT NULL, name TEXT NOT NULL, prefix TEXT NOT NULL,
      key_hash TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL, last_used_at TEXT);
    CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys (user_id);`,
-  // Run counters (gateway.md §1.3): token totals by caller, model calls, messages, stop reason.
+  // Run counters (shown in the Run JSON of a finished run): token totals by caller, model calls, messages, stop reason.
   `ALTER TABLE runs ADD COLUMN IF NOT EXISTS counters JSONB NOT NULL DEFAULT '{}'::jsonb`,
 ];
 

@@ -1,5 +1,5 @@
 // DeerFlow's per-run counters (runtime/journal.py RunJournal, persisted on the run row): token totals split by
-// caller, model calls, messages added and why the run stopped early. Part of the Run JSON (gateway.md §1.3).
+// caller, model calls, messages added and why the run stopped early. Part of the Run JSON once the run has finished.
 
 /** The counters of a run, all zero (and `stop_reason` null) until the run has finished. */
 export interface RunCounters {

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadAppConfig } from "../../src/config/app-config.js";
 import { captureLogs } from "../support/capture-logs.js";
 
-// config.md §2.5 / CF-014: an older config_version than config.example.yaml's is a warning, never a failure.
+// An older config_version than config.example.yaml's is a warning, never a failure.
 const MODEL = "models:\n  - {name: m1, use: langchain_openai:ChatOpenAI, model: gpt-test}\n";
 let dir: string;
 let logs: ReturnType<typeof captureLogs>;

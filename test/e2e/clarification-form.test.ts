@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
-// agent-factory.md §6.20 / §7: ask_clarification takes `fields`; a valid form is a version-2 `form` request,
+// ask_clarification takes `fields`; a valid form is a version-2 `form` request,
 // a broken one degrades whole to options / free text. Over HTTP against the fake OpenAI server.
 let fake: FakeOpenAI;
 let h: Harness;

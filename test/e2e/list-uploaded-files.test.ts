@@ -5,7 +5,7 @@ import { makePdf } from "../support/documents.js";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
 import { postJson, startHarness, uploadFiles, type Harness } from "../support/harness.js";
 
-// agent-factory.md §2.9 / §6.2: earlier turns' uploads are not listed in the prompt; the lead agent discovers them
+// Earlier turns' uploads are not listed in the prompt; the lead agent discovers them
 // with the built-in `list_uploaded_files` tool, over HTTP against the fake OpenAI server.
 let fake: FakeOpenAI;
 let h: Harness;

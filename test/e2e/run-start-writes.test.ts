@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { postJson, startHarness, uploadFiles, type Harness } from "../support/harness.js";
 
-// agent-factory.md §6.1 / §6.2: ThreadData and Uploads make their writes on the run's first model call
+// ThreadData and Uploads make their writes on the run's first model call
 // (src/agents/middlewares/run-start.ts). A run whose model call fails must still leave them in the thread, as
 // DeerFlow's before_agent hooks did: the stamped message with its <current_uploads> block, thread_data, uploaded_files.
 let h: Harness;

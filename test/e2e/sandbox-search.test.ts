@@ -123,7 +123,7 @@ describe("skills and sandbox.mounts in the sandbox", () => {
     expect(results[2]).toBe("OK");
     expect(readFileSync(path.join(rw, "out/result.txt"), "utf8")).toBe("written through the mount");
     expect(results[3]).toMatch(/^Error: Only paths under \/mnt\/user-data/);
-    // Spec agent-factory.md 4.7: the prompt lists the configured mounts with their access.
+    // The system prompt lists the configured mounts with their access.
     const system = systemText(fake.requests[0].body);
     expect(system).toContain("**Custom Mounted Directories:**\n- Custom mount: `/mnt/reference` - a host directory mapped into the sandbox (read-only)\n- Custom mount: `/mnt/scratch/` - a host directory mapped into the sandbox (read-write)");
     expect(applyPromptTemplate({})).not.toContain("Custom Mounted Directories");

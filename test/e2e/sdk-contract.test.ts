@@ -5,7 +5,7 @@ import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 import { until } from "../support/wait.js";
 
-// The LangGraph SDK client against the gateway: every call of spec/sdk-contract.md section 5, with the offline
+// The LangGraph SDK client against the gateway: every call of the SDK client the gateway serves, with the offline
 // scripted model (`scripted`: instant; `slow`: 150 ms per token, for runs that must still be in flight).
 const CONFIG = `models:
   - name: scripted

@@ -4,7 +4,7 @@ import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 import { until } from "../support/wait.js";
 
-// The run-lifecycle acceptance cases of spec/cases/gateway.md (GW-017, GW-018, GW-031, GW-052..GW-055) over HTTP,
+// The gateway's run-lifecycle acceptance cases (streaming, waiting, cancelling, joining; the GW-* ids) over HTTP,
 // against the fake OpenAI server (its streamed reply stands in for the fixture's "echo" graph; an HTTP 400 for "boom").
 let fake: FakeOpenAI;
 let h: Harness;
@@ -39,7 +39,7 @@ describe("gateway acceptance cases: runs (spec/cases/gateway.md)", () => {
     const t = await newThread("t-17");
     const r = await post(`/threads/${t}/runs/stream`, { assistant_id: "lead_agent", input: hi, stream_mode: ["values", "messages-tuple"] });
     check("GW-017 status", r.s === 200 && r.h.get("content-type")?.startsWith("text/event-stream"), r.h.get("content-type"));
-    // gateway.md §2.1: no caching, and no proxy buffering of the stream.
+    // An SSE response is neither cached nor buffered by a proxy.
     check("GW-017 headers", r.h.get("cache-control") === "no-cache" && r.h.get("x-accel-buffering") === "no", Object.fromEntries(r.h));
     const loc = r.h.get("content-location") ?? "";
     check("GW-017 content-location", /\/threads\/t-17\/runs\/[^/]+$/.test(loc), loc);

@@ -20,8 +20,9 @@ const get = async (p: string) => { const r = await fetch(h.url + p); return { s:
 const post = async (p: string, body: unknown) => { const r = await postJson(h.url + p, body); return { s: r.status, b: await r.text(), h: r.headers }; };
 const j = (t: string) => { try { return JSON.parse(t); } catch { return t; } };
 
-// The acceptance cases of spec/cases/gateway.md sections A-C that no other test names, over HTTP (decisions 3 and 5
-// of spec/README.md replace GW-021's stream_resumable row, GW-026 and GW-044).
+// The gateway's acceptance cases for health, models, assistants, agents, threads and run validation that no other
+// test names, over HTTP. Where the LangGraph SDK and upstream disagree the SDK wins (`stream_resumable` is accepted,
+// `enqueue` is supported), and an unknown model name falls back to the default model instead of a 400.
 describe("gateway acceptance cases A-C (spec/cases/gateway.md)", () => {
   it("health, models, assistants and the agents API answer as GW-001..GW-007 say", async () => {
     let r: any = await get("/health"); check("GW-001", r.s === 200 && j(r.b).status === "healthy" && j(r.b).service === "deer-flow-gateway", r);

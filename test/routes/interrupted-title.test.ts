@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { until } from "../support/wait.js";
 
-// gateway.md §3.5: an interrupted first turn still gets a title, derived locally from the user's input.
+// An interrupted first turn still gets a title, derived locally from the user's input.
 const slowConfig = (titleEnabled = true) =>
   `models:\n  - {name: slow, use: "deerflow-gateway:ScriptedChatModel", model: slow, token_delay_ms: 200}\ntitle: {enabled: ${titleEnabled}}\n`;
 const question = "Plan a three day walking tour of the old town of Porto with food stops along the way";

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
-// gateway.md §1.3: the Run JSON carries DeerFlow's counters (token totals by caller, model calls, messages added,
+// The Run JSON carries DeerFlow's counters (token totals by caller, model calls, messages added,
 // stop reason). The fake OpenAI server reports 11 input and 7 output tokens for every call.
 let fake: FakeOpenAI;
 let h: Harness;

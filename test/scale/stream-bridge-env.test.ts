@@ -6,7 +6,7 @@ import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { serviceUrls } from "../support/services.js";
 import { parseSse } from "../support/sse.js";
 
-// gateway.md §3.8: with no stream_bridge section, DEER_FLOW_STREAM_BRIDGE_REDIS_URL selects the Redis bridge; a
+// With no stream_bridge section, DEER_FLOW_STREAM_BRIDGE_REDIS_URL selects the Redis bridge; a
 // redis bridge without a URL falls back to that variable, then REDIS_URL, then redis://localhost:6379/0.
 const MODELS = "models:\n  - {name: scripted, use: deerflow-gateway:ScriptedChatModel, model: s}\n";
 let h: Harness | undefined;
