@@ -6,7 +6,7 @@ import { getAuthConfig } from "../src/config/auth-config.js";
 import { DEFAULT_PRINCIPAL, principalOf } from "../src/auth/principal.js";
 import { getDummyHash, hashPassword, MAX_PASSWORD_LENGTH, passwordProblem, verifyPassword } from "../src/auth/password.js";
 import { EmailTakenError, type UserRecord } from "../src/auth/repositories.js";
-import { clearAuthCookies, isSecureRequest, sessionCookiePolicy, setCsrfCookie, setSessionCookies } from "../src/auth/cookies.js";
+import { ACCESS_TOKEN_COOKIE, clearAuthCookies, cookiesOf, isSecureRequest, sessionCookiePolicy, setCsrfCookie, setSessionCookies } from "../src/auth/cookies.js";
 import { ValidationError, type ValidationIssue } from "../src/errors.js";
 import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { doc } from "./openapi.js";
@@ -68,7 +68,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
 
   /** Signs a session for `user` and sets the session, persistence and CSRF cookies. */
   const startSession = async (request: FastifyRequest, reply: FastifyReply, user: UserRecord, rememberMe: boolean | null | undefined) => {
-    const token = await service.tokens.sign(user.id, user.token_version);
+    const token = await service.startSession(user);
     const policy = sessionCookiePolicy(request, rememberMe, lifetimeSeconds);
     setSessionCookies(reply, token, policy);
     setCsrfCookie(reply, policy);
@@ -111,23 +111,27 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
 
   app.post("/login/local", { schema: doc("auth", "Sign in with email (form field username) and password; sets the session cookie") }, async (request, reply) => {
     const address = request.ip;
-    const gate = limiter.check(address);
-    if (gate.locked) return reply.code(429).header("retry-after", String(gate.retryAfterSeconds)).send({ detail: "Too many login attempts. Try again later." });
     const body = parseBody(LoginSchema, request.body);
+    // Checked and counted in one step before the password check: concurrent guesses cannot all pass a check
+    // that a later failure would have closed. Unknown emails are counted too (same answer as a wrong password).
+    const gate = await limiter.begin(address, body.username);
+    if (gate.locked) return reply.code(429).header("retry-after", String(gate.retryAfterSeconds)).send({ detail: "Too many login attempts. Try again later." });
     const user = body.password.length <= MAX_PASSWORD_LENGTH ? await users.getByEmail(body.username) : null;
     // An unknown email costs one scrypt as well, so timing does not tell which emails have accounts.
     const ok = await verifyPassword(body.password, user?.password_hash ?? (await getDummyHash()));
     if (!user || !ok) {
-      limiter.recordFailure(address);
       request.log.info({ client: address }, "login failed");
       return authError(reply, 401, "invalid_credentials", "Incorrect email or password");
     }
-    limiter.recordSuccess(address);
+    await limiter.succeeded(address, body.username);
     await startSession(request, reply, user, body.remember_me);
     return { expires_in: lifetimeSeconds, needs_setup: user.needs_setup };
   });
 
-  app.post("/logout", { schema: doc("auth", "Clear the session cookies") }, async (request, reply) => {
+  app.post("/logout", { schema: doc("auth", "End the session (in every process) and clear the session cookies") }, async (request, reply) => {
+    const token = request.headers.cookie ? cookiesOf(request)[ACCESS_TOKEN_COOKIE] : undefined;
+    // The server-side session ends, so a copy of the cookie taken before stops working too.
+    if (token) await service.endSession(token);
     clearAuthCookies(reply, isSecureRequest(request));
     return { message: "Successfully logged out" };
   });
@@ -135,7 +139,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
   app.get("/me", { schema: doc("auth", "The signed-in account") }, async (request, reply) => {
     const principal = principalOf(request);
     if (principal.source === "auth_disabled") return AUTH_DISABLED_USER;
-    const user = await service.getUser(principal.id);
+    const user = await service.getFreshUser(principal.id);
     if (!user) return authError(reply, 401, "user_not_found", "User not found");
     return userResponse(user);
   });
@@ -146,7 +150,9 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       return authError(reply, 400, "invalid_credentials", "Password changes are not available when DEER_FLOW_AUTH_DISABLED=1.");
     }
     const body = parseBody(ChangePasswordSchema, request.body, "new_password");
-    const user = await service.getUser(principal.id);
+    // Read now, not from the cache: the token version bumped below must follow the stored one, or a change made
+    // by another process would be undone.
+    const user = await service.getFreshUser(principal.id);
     if (!user) return authError(reply, 401, "user_not_found", "User not found");
     if (!user.password_hash) return authError(reply, 400, "invalid_credentials", "OAuth users cannot change password");
     if (!(await verifyPassword(body.current_password, user.password_hash))) return authError(reply, 400, "invalid_credentials", "Current password is incorrect");
@@ -161,6 +167,8 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       if (err instanceof EmailTakenError) return authError(reply, 400, "email_already_exists", "Email already in use");
       throw err;
     }
+    // Every session of the account ends, in every process; the caller gets a new one.
+    await service.endAllSessions(updated.id);
     await startSession(request, reply, updated, body.remember_me);
     return { message: "Password changed successfully" };
   });

@@ -1,5 +1,6 @@
 // Assembles the auth runtime from the environment and buildApp's options: the switch (refused in production),
-// the signing secret, the session lifetime, the trusted proxies, the login limiter and the credential service.
+// the signing secret, the session lifetime, the trusted proxies, the login limiter (per account and per address,
+// on the auth database) and the credential service (server-side sessions).
 import type { Logger } from "pino";
 import { assertAuthEnvAllowed, readAuthEnv } from "../config/auth-env.js";
 import type { Persistence } from "../runtime/persistence.js";
@@ -48,8 +49,8 @@ export function createAuthRuntime(options: CreateAuthOptions): { trustedProxies:
         logger.info("AUTH_JWT_SECRET is not set: sessions are signed with the secret in DEER_FLOW_HOME/.jwt_secret");
       }
       return {
-        service: new AuthService({ users: persistence.users, apiKeys: persistence.apiKeys, tokens: new SessionTokens(secret, lifetimeSeconds) }),
-        limiter: new LoginLimiter(),
+        service: new AuthService({ users: persistence.users, apiKeys: persistence.apiKeys, sessions: persistence.sessions, tokens: new SessionTokens(secret, lifetimeSeconds) }),
+        limiter: new LoginLimiter({ store: persistence.loginCounters, address: { maxFailures: env.loginMaxFailuresPerAddress } }),
         disabled,
         lifetimeSeconds,
         originAllowed: (origin) => options.originAllowed(origin, explicit),

@@ -85,3 +85,69 @@ export interface ApiKeyRepository {
   /** Records a use of key `id` at `at` (ISO). */
   touch(id: string, at: string): Promise<void>;
 }
+
+/** A server-side session: what a session token's `sid` names. Ended by logout, or by a password change (all of them). */
+export interface NewSession {
+  /** Random id (128 bits, base64url), carried in the token. */
+  id: string;
+  user_id: string;
+  /** ISO time of sign-in. */
+  created_at: string;
+  /** Epoch ms after which the session is dead (the token's own expiry). */
+  expires_at: number;
+}
+
+/** What a live session resolves to: its account's current identity and token version (read in the same step). */
+export interface LiveSession {
+  user_id: string;
+  /** Null when the session's account no longer exists. */
+  user: Pick<UserRecord, "id" | "email" | "system_role" | "token_version"> | null;
+}
+
+/** Server-side sessions, in the auth database every gateway process shares. */
+export interface SessionRepository {
+  /** Stores a new session. */
+  create(session: NewSession): Promise<void>;
+  /**
+   * The live session `id` (not expired at `nowMs`) with its account, or null when it was ended or has expired.
+   * On the hot path of every cookie-authenticated request: one indexed lookup.
+   */
+  lookup(id: string, nowMs: number): Promise<LiveSession | null>;
+  /** Ends session `id` (no-op when unknown). */
+  delete(id: string): Promise<void>;
+  /** Ends every session of `userId`. @returns how many were ended. */
+  deleteByUser(userId: string): Promise<number>;
+  /** Deletes sessions expired at `nowMs`. @returns how many. */
+  prune(nowMs: number): Promise<number>;
+}
+
+/** A login counter (one per account or client address). Times are epoch ms. */
+export interface LoginCounter {
+  /** Attempts counted since the counter was last forgotten or cleared. */
+  failures: number;
+  /** Attempts are refused until then (0: not locked). */
+  locked_until: number;
+  /** After this (and once any lock has ended) the counter is forgotten. */
+  forget_at: number;
+}
+
+/**
+ * What a {@link LoginCounterStore.update} decision writes: per key (same order as the keys), a counter to store,
+ * null to delete it, or undefined to leave it as it is.
+ */
+export interface CounterDecision<T> {
+  writes: (LoginCounter | null | undefined)[];
+  result: T;
+}
+
+/** Login counters, shared by every process on the same auth database. */
+export interface LoginCounterStore {
+  /**
+   * Reads the counters of `keys` (null when absent), passes them to `decide` and writes what it returns, as one
+   * atomic step: no other caller, in this process or another, reads or writes these keys in between.
+   * @returns `decide`'s result.
+   */
+  update<T>(keys: string[], decide: (current: (LoginCounter | null)[]) => CounterDecision<T>): Promise<T>;
+  /** Deletes counters forgotten at `nowMs` (forget time and lock both past). @returns how many. */
+  prune(nowMs: number): Promise<number>;
+}

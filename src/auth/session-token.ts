@@ -46,10 +46,12 @@ export function loadJwtSecret(configured: string | null, home: string): { secret
   return { secret: read(), source: "file" };
 }
 
-/** Claims of a session token: the user id, the account's token version, issue and expiry times (s). */
+/** Claims of a session token: the user id, the account's token version and the server-side session id. */
 export interface SessionClaims {
   sub: string;
   ver: number;
+  /** Server-side session id (null in a token signed before sessions were kept: refused by the auth service). */
+  sid: string | null;
 }
 
 /** Why a token was refused: upstream's `token_expired` / `token_invalid` codes. */
@@ -77,9 +79,9 @@ export class SessionTokens {
     return this.cachedKey;
   }
 
-  /** A token for `userId` at `tokenVersion`, valid for the lifetime. */
-  async sign(userId: string, tokenVersion: number): Promise<string> {
-    return new SignJWT({ ver: tokenVersion })
+  /** A token for `userId` at `tokenVersion` naming session `sessionId`, valid for the lifetime. */
+  async sign(userId: string, tokenVersion: number, sessionId: string): Promise<string> {
+    return new SignJWT({ ver: tokenVersion, sid: sessionId })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setSubject(userId)
       .setIssuedAt()
@@ -100,7 +102,8 @@ export class SessionTokens {
     try {
       const { payload } = await jwtVerify(token, this.key, { algorithms: ["HS256"], requiredClaims: ["sub", "exp"] });
       if (typeof payload.sub !== "string" || !Number.isInteger(payload.ver)) return "token_invalid";
-      const claims = { sub: payload.sub, ver: payload.ver as number };
+      if (payload.sid !== undefined && typeof payload.sid !== "string") return "token_invalid";
+      const claims = { sub: payload.sub, ver: payload.ver as number, sid: (payload.sid as string | undefined) ?? null };
       this.verified.set(token, { claims, expMs: (payload.exp as number) * 1000 });
       return claims;
     } catch (err) {

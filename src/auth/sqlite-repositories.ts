@@ -1,7 +1,20 @@
 // SQLite implementations of the account and API-key repositories, in the gateway's better-sqlite3 database.
 import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3";
-import { EmailTakenError, type ApiKeyRecord, type ApiKeyRepository, type NewUser, type UserRecord, type UserRepository } from "./repositories.js";
+import {
+  EmailTakenError,
+  type ApiKeyRecord,
+  type ApiKeyRepository,
+  type CounterDecision,
+  type LiveSession,
+  type LoginCounter,
+  type LoginCounterStore,
+  type NewSession,
+  type NewUser,
+  type SessionRepository,
+  type UserRecord,
+  type UserRepository,
+} from "./repositories.js";
 
 interface UserRow {
   id: string;
@@ -119,5 +132,92 @@ export class SqliteApiKeyRepository implements ApiKeyRepository {
 
   async touch(id: string, at: string): Promise<void> {
     this.used.run(at, id);
+  }
+}
+
+/** Sessions in the `auth_sessions` table (created if missing), joined to `users` on lookup. */
+export class SqliteSessionRepository implements SessionRepository {
+  private readonly insert: Database.Statement;
+  private readonly live: Database.Statement;
+  private readonly remove: Database.Statement;
+  private readonly removeUser: Database.Statement;
+  private readonly expired: Database.Statement;
+
+  constructor(db: Database.Database) {
+    db.exec(`CREATE TABLE IF NOT EXISTS auth_sessions (
+      id TEXT PRIMARY KEY, user_id TEXT NOT NULL, created_at TEXT NOT NULL, expires_at INTEGER NOT NULL);
+      CREATE INDEX IF NOT EXISTS auth_sessions_user ON auth_sessions (user_id);
+      CREATE INDEX IF NOT EXISTS auth_sessions_expiry ON auth_sessions (expires_at)`);
+    this.insert = db.prepare("INSERT INTO auth_sessions (id, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)");
+    this.live = db.prepare(
+      "SELECT s.user_id, u.id, u.email, u.system_role, u.token_version FROM auth_sessions s LEFT JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.expires_at > ?",
+    );
+    this.remove = db.prepare("DELETE FROM auth_sessions WHERE id = ?");
+    this.removeUser = db.prepare("DELETE FROM auth_sessions WHERE user_id = ?");
+    this.expired = db.prepare("DELETE FROM auth_sessions WHERE expires_at <= ?");
+  }
+
+  async create(session: NewSession): Promise<void> {
+    this.insert.run(session.id, session.user_id, session.created_at, session.expires_at);
+  }
+
+  async lookup(id: string, nowMs: number): Promise<LiveSession | null> {
+    const row = this.live.get(id, nowMs) as { user_id: string; id: string | null; email: string; system_role: "admin" | "user"; token_version: number } | undefined;
+    if (!row) return null;
+    return { user_id: row.user_id, user: row.id === null ? null : { id: row.id, email: row.email, system_role: row.system_role, token_version: row.token_version } };
+  }
+
+  async delete(id: string): Promise<void> {
+    this.remove.run(id);
+  }
+
+  async deleteByUser(userId: string): Promise<number> {
+    return this.removeUser.run(userId).changes;
+  }
+
+  async prune(nowMs: number): Promise<number> {
+    return this.expired.run(nowMs).changes;
+  }
+}
+
+/**
+ * Login counters in the `login_counters` table (created if missing). {@link update} runs in an IMMEDIATE
+ * transaction: better-sqlite3 is synchronous, so nothing else in this process runs in between, and the write lock
+ * keeps other processes on the same file out.
+ */
+export class SqliteLoginCounterStore implements LoginCounterStore {
+  private readonly one: Database.Statement;
+  private readonly save: Database.Statement;
+  private readonly remove: Database.Statement;
+  private readonly forgotten: Database.Statement;
+
+  constructor(private readonly db: Database.Database) {
+    db.exec(`CREATE TABLE IF NOT EXISTS login_counters (
+      key TEXT PRIMARY KEY, failures INTEGER NOT NULL, locked_until INTEGER NOT NULL, forget_at INTEGER NOT NULL);
+      CREATE INDEX IF NOT EXISTS login_counters_forget ON login_counters (forget_at)`);
+    this.one = db.prepare("SELECT failures, locked_until, forget_at FROM login_counters WHERE key = ?");
+    this.save = db.prepare(
+      "INSERT INTO login_counters (key, failures, locked_until, forget_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET failures = excluded.failures, locked_until = excluded.locked_until, forget_at = excluded.forget_at",
+    );
+    this.remove = db.prepare("DELETE FROM login_counters WHERE key = ?");
+    this.forgotten = db.prepare("DELETE FROM login_counters WHERE forget_at <= ? AND locked_until <= ?");
+  }
+
+  async update<T>(keys: string[], decide: (current: (LoginCounter | null)[]) => CounterDecision<T>): Promise<T> {
+    const step = this.db.transaction(() => {
+      const current = keys.map((key) => (this.one.get(key) as LoginCounter | undefined) ?? null);
+      const { writes, result } = decide(current);
+      keys.forEach((key, i) => {
+        const write = writes[i];
+        if (write === null) this.remove.run(key);
+        else if (write) this.save.run(key, write.failures, write.locked_until, write.forget_at);
+      });
+      return result;
+    });
+    return step.immediate();
+  }
+
+  async prune(nowMs: number): Promise<number> {
+    return this.forgotten.run(nowMs, nowMs).changes;
   }
 }

@@ -14,6 +14,11 @@ export interface AuthEnv {
   trustedProxies: string[];
   /** `AUTH_TOKEN_EXPIRY_DAYS` (1..30, default 7): session lifetime in days. */
   tokenExpiryDays: number;
+  /**
+   * `AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS` (1..1000000, default 100): failed logins from one client address (all
+   * accounts together) before it is locked for 5 minutes. Each account also has its own, stricter limit.
+   */
+  loginMaxFailuresPerAddress: number;
 }
 
 const PRODUCTION_VALUES = new Set(["prod", "production"]);
@@ -29,8 +34,10 @@ function isAddressOrCidr(entry: string): boolean {
 
 /**
  * Reads `DEER_FLOW_AUTH_DISABLED` (exactly `1` disables, upstream's rule), `DEER_FLOW_ENV` / `ENVIRONMENT`,
- * `AUTH_JWT_SECRET`, `AUTH_TRUSTED_PROXIES` (comma-separated IPs or CIDRs) and `AUTH_TOKEN_EXPIRY_DAYS`.
- * @throws Error when a trusted-proxy entry is not an address or CIDR, or the expiry is not an integer in 1..30
+ * `AUTH_JWT_SECRET`, `AUTH_TRUSTED_PROXIES` (comma-separated IPs or CIDRs), `AUTH_TOKEN_EXPIRY_DAYS` and
+ * `AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS`.
+ * @throws Error when a trusted-proxy entry is not an address or CIDR, or the expiry or the address limit is not an
+ *   integer in its range
  *   (a typo in a security setting must stop the start, not be skipped).
  */
 export function readAuthEnv(env: NodeJS.ProcessEnv = process.env): AuthEnv {
@@ -43,6 +50,11 @@ export function readAuthEnv(env: NodeJS.ProcessEnv = process.env): AuthEnv {
   if (!Number.isInteger(tokenExpiryDays) || tokenExpiryDays < 1 || tokenExpiryDays > 30) {
     throw new Error(`AUTH_TOKEN_EXPIRY_DAYS must be an integer in 1..30, got '${rawDays}'`);
   }
+  const rawFailures = env.AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS?.trim();
+  const loginMaxFailuresPerAddress = rawFailures ? Number(rawFailures) : 100;
+  if (!Number.isInteger(loginMaxFailuresPerAddress) || loginMaxFailuresPerAddress < 1 || loginMaxFailuresPerAddress > 1_000_000) {
+    throw new Error(`AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS must be an integer in 1..1000000, got '${rawFailures}'`);
+  }
   const production = [env.DEER_FLOW_ENV, env.ENVIRONMENT].some((v) => PRODUCTION_VALUES.has((v ?? "").trim().toLowerCase()));
   return {
     disabled: env.DEER_FLOW_AUTH_DISABLED === "1",
@@ -50,6 +62,7 @@ export function readAuthEnv(env: NodeJS.ProcessEnv = process.env): AuthEnv {
     jwtSecret: env.AUTH_JWT_SECRET?.trim() || null,
     trustedProxies,
     tokenExpiryDays,
+    loginMaxFailuresPerAddress,
   };
 }
 

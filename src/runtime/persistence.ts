@@ -9,8 +9,8 @@ import { withStatementCache } from "./statement-cache.js";
 import { openSqlite } from "./sqlite.js";
 import Database from "better-sqlite3";
 import type { AppConfig } from "../config/schema.js";
-import type { ApiKeyRepository, UserRepository } from "../auth/repositories.js";
-import { SqliteApiKeyRepository, SqliteUserRepository } from "../auth/sqlite-repositories.js";
+import type { ApiKeyRepository, LoginCounterStore, SessionRepository, UserRepository } from "../auth/repositories.js";
+import { SqliteApiKeyRepository, SqliteLoginCounterStore, SqliteSessionRepository, SqliteUserRepository } from "../auth/sqlite-repositories.js";
 import type { RunRepository, ThreadRepository } from "./repositories.js";
 import { RunStore } from "./run-store.js";
 import { ThreadStore } from "./thread-store.js";
@@ -25,6 +25,10 @@ export interface Persistence {
   users: UserRepository;
   /** API keys, stored hashed (same database). */
   apiKeys: ApiKeyRepository;
+  /** Server-side sessions (same database: shared by every process on PostgreSQL). */
+  sessions: SessionRepository;
+  /** Login lockout counters (same database). */
+  loginCounters: LoginCounterStore;
   /** Token usage per user and UTC day (the `token_usage` table; local SQLite even with PostgreSQL: quotas are per process there). */
   usage: UsageLedger;
   /** Human-readable location (file path, `memory` or `postgres`), for logs. Never holds credentials. */
@@ -111,9 +115,9 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
   return { checkpointer, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), location: file, shared: false, close };
 }
 
-/** The account and API-key repositories over `db`. */
-function accountStores(db: Database.Database): { users: UserRepository; apiKeys: ApiKeyRepository } {
-  return { users: new SqliteUserRepository(db), apiKeys: new SqliteApiKeyRepository(db) };
+/** The account, API-key, session and login-counter stores over `db`. */
+function accountStores(db: Database.Database): Pick<Persistence, "users" | "apiKeys" | "sessions" | "loginCounters"> {
+  return { users: new SqliteUserRepository(db), apiKeys: new SqliteApiKeyRepository(db), sessions: new SqliteSessionRepository(db), loginCounters: new SqliteLoginCounterStore(db) };
 }
 
 /**
@@ -130,7 +134,7 @@ const CHECKPOINTER_SETUP_LOCK = 0x0de3f11;
 async function openPostgres(url: string, section: AppConfig["checkpointer"], recover: boolean, home: string): Promise<Persistence> {
   const { default: pg } = await import("pg");
   const { migratePostgres, PgRunStore, PgThreadStore } = await import("./pg-stores.js");
-  const { PgApiKeyRepository, PgUserRepository } = await import("../auth/pg-repositories.js");
+  const { PgApiKeyRepository, PgLoginCounterStore, PgSessionRepository, PgUserRepository } = await import("../auth/pg-repositories.js");
   const pool = new pg.Pool({ connectionString: url, max: 20 });
   // An idle client that loses its server emits 'error' on the pool; without a listener that kills the process.
   pool.on("error", () => undefined);
@@ -184,6 +188,8 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     usage: new UsageLedger(ledgerDb),
     users: new PgUserRepository(pool),
     apiKeys: new PgApiKeyRepository(pool),
+    sessions: new PgSessionRepository(pool),
+    loginCounters: new PgLoginCounterStore(pool),
     location: "postgres",
     shared: section?.type !== "memory" && section?.type !== "sqlite",
     close: async () => {

@@ -33,6 +33,14 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys (user_id);`,
   // Run counters (shown in the Run JSON of a finished run): token totals by caller, model calls, messages, stop reason.
   `ALTER TABLE runs ADD COLUMN IF NOT EXISTS counters JSONB NOT NULL DEFAULT '{}'::jsonb`,
+  // Server-side sessions (a logout ends the session in every process) and the shared login counters (lockout).
+  `CREATE TABLE IF NOT EXISTS auth_sessions (
+     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, created_at TEXT NOT NULL, expires_at BIGINT NOT NULL);
+   CREATE INDEX IF NOT EXISTS auth_sessions_user ON auth_sessions (user_id);
+   CREATE INDEX IF NOT EXISTS auth_sessions_expiry ON auth_sessions (expires_at);
+   CREATE TABLE IF NOT EXISTS login_counters (
+     key TEXT PRIMARY KEY, failures INTEGER NOT NULL, locked_until BIGINT NOT NULL, forget_at BIGINT NOT NULL);
+   CREATE INDEX IF NOT EXISTS login_counters_forget ON login_counters (forget_at);`,
 ];
 
 /** Any advisory-lock key unique to this schema: concurrent starts migrate one at a time. */

@@ -3,16 +3,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { assertAuthEnvAllowed, readAuthEnv } from "../../src/config/auth-env.js";
-import { LoginLimiter } from "../../src/auth/login-limiter.js";
 import { hashPassword, passwordProblem, verifyPassword } from "../../src/auth/password.js";
 import { loadJwtSecret, SessionTokens } from "../../src/auth/session-token.js";
 
 describe("readAuthEnv", () => {
   it("reads the switch (exactly '1'), production, secret, trusted proxies and expiry", () => {
-    expect(readAuthEnv({})).toEqual({ disabled: false, production: false, jwtSecret: null, trustedProxies: [], tokenExpiryDays: 7 });
+    expect(readAuthEnv({})).toEqual({ disabled: false, production: false, jwtSecret: null, trustedProxies: [], tokenExpiryDays: 7, loginMaxFailuresPerAddress: 100 });
     expect(readAuthEnv({ DEER_FLOW_AUTH_DISABLED: "true" }).disabled).toBe(false);
-    const env = readAuthEnv({ DEER_FLOW_AUTH_DISABLED: "1", ENVIRONMENT: "Prod", AUTH_JWT_SECRET: " s3cret ", AUTH_TRUSTED_PROXIES: "10.0.0.0/8, ::1 ,192.168.1.5", AUTH_TOKEN_EXPIRY_DAYS: "2" });
-    expect(env).toEqual({ disabled: true, production: true, jwtSecret: "s3cret", trustedProxies: ["10.0.0.0/8", "::1", "192.168.1.5"], tokenExpiryDays: 2 });
+    const env = readAuthEnv({ DEER_FLOW_AUTH_DISABLED: "1", ENVIRONMENT: "Prod", AUTH_JWT_SECRET: " s3cret ", AUTH_TRUSTED_PROXIES: "10.0.0.0/8, ::1 ,192.168.1.5", AUTH_TOKEN_EXPIRY_DAYS: "2", AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS: " 500 " });
+    expect(env).toEqual({ disabled: true, production: true, jwtSecret: "s3cret", trustedProxies: ["10.0.0.0/8", "::1", "192.168.1.5"], tokenExpiryDays: 2, loginMaxFailuresPerAddress: 500 });
     expect(() => assertAuthEnvAllowed(env)).toThrow(/refused/);
     expect(() => assertAuthEnvAllowed({ disabled: true, production: false })).not.toThrow();
   });
@@ -21,34 +20,8 @@ describe("readAuthEnv", () => {
     expect(() => readAuthEnv({ AUTH_TRUSTED_PROXIES: "10.0.0.0/33" })).toThrow(/AUTH_TRUSTED_PROXIES/);
     expect(() => readAuthEnv({ AUTH_TRUSTED_PROXIES: "proxy.local" })).toThrow(/AUTH_TRUSTED_PROXIES/);
     expect(() => readAuthEnv({ AUTH_TOKEN_EXPIRY_DAYS: "90" })).toThrow(/AUTH_TOKEN_EXPIRY_DAYS/);
-  });
-});
-
-describe("LoginLimiter", () => {
-  it("locks after the 5th failure for 5 minutes, then lets the address try again", () => {
-    let now = 1_000_000;
-    const limiter = new LoginLimiter({ now: () => now });
-    for (let i = 0; i < 4; i++) limiter.recordFailure("a");
-    expect(limiter.check("a")).toEqual({ locked: false });
-    limiter.recordFailure("a");
-    expect(limiter.check("a")).toEqual({ locked: true, retryAfterSeconds: 300 });
-    expect(limiter.check("b")).toEqual({ locked: false });
-    now += 299_500;
-    expect(limiter.check("a")).toEqual({ locked: true, retryAfterSeconds: 1 });
-    now += 600;
-    expect(limiter.check("a")).toEqual({ locked: false });
-    limiter.recordFailure("a");
-    expect(limiter.check("a")).toEqual({ locked: false });
-  });
-
-  it("a success clears the counter; the table stays bounded", () => {
-    const limiter = new LoginLimiter({ maxTracked: 10 });
-    for (let i = 0; i < 4; i++) limiter.recordFailure("a");
-    limiter.recordSuccess("a");
-    for (let i = 0; i < 4; i++) limiter.recordFailure("a");
-    expect(limiter.check("a")).toEqual({ locked: false });
-    for (let i = 0; i < 100; i++) limiter.recordFailure(`ip-${i}`);
-    expect((limiter as unknown as { entries: Map<string, unknown> }).entries.size).toBeLessThanOrEqual(10);
+    expect(() => readAuthEnv({ AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS: "0" })).toThrow(/AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS/);
+    expect(() => readAuthEnv({ AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS: "lots" })).toThrow(/AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS/);
   });
 });
 
@@ -91,8 +64,8 @@ describe("session tokens", () => {
 
   it("verifies its own tokens, refuses another key's, and reports expiry even for a token verified before", async () => {
     const tokens = new SessionTokens("k1", 1);
-    const token = await tokens.sign("u1", 3);
-    expect(await tokens.verify(token)).toEqual({ sub: "u1", ver: 3 });
+    const token = await tokens.sign("u1", 3, "s1");
+    expect(await tokens.verify(token)).toEqual({ sub: "u1", ver: 3, sid: "s1" });
     expect(await new SessionTokens("k2", 60).verify(token)).toBe("token_invalid");
     expect(await tokens.verify("not.a.jwt")).toBe("token_invalid");
     await new Promise((r) => setTimeout(r, 1_100));

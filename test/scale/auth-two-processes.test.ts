@@ -66,3 +66,40 @@ describe("accounts across two processes", () => {
     expect((await fetch(`${a.url}/api/v1/auth/me`, { headers: { "x-api-key": created.key } })).status).toBe(401);
   });
 });
+
+describe("sessions end in every process", () => {
+  const meOn = (g: GatewayProcess, token: string) => fetch(`${g.url}/api/v1/auth/me`, { headers: { cookie: `access_token=${token}` } });
+
+  it("a token copied before logout on A stops working on A and on B at once", async () => {
+    const dave = await signUp(a.url, "dave@example.com", PASSWORD);
+    const copied = dave.cookies.get("access_token")!;
+    // B has seen (and could have cached) the session before the logout.
+    expect((await meOn(b, copied)).status).toBe(200);
+    expect((await dave.fetch("/api/v1/auth/logout", { method: "POST" })).status).toBe(200);
+    const [onA, onB] = await Promise.all([meOn(a, copied), meOn(b, copied)]);
+    console.log(`copied token after logout: same process ${onA.status}, other process ${onB.status}`);
+    expect([onA.status, onB.status]).toEqual([401, 401]);
+  });
+
+  it("a password change on A ends the old sessions on B at once", async () => {
+    const erin = await signUp(a.url, "erin@example.com", PASSWORD);
+    const copied = erin.cookies.get("access_token")!;
+    expect((await meOn(b, copied)).status).toBe(200);
+    expect((await erin.fetch("/api/v1/auth/change-password", { json: { current_password: PASSWORD, new_password: "a-new-long-secret" } })).status).toBe(200);
+    const [onA, onB] = await Promise.all([meOn(a, copied), meOn(b, copied)]);
+    console.log(`copied token after password change: same process ${onA.status}, other process ${onB.status}`);
+    expect([onA.status, onB.status]).toEqual([401, 401]);
+    // The new session works on both.
+    expect((await on(b, erin).fetch("/api/v1/auth/me")).status).toBe(200);
+  });
+
+  it("the account lockout is shared: concurrent guesses spread over A and B reach the password check at most 5 times", async () => {
+    await signUp(a.url, "frank@example.com", PASSWORD);
+    const guesses = Array.from({ length: 40 }, (_, i) => ({ g: i % 2 ? a : b, password: i === 39 ? PASSWORD : `wrong-password-${i}` }));
+    const statuses = (await Promise.all(guesses.map(({ g, password }) => new Session(g.url).login("frank@example.com", password)))).map((r) => r.status);
+    const checked = statuses.filter((s) => s === 200 || s === 401).length;
+    console.log(`40 concurrent guesses over two processes: ${checked} checked, ${statuses.filter((s) => s === 429).length} refused`);
+    expect(checked).toBeLessThanOrEqual(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(40 - checked);
+  });
+});

@@ -35,7 +35,7 @@ describe("PostgreSQL stores", () => {
     await Promise.all([migratePostgres(pool), migratePostgres(pool), migratePostgres(pool)]);
     await migratePostgres(pool);
     const { rows } = await pool.query("SELECT version FROM deerflow_migrations ORDER BY version");
-    expect(rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
+    expect(rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
   });
 
   it("creates threads idempotently, strips server-owned metadata and merges patches", async () => {
