@@ -5,7 +5,7 @@ import { BadRequestError, ConflictError } from "../src/errors.js";
 import { ensureInitialCheckpoint } from "../src/runtime/rollback.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
 import { readThreadState, readThreadStateAt } from "../src/runtime/thread-state-reader.js";
-import type { ThreadRecord } from "../src/runtime/thread-store.js";
+import type { ThreadRecord } from "../src/runtime/repositories.js";
 import { principalOf } from "../src/auth/principal.js";
 import { ThreadStatusSchema } from "../src/runtime/wire-enums.js";
 import { loadThreadIfOwned, requireThread, threadOf } from "./guards.js";
