@@ -4,21 +4,14 @@ import { z } from "zod";
 import { validateAgentName } from "../src/config/agent-config.js";
 import { AgentCreateSchema, AgentUpdateSchema, MAX_SOUL_CHARS } from "../src/config/agent-store.js";
 import { DeerflowError, ValidationError } from "../src/errors.js";
-import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { principalOf } from "../src/auth/principal.js";
-import { doc } from "./openapi.js";
+import { doc, validInput } from "./openapi.js";
 
 /** The agents API is switched off by `agents_api.enabled: false`. HTTP 403. */
 class AgentsApiDisabledError extends DeerflowError {
   constructor() {
     super("forbidden", "The agents API is disabled. Set agents_api.enabled=true in config.yaml to enable it.");
   }
-}
-
-function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
-  const parsed = schema.safeParse(body ?? {});
-  if (!parsed.success) throw new ValidationError("Invalid request body", zodIssuesToDetail(parsed.error.issues));
-  return parsed.data;
 }
 
 const ProfileSchema = z.object({ content: z.string().max(MAX_SOUL_CHARS).nullish() });
@@ -47,7 +40,7 @@ export async function agentRoutes(app: FastifyInstance): Promise<void> {
   // stays small. `GET /api/agents/{name}` always has the soul.
   const ListQuerySchema = z.looseObject({ include_soul: z.union([z.boolean(), z.enum(["true", "false", "1", "0"])]).optional() });
   app.get("/agents", { schema: doc("agents", "List custom agents (souls only with ?include_soul=true)", { querystring: ListQuerySchema }) }, async (request) => {
-    const query = parseBody(ListQuerySchema, request.query);
+    const query = validInput(ListQuerySchema, request.query, "query");
     const withSoul = query.include_soul === true || query.include_soul === "true" || query.include_soul === "1";
     const agents = store.list(userId(request));
     return { agents: withSoul ? agents : agents.map(({ soul: _soul, ...rest }) => rest) };
@@ -62,7 +55,7 @@ export async function agentRoutes(app: FastifyInstance): Promise<void> {
   app.get<NameParams>("/agents/:name", { schema: doc("agents", "Get a custom agent") }, async (request) => store.get(validateAgentName(request.params.name), userId(request)));
 
   app.post("/agents", { schema: doc("agents", "Create a custom agent (201)", { body: AgentCreateSchema }) }, async (request, reply) => {
-    const body = parseBody(AgentCreateSchema, request.body);
+    const body = validInput(AgentCreateSchema, request.body);
     validateAgentName(body.name);
     assertKnownModel(body.model);
     const agent = await store.create(body, userId(request));
@@ -71,7 +64,7 @@ export async function agentRoutes(app: FastifyInstance): Promise<void> {
 
   app.put<NameParams>("/agents/:name", { schema: doc("agents", "Partially update a custom agent", { body: AgentUpdateSchema }) }, async (request) => {
     const name = validateAgentName(request.params.name);
-    const body = parseBody(AgentUpdateSchema, request.body);
+    const body = validInput(AgentUpdateSchema, request.body);
     if ("model" in body) assertKnownModel(body.model);
     return store.update(name, body, userId(request));
   });
@@ -87,7 +80,7 @@ export async function agentRoutes(app: FastifyInstance): Promise<void> {
   app.get("/user-profile", { schema: doc("agents", "Read the user profile") }, async (request) => ({ content: store.readUserProfile(userId(request)) }));
 
   app.put("/user-profile", { schema: doc("agents", "Replace the user profile", { body: ProfileSchema }) }, async (request) => {
-    const body = parseBody(ProfileSchema, request.body);
+    const body = validInput(ProfileSchema, request.body);
     return { content: store.writeUserProfile(body.content ?? "", userId(request)) };
   });
 }

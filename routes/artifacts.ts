@@ -4,9 +4,8 @@ import { z } from "zod";
 import { ConflictError } from "../src/errors.js";
 import { openArtifact } from "../src/sandbox/artifacts.js";
 import { artifactEtag, etagMatches, parseRange, saveArtifact } from "../src/runtime/web/artifact-files.js";
-import { doc } from "./openapi.js";
+import { doc, validInput } from "./openapi.js";
 import { requireThread, threadOf } from "./guards.js";
-import { parseOr422 } from "./thread-feed.js";
 
 const QuerySchema = z.looseObject({ download: z.enum(["true", "false", "1", "0"]).optional() });
 const UpdateSchema = z.looseObject({ content: z.string(), expected_sha256: z.string().regex(/^[0-9a-f]{64}$/) });
@@ -68,7 +67,7 @@ export async function artifactRoutes(app: FastifyInstance): Promise<void> {
 
   app.put<ArtifactRequest>("/threads/:thread_id/artifacts/*", { preHandler: requireThread, schema: doc("artifacts", "Save an edited text artifact under outputs (expected_sha256 precondition)", { body: UpdateSchema }) }, async (request) => {
     const thread = threadOf(request);
-    const body = parseOr422(UpdateSchema, request.body);
+    const body = validInput(UpdateSchema, request.body);
     if (await runs.hasInFlight(thread.thread_id)) throw new ConflictError("Thread has a run in flight. Save after the run finishes.");
     return saveArtifact(provider.sandboxFor(thread.thread_id, thread.owner_id), request.params["*"], body.content, body.expected_sha256);
   });

@@ -3,11 +3,10 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { AgentRecord } from "../src/config/agent-store.js";
-import { NotFoundError, ValidationError } from "../src/errors.js";
-import { zodIssuesToDetail } from "../src/runtime/run-request.js";
+import { NotFoundError } from "../src/errors.js";
 import { assistantIdToAgentName } from "../src/runtime/run-config.js";
 import { principalOf } from "../src/auth/principal.js";
-import { doc } from "./openapi.js";
+import { doc, validInput } from "./openapi.js";
 
 const SearchSchema = z.looseObject({
   graph_id: z.string().nullish(),
@@ -56,9 +55,7 @@ export async function assistantRoutes(app: FastifyInstance): Promise<void> {
   };
 
   app.post("/assistants/search", { schema: doc("assistants", "Search assistants", { body: SearchSchema }) }, async (request) => {
-    const parsed = SearchSchema.safeParse(request.body ?? {});
-    if (!parsed.success) throw new ValidationError("Invalid request body", zodIssuesToDetail(parsed.error.issues));
-    const { graph_id: graphId, name, metadata, limit, offset } = parsed.data;
+    const { graph_id: graphId, name, metadata, limit, offset } = validInput(SearchSchema, request.body);
     return all(request)
       .filter((a) => !graphId || a.graph_id === graphId)
       .filter((a) => !name || a.name.toLowerCase().includes(name.toLowerCase()))

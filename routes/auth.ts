@@ -7,9 +7,8 @@ import { DEFAULT_PRINCIPAL, principalOf } from "../src/auth/principal.js";
 import { getDummyHash, hashPassword, MAX_PASSWORD_LENGTH, passwordProblem, verifyPassword } from "../src/auth/password.js";
 import { EmailTakenError, type UserRecord } from "../src/auth/repositories.js";
 import { ACCESS_TOKEN_COOKIE, clearAuthCookies, cookiesOf, isSecureRequest, sessionCookiePolicy, setCsrfCookie, setSessionCookies } from "../src/auth/cookies.js";
-import { ValidationError, type ValidationIssue } from "../src/errors.js";
-import { zodIssuesToDetail } from "../src/runtime/run-request.js";
-import { doc } from "./openapi.js";
+import { ValidationError } from "../src/errors.js";
+import { doc, validInput } from "./openapi.js";
 
 /** Upstream's error body: `{detail: {code, message}}` (the web app's parseAuthError reads it). */
 const authError = (reply: FastifyReply, status: number, code: string, message: string) => reply.code(status).send({ detail: { code, message } });
@@ -23,21 +22,20 @@ const ChangePasswordSchema = z.object({ current_password: z.string(), new_passwo
 const ApiKeyCreateSchema = z.object({ name: z.string().trim().min(1).max(100) });
 
 /**
- * Parses `body` with `schema`; a weak `password_field` adds upstream's `value_error` issue (the web app shows its
- * `msg`). Issues never echo the submitted values, so no password reaches a response or a log.
+ * The body as `schema` validates it ({@link validInput}: on a route declaring the schema, the compiler's parse);
+ * then a weak `password_field` is upstream's `value_error` issue (the web app shows its `msg`). Issues never echo
+ * the submitted values, so no password reaches a response or a log.
  * @throws ValidationError (422) with a FastAPI-style detail list.
  */
 function parseBody<T extends Record<string, unknown>>(schema: z.ZodType<T>, body: unknown, passwordField?: string): T {
-  const parsed = schema.safeParse(body ?? {});
-  const issues: ValidationIssue[] = parsed.success ? [] : zodIssuesToDetail(parsed.error.issues);
+  const data = validInput(schema, body);
   if (passwordField) {
-    const raw = (body as Record<string, unknown> | null)?.[passwordField];
-    const emailValue = (body as Record<string, unknown> | null)?.email ?? (body as Record<string, unknown> | null)?.new_email;
+    const raw = data[passwordField];
+    const emailValue = data.email ?? data.new_email;
     const problem = typeof raw === "string" ? passwordProblem(raw, typeof emailValue === "string" ? emailValue : undefined) : null;
-    if (problem) issues.push({ type: "value_error", loc: ["body", passwordField], msg: `Value error, ${problem}` });
+    if (problem) throw new ValidationError("Invalid request body", [{ type: "value_error", loc: ["body", passwordField], msg: `Value error, ${problem}` }]);
   }
-  if (issues.length || !parsed.success) throw new ValidationError("Invalid request body", issues);
-  return parsed.data;
+  return data;
 }
 
 /** Upstream's UserResponse. */

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { principalOf } from "../src/auth/principal.js";
 import { NotFoundError } from "../src/errors.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
-import type { ThreadRecord } from "../src/runtime/thread-store.js";
+import type { ThreadRecord } from "../src/runtime/repositories.js";
 
 declare module "fastify" {
   interface FastifyRequest {

@@ -1,9 +1,10 @@
 // The OpenAPI 3.1 description of every route, generated from the route schemas (the same zod schemas the
-// handlers validate with) by @fastify/swagger: served as JSON at /openapi.json, browsable at /docs
-// (@fastify/swagger-ui). Route schemas are documentation only: Fastify's validation and response serialization
-// are switched off, zod in the handlers stays authoritative. A route without a response schema still gets one
-// (from ROUTE_RESPONSES, else a generic JSON body) plus the `{detail}` error responses, so routes added later
-// appear complete without extra work.
+// handlers read) by @fastify/swagger: served as JSON at /openapi.json, browsable at /docs (@fastify/swagger-ui).
+// A body or querystring declared with doc() is validated once, by Fastify's validator compiler with the zod
+// original, before any hook or handler; the handler takes the parsed value with validInput(), which does not parse
+// it again. Response serialization is plain JSON.stringify (response schemas are documentation only). A route
+// without a response schema still gets one (from ROUTE_RESPONSES, else a generic JSON body) plus the `{detail}`
+// error responses, so routes added later appear complete without extra work.
 import { fastifySwagger } from "@fastify/swagger";
 import { fastifySwaggerUi } from "@fastify/swagger-ui";
 import type { FastifyInstance, FastifySchema, RouteOptions } from "fastify";
@@ -51,18 +52,43 @@ function validated(schema: z.ZodType): Record<string, unknown> {
 /**
  * Fastify's validator compiler: a body or querystring declared with {@link doc} is parsed with its zod schema
  * before any hook or handler of the route runs; the parsed value (defaults applied, coercions done) replaces the
- * raw one, and a failure is a 422 whose `detail` lists `{type, loc, msg}` (`loc` starts with `body` or `query`).
- * Schemas that did not come from `doc` (plugins' own) pass through unvalidated.
+ * raw one (handlers take it with {@link validInput}), and a failure is a 422 whose `detail` lists `{type, loc, msg}`
+ * (`loc` starts with `body` or `query`). Schemas that did not come from `doc` (plugins' own) pass through unvalidated.
  */
 function zodValidatorCompiler({ schema, httpPart }: { schema: unknown; httpPart?: string }) {
   const zodSchema = typeof schema === "object" && schema !== null ? ZOD_OF.get(schema) : undefined;
   if (!zodSchema) return () => true;
   const root = httpPart === "querystring" ? "query" : "body";
   return (data: unknown) => {
-    const parsed = zodSchema.safeParse(data ?? {});
-    if (parsed.success) return { value: parsed.data };
-    return { error: new ValidationError(`Invalid request ${root}`, zodIssuesToDetail(parsed.error.issues, root)) };
+    try {
+      return { value: parseInput(zodSchema, data, root) };
+    } catch (error) {
+      return { error: error as ValidationError };
+    }
   };
+}
+
+/** Values {@link parseInput} produced, by the schema that produced them: what {@link validInput} need not parse again. */
+const PARSED_BY = new WeakMap<object, z.ZodType>();
+
+/** The one parse of a request part: `data` (absent: `{}`) through `schema`, remembered as validated by it. */
+function parseInput<S extends z.ZodType>(schema: S, data: unknown, root: "body" | "query"): z.output<S> {
+  const parsed = schema.safeParse(data ?? {});
+  if (!parsed.success) throw new ValidationError(`Invalid request ${root}`, zodIssuesToDetail(parsed.error.issues, root));
+  if (typeof parsed.data === "object" && parsed.data !== null) PARSED_BY.set(parsed.data, schema);
+  return parsed.data;
+}
+
+/**
+ * A request's body (or, with `root` "query", its querystring) as `schema` validates it, typed by the schema. On a
+ * route that declares the same schema with {@link doc}, the validator compiler has parsed it already: that value
+ * is returned as is, so each request is validated once. Anything else (a part the route does not declare, a
+ * form body documented by ROUTE_REQUESTS) is parsed here, with the compiler's 422 detail.
+ * @throws ValidationError (422) with a FastAPI-style `detail` list (`loc` starts with `root`) when `value` fails.
+ */
+export function validInput<S extends z.ZodType>(schema: S, value: unknown, root: "body" | "query" = "body"): z.output<S> {
+  if (typeof value === "object" && value !== null && PARSED_BY.get(value) === schema) return value as z.output<S>;
+  return parseInput(schema, value, root);
 }
 
 /** The error body every route may answer: `{detail}`, a message or the 422 issue list. */

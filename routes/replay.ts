@@ -5,9 +5,8 @@ import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
 import { ensureInitialCheckpoint } from "../src/runtime/rollback.js";
 import { branchThread, prepareEditRegenerate, prepareRegenerate } from "../src/runtime/web/replay.js";
-import { doc } from "./openapi.js";
+import { doc, validInput } from "./openapi.js";
 import { ownedThread } from "./thread-access.js";
-import { parseOr422 } from "./thread-feed.js";
 
 const RegenerateBody = z.looseObject({ message_id: z.string().min(1) });
 const EditBody = z.looseObject({ human_message_id: z.string().min(1), replacement_text: z.string().min(1).max(100_000) });
@@ -28,21 +27,21 @@ export async function replayRoutes(app: FastifyInstance): Promise<void> {
   app.post<ThreadParams>("/threads/:thread_id/runs/regenerate/prepare", { schema: doc("runs", "Prepare regenerating the latest assistant message", { body: RegenerateBody }) }, async (request) => {
     const threadId = request.params.thread_id;
     await ownedThread(app, request, threadId);
-    const body = parseOr422(RegenerateBody, request.body);
+    const body = validInput(RegenerateBody, request.body);
     return prepareRegenerate(persistence.checkpointer, threadId, await runsOf(threadId), body.message_id);
   });
 
   app.post<ThreadParams>("/threads/:thread_id/runs/edit-regenerate/prepare", { schema: doc("runs", "Prepare editing and rerunning the latest user turn", { body: EditBody }) }, async (request) => {
     const threadId = request.params.thread_id;
     await ownedThread(app, request, threadId);
-    const body = parseOr422(EditBody, request.body);
+    const body = validInput(EditBody, request.body);
     return prepareEditRegenerate(persistence.checkpointer, threadId, await runsOf(threadId), body.human_message_id, body.replacement_text);
   });
 
   app.post<ThreadParams>("/threads/:thread_id/branches", { schema: doc("threads", "Branch a new thread from a completed assistant turn", { body: BranchBody }) }, async (request) => {
     const threadId = request.params.thread_id;
     const source = await ownedThread(app, request, threadId);
-    const body = parseOr422(BranchBody, request.body);
+    const body = validInput(BranchBody, request.body);
     const userId = principalOf(request).id;
     const newThreadId = randomUUID();
     const result = await branchThread(persistence.checkpointer, threadId, newThreadId, body.message_id, new Set([body.message_id, ...body.message_ids]), {

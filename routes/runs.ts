@@ -4,11 +4,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { ConflictError, NotFoundError } from "../src/errors.js";
 import { isTerminal, type ActiveRun, type RunStatus } from "../src/runtime/run-manager.js";
-import { RunCreateSchema } from "../src/runtime/run-request.js";
+import { RunCreateSchema, type RunCreate } from "../src/runtime/run-request.js";
 import { principalOf } from "../src/auth/principal.js";
 import { CancelActionSchema, RunStatusSchema } from "../src/runtime/wire-enums.js";
 import { requireThread } from "./guards.js";
-import { doc } from "./openapi.js";
+import { doc, validInput } from "./openapi.js";
 import { streamRunEvents } from "./sse.js";
 
 const boolish = z.union([z.boolean(), z.enum(["0", "1", "true", "false"])]).transform((v) => v === true || v === "1" || v === "true");
@@ -47,34 +47,34 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
     return record;
   };
 
-  async function stream(threadId: string | null, body: unknown, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  async function stream(threadId: string | null, body: RunCreate, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const { run } = await runService.start(threadId, body, principalOf(request).id, { requestId: request.id });
     reply.header("Content-Location", location(run));
     await streamRunEvents(reply, bridge, run, { cancelOnDisconnect: run.onDisconnect === "cancel" });
   }
 
-  async function wait(threadId: string | null, body: unknown, request: FastifyRequest, reply: FastifyReply) {
+  async function wait(threadId: string | null, body: RunCreate, request: FastifyRequest, reply: FastifyReply) {
     const { run } = await runService.start(threadId, body, principalOf(request).id, { requestId: request.id });
     reply.header("Content-Location", location(run));
     cancelOnClientGone(request, run, run.onDisconnect === "cancel");
     return runService.result(run);
   }
 
-  async function create(threadId: string | null, body: unknown, request: FastifyRequest, reply: FastifyReply) {
+  async function create(threadId: string | null, body: RunCreate, request: FastifyRequest, reply: FastifyReply) {
     const { run } = await runService.start(threadId, body, principalOf(request).id, { requestId: request.id });
     reply.header("Content-Location", location(run));
     return run.record;
   }
 
-  app.post<ThreadParams>("/threads/:thread_id/runs/stream", { sse: "manual", preHandler: requireThread, schema: doc("runs", "Run on a thread, streamed as SSE", { body: RunCreateSchema }) }, (req, reply) => stream(req.params.thread_id, req.body, req, reply));
-  app.post("/runs/stream", { sse: "manual", schema: doc("runs", "Stateless run (thread from config.configurable.thread_id or new), SSE", { body: RunCreateSchema }) }, (req, reply) => stream(null, req.body, req, reply));
-  app.post<ThreadParams>("/threads/:thread_id/runs/wait", { preHandler: requireThread, schema: doc("runs", "Run on a thread and wait for its final values", { body: RunCreateSchema }) }, (req, reply) => wait(req.params.thread_id, req.body, req, reply));
-  app.post("/runs/wait", { schema: doc("runs", "Stateless run, wait for its final values", { body: RunCreateSchema }) }, (req, reply) => wait(null, req.body, req, reply));
-  app.post<ThreadParams>("/threads/:thread_id/runs", { preHandler: requireThread, schema: doc("runs", "Create a background run", { body: RunCreateSchema }) }, (req, reply) => create(req.params.thread_id, req.body, req, reply));
-  app.post("/runs", { schema: doc("runs", "Create a stateless background run", { body: RunCreateSchema }) }, (req, reply) => create(null, req.body, req, reply));
+  app.post<ThreadParams>("/threads/:thread_id/runs/stream", { sse: "manual", preHandler: requireThread, schema: doc("runs", "Run on a thread, streamed as SSE", { body: RunCreateSchema }) }, (req, reply) => stream(req.params.thread_id, validInput(RunCreateSchema, req.body), req, reply));
+  app.post("/runs/stream", { sse: "manual", schema: doc("runs", "Stateless run (thread from config.configurable.thread_id or new), SSE", { body: RunCreateSchema }) }, (req, reply) => stream(null, validInput(RunCreateSchema, req.body), req, reply));
+  app.post<ThreadParams>("/threads/:thread_id/runs/wait", { preHandler: requireThread, schema: doc("runs", "Run on a thread and wait for its final values", { body: RunCreateSchema }) }, (req, reply) => wait(req.params.thread_id, validInput(RunCreateSchema, req.body), req, reply));
+  app.post("/runs/wait", { schema: doc("runs", "Stateless run, wait for its final values", { body: RunCreateSchema }) }, (req, reply) => wait(null, validInput(RunCreateSchema, req.body), req, reply));
+  app.post<ThreadParams>("/threads/:thread_id/runs", { preHandler: requireThread, schema: doc("runs", "Create a background run", { body: RunCreateSchema }) }, (req, reply) => create(req.params.thread_id, validInput(RunCreateSchema, req.body), req, reply));
+  app.post("/runs", { schema: doc("runs", "Create a stateless background run", { body: RunCreateSchema }) }, (req, reply) => create(null, validInput(RunCreateSchema, req.body), req, reply));
 
   app.get<ThreadParams>("/threads/:thread_id/runs", { preHandler: requireThread, schema: doc("runs", "List a thread's runs, newest first", { querystring: ListQuerySchema }) }, async (request) => {
-    const query = (request.query as z.infer<typeof ListQuerySchema>);
+    const query = validInput(ListQuerySchema, request.query, "query");
     return runs.list(request.params.thread_id, { limit: query.limit, offset: query.offset, status: query.status as RunStatus | undefined });
   });
 
@@ -91,14 +91,14 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
 
   app.post<RunParams>("/threads/:thread_id/runs/:run_id/cancel", { preHandler: requireThread, schema: doc("runs", "Cancel a run (202, or 204 with wait)", { querystring: CancelQuerySchema }) }, async (request, reply) => {
     const { thread_id: threadId, run_id: runId } = request.params;
-    const query = (request.query as z.infer<typeof CancelQuerySchema>);
+    const query = validInput(CancelQuerySchema, request.query, "query");
     await runs.cancel(threadId, runId, { action: query.action, wait: query.wait });
     return reply.code(query.wait ? 204 : 202).send();
   });
 
   app.get<RunParams>("/threads/:thread_id/runs/:run_id/join", { preHandler: requireThread, schema: doc("runs", "Wait for a run and get the final values", { querystring: JoinQuerySchema }) }, async (request) => {
     let record = await findRun(request.params.thread_id, request.params.run_id);
-    const query = (request.query as z.infer<typeof JoinQuerySchema>);
+    const query = validInput(JoinQuerySchema, request.query, "query");
     const run = runs.getActive(record.run_id);
     if (run && !run.finished) {
       cancelOnClientGone(request, run, query.cancel_on_disconnect);
@@ -115,7 +115,7 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
   /** Joins a run's event stream: replay from `Last-Event-ID` (everything retained for a malformed id), then live. */
   const joinStream = async (request: FastifyRequest<RunParams>, reply: FastifyReply, action?: "interrupt" | "rollback", waitFirst = false) => {
     const record = await findRun(request.params.thread_id, request.params.run_id);
-    const query = (request.query as z.infer<typeof JoinQuerySchema>);
+    const query = validInput(JoinQuerySchema, request.query, "query");
     if (action) {
       await runs.cancel(record.thread_id, record.run_id, { action, wait: waitFirst });
       if (waitFirst) return reply.code(204).send();
@@ -128,7 +128,7 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
   app.get<RunParams>("/threads/:thread_id/runs/:run_id/stream", { sse: "manual", preHandler: requireThread, schema: doc("runs", "Join a run's SSE stream (Last-Event-ID resumes)", { querystring: JoinQuerySchema }) }, (request, reply) => joinStream(request, reply));
 
   app.post<RunParams>("/threads/:thread_id/runs/:run_id/stream", { sse: "manual", preHandler: requireThread, schema: doc("runs", "Cancel a run, then stream what remains", { querystring: CancelStreamQuerySchema }) }, (request, reply) => {
-    const query = request.query as z.infer<typeof CancelStreamQuerySchema>;
+    const query = validInput(CancelStreamQuerySchema, request.query, "query");
     return joinStream(request, reply, query.action, query.wait);
   });
 }

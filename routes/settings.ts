@@ -6,8 +6,7 @@ import { principalOf } from "../src/auth/principal.js";
 import { DeerflowError, ForbiddenError, NotFoundError } from "../src/errors.js";
 import { customSkillView, skillView, userSkillStorage } from "../src/runtime/web/custom-skills.js";
 import { currentExtensions, maskedServers, replaceMcpServers, resetMcpToolCache, setMcpServerEnabled, setSkillEnabled } from "../src/runtime/web/extensions-admin.js";
-import { doc } from "./openapi.js";
-import { parseOr422 } from "./thread-feed.js";
+import { doc, validInput } from "./openapi.js";
 
 const SkillToggle = z.looseObject({ enabled: z.boolean() });
 const SkillContent = z.looseObject({ content: z.string().min(1).max(512 * 1024) });
@@ -38,7 +37,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
 
   app.put<NameParams>("/skills/:skill_name", { schema: doc("skills", "Enable or disable a skill (public: extensions_config.json; custom and legacy: yours only)", { body: SkillToggle }) }, async (request) => {
     requireAdmin(request);
-    const body = parseOr422(SkillToggle, request.body);
+    const body = validInput(SkillToggle, request.body);
     const s = storage(request);
     const skill = s.loadSkills(currentExtensions()).find((k) => k.name === request.params.skill_name);
     if (!skill) throw new NotFoundError(`Skill '${request.params.skill_name}' not found`);
@@ -59,7 +58,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
 
   app.post("/skills/custom", { schema: doc("skills", "Create a custom skill from SKILL.md text", { body: SkillCreate }) }, async (request) => {
     requireAdmin(request);
-    const body = parseOr422(SkillCreate, request.body);
+    const body = validInput(SkillCreate, request.body);
     const s = storage(request);
     s.create(body.name, body.content, HUMAN);
     return customSkillView(s, body.name.trim(), currentExtensions());
@@ -72,7 +71,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
 
   app.put<NameParams>("/skills/custom/:skill_name", { schema: doc("skills", "Replace a custom skill's SKILL.md (recorded in its history)", { body: SkillContent }) }, async (request) => {
     requireAdmin(request);
-    const body = parseOr422(SkillContent, request.body);
+    const body = validInput(SkillContent, request.body);
     const s = storage(request);
     s.edit(request.params.skill_name, body.content, HUMAN);
     return customSkillView(s, request.params.skill_name, currentExtensions());
@@ -94,7 +93,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
 
   app.post<NameParams>("/skills/custom/:skill_name/rollback", { schema: doc("skills", "Restore the content before a history entry", { body: Rollback }) }, async (request) => {
     requireAdmin(request);
-    const body = parseOr422(Rollback, request.body);
+    const body = validInput(Rollback, request.body);
     const s = storage(request);
     s.rollback(request.params.skill_name, body.history_index, HUMAN);
     return customSkillView(s, request.params.skill_name, currentExtensions());
@@ -112,7 +111,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
 
   app.put("/mcp/config", { schema: doc("mcp", "Replace the MCP servers (masked secrets keep their stored value)", { body: McpConfigBody }) }, async (request) => {
     requireAdmin(request);
-    const body = parseOr422(McpConfigBody, request.body);
+    const body = validInput(McpConfigBody, request.body);
     const servers = replaceMcpServers(body.mcp_servers as Record<string, Record<string, unknown>>);
     await resetMcpToolCache();
     return { mcp_servers: servers };
@@ -120,7 +119,7 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
 
   app.patch("/mcp/config", { schema: doc("mcp", "Enable or disable one MCP server", { body: McpStateBody }) }, async (request) => {
     requireAdmin(request);
-    const body = parseOr422(McpStateBody, request.body);
+    const body = validInput(McpStateBody, request.body);
     const servers = setMcpServerEnabled(body.server_name, body.enabled);
     await resetMcpToolCache();
     return { mcp_servers: servers };

@@ -5,8 +5,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { principalOf } from "../src/auth/principal.js";
 import { NotFoundError } from "../src/errors.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
-import type { RunRecord } from "../src/runtime/run-manager.js";
-import type { ThreadRecord } from "../src/runtime/thread-store.js";
+import type { RunRecord, ThreadRecord } from "../src/runtime/repositories.js";
 
 /**
  * The thread `threadId` if it exists and belongs to the caller.

@@ -5,20 +5,12 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
-import { zodIssuesToDetail } from "../src/runtime/run-request.js";
 import { readThreadState } from "../src/runtime/thread-state-reader.js";
 import { compactThread } from "../src/runtime/web/compact.js";
 import { FeedbackStore } from "../src/runtime/web/feedback-store.js";
 import { aggregateTokenUsage, loadThreadMessageRows, pageRows } from "../src/runtime/web/thread-messages.js";
-import { doc } from "./openapi.js";
+import { doc, validInput } from "./openapi.js";
 import { ownedRun, ownedThread } from "./thread-access.js";
-
-/** Parses `value` with `schema` or throws a 422 with FastAPI-style details (`loc` rooted at `root`). */
-export function parseOr422<T>(schema: z.ZodType<T>, value: unknown, root: "body" | "query" = "body"): T {
-  const parsed = schema.safeParse(value ?? {});
-  if (!parsed.success) throw new ValidationError(`Invalid request ${root}`, zodIssuesToDetail(parsed.error.issues, root));
-  return parsed.data;
-}
 
 const PageQuery = z.looseObject({
   limit: z.coerce.number().int().min(1).max(200).default(50),
@@ -60,7 +52,7 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
     const threadId = request.params.thread_id;
     await ownedThread(app, request, threadId);
     if (request.query && typeof request.query === "object" && "after_seq" in request.query) throw new ValidationError("after_seq is not supported by this backward-only endpoint");
-    const query = parseOr422(PageQuery, request.query, "query");
+    const query = validInput(PageQuery, request.query, "query");
     const page = pageRows(await loadThreadMessageRows(persistence.checkpointer, threadId, (await persistence.runs.list(threadId, { limit: 10_000 }))), query.limit, query.before_seq);
     // Feedback belongs on the last AI message of each run (upstream `_enrich_thread_message_page`).
     const ratings = feedback.byRun(threadId, principalOf(request).id);
@@ -82,7 +74,7 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
 
   app.get<RunParams>("/threads/:thread_id/runs/:run_id/events", { schema: doc("runs", "The run's stored event log", { querystring: EventsQuery }) }, async (request) => {
     await ownedRun(app, request, request.params.thread_id, request.params.run_id);
-    const query = parseOr422(EventsQuery, request.query, "query");
+    const query = validInput(EventsQuery, request.query, "query");
     return runEvents.list(request.params.run_id, {
       eventTypes: query.event_types ? query.event_types.split(",").map((s) => s.trim()).filter(Boolean) : undefined,
       taskId: query.task_id,
@@ -103,7 +95,7 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
   const upsertFeedback = async (request: import("fastify").FastifyRequest<RunParams>) => {
     const { thread_id: threadId, run_id: runId } = request.params;
     await ownedRun(app, request, threadId, runId);
-    const body = parseOr422(FeedbackBody, request.body);
+    const body = validInput(FeedbackBody, request.body);
     return feedback.upsert(threadId, runId, principalOf(request).id, body);
   };
   app.put<RunParams>("/threads/:thread_id/runs/:run_id/feedback", { schema: doc("runs", "Create or replace your feedback on a run", { body: FeedbackBody }) }, upsertFeedback);
@@ -122,7 +114,7 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
   app.post<ThreadParams>("/threads/:thread_id/compact", { schema: doc("threads", "Summarize the older part of the thread now", { body: CompactBody }) }, async (request) => {
     const threadId = request.params.thread_id;
     await ownedThread(app, request, threadId);
-    const body = parseOr422(CompactBody, request.body);
+    const body = validInput(CompactBody, request.body);
     if ((await app.deerflow.runs.hasInFlight(threadId))) throw new ConflictError("Thread has a run in flight. Compact after the run finishes.");
     return compactThread(persistence.checkpointer, threadId, app.deerflow.getAppConfig(), { keep: body.keep as never, modelName: body.model_name });
   });
@@ -135,7 +127,7 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
 
   app.put<ThreadParams>("/threads/:thread_id/goal", { schema: doc("threads", "Set or replace the thread's goal", { body: GoalBody }) }, async (request) => {
     await ownedThread(app, request, request.params.thread_id);
-    const body = parseOr422(GoalBody, request.body);
+    const body = validInput(GoalBody, request.body);
     const now = new Date().toISOString();
     const goal = {
       objective: body.objective, status: "active", created_at: now, updated_at: now, continuation_count: 0,

@@ -5,12 +5,12 @@ import { BadRequestError, ConflictError } from "../src/errors.js";
 import { ensureInitialCheckpoint } from "../src/runtime/rollback.js";
 import { assertThreadId } from "../src/runtime/run-service.js";
 import { readThreadState, readThreadStateAt } from "../src/runtime/thread-state-reader.js";
-import type { ThreadRecord } from "../src/runtime/thread-store.js";
+import type { ThreadRecord } from "../src/runtime/repositories.js";
 import { principalOf } from "../src/auth/principal.js";
 import { ThreadStatusSchema } from "../src/runtime/wire-enums.js";
 import { loadThreadIfOwned, requireThread, threadOf } from "./guards.js";
 import { pendingThreadOwner } from "../src/runtime/web/pending-threads.js";
-import { doc } from "./openapi.js";
+import { doc, validInput } from "./openapi.js";
 import { newId } from "../src/runtime/ids.js";
 
 /** Metadata keys are matched as JSON paths by the stores: control characters (NUL breaks SQLite's path) are refused. */
@@ -61,7 +61,7 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
   };
 
   app.post("/threads", { schema: doc("threads", "Create a thread (idempotent for a given thread_id)", { body: ThreadCreateSchema }) }, async (request) => {
-    const body = (request.body as z.infer<typeof ThreadCreateSchema>);
+    const body = validInput(ThreadCreateSchema, request.body);
     const threadId = body.thread_id ?? newId();
     assertThreadId(threadId);
     const userId = principalOf(request).id;
@@ -79,7 +79,7 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post("/threads/search", { schema: doc("threads", "Search threads by metadata and status", { body: ThreadSearchSchema }) }, async (request) => {
-    const body = (request.body as z.infer<typeof ThreadSearchSchema>);
+    const body = validInput(ThreadSearchSchema, request.body);
     const found = await threads.search({
       ownerId: principalOf(request).id,
       metadata: body.metadata ?? undefined,
@@ -106,7 +106,7 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
   app.get<ThreadParams>("/threads/:thread_id", { preHandler: requireThread, schema: doc("threads", "Get a thread with its state values") }, async (request) => threadView(threadOf(request)));
 
   app.patch<ThreadParams>("/threads/:thread_id", { preHandler: requireThread, schema: doc("threads", "Merge thread metadata", { body: ThreadPatchSchema }) }, async (request) => {
-    const body = (request.body as z.infer<typeof ThreadPatchSchema>);
+    const body = validInput(ThreadPatchSchema, request.body);
     return threadView((await threads.patchMetadata(request.params.thread_id, body.metadata ?? {}))!);
   });
 
@@ -124,18 +124,18 @@ export async function threadRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post<ThreadParams>("/threads/:thread_id/state/checkpoint", { preHandler: requireThread, schema: doc("threads", "Thread state at a checkpoint (body {checkpoint: {checkpoint_id}})", { body: CheckpointQuerySchema }) }, async (request) => {
-    const body = (request.body as z.infer<typeof CheckpointQuerySchema>);
+    const body = validInput(CheckpointQuerySchema, request.body);
     if (body.checkpoint.thread_id && body.checkpoint.thread_id !== request.params.thread_id) throw new BadRequestError("checkpoint thread_id does not match the thread");
     return readThreadStateAt(persistence.checkpointer, request.params.thread_id, body.checkpoint.checkpoint_id);
   });
 
   app.post<ThreadParams>("/threads/:thread_id/state", { preHandler: requireThread, schema: doc("threads", "Update thread state values", { body: StateUpdateSchema }) }, async (request) => {
-    return threadService.updateState(request.params.thread_id, (request.body as z.infer<typeof StateUpdateSchema>));
+    return threadService.updateState(request.params.thread_id, validInput(StateUpdateSchema, request.body));
   });
 
   // An unknown thread (or another user's, answered the same) has no history: `[]`, as LangGraph and DeerFlow answer.
   app.post<ThreadParams>("/threads/:thread_id/history", { preHandler: loadThreadIfOwned, schema: doc("threads", "Checkpoint history, newest first", { body: HistorySchema }) }, async (request) => {
-    const body = (request.body as z.infer<typeof HistorySchema>);
+    const body = validInput(HistorySchema, request.body);
     if (!request.thread) return [];
     return threadService.history(request.params.thread_id, { limit: body.limit, before: body.before ?? undefined, metadata: body.metadata ?? undefined });
   });

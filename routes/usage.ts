@@ -2,10 +2,8 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
-import { ValidationError } from "../src/errors.js";
 import { secondsToUtcMidnight } from "../src/runtime/limits/usage-ledger.js";
-import { zodIssuesToDetail } from "../src/runtime/run-request.js";
-import { doc } from "./openapi.js";
+import { doc, validInput } from "./openapi.js";
 
 const UsageQuerySchema = z.looseObject({ days: z.coerce.number().int().min(1).max(90).default(1).describe("UTC days to list, today included (1-90)") });
 
@@ -26,8 +24,7 @@ export const UsageSchema = z.object({
 /** `GET /api/usage?days=N` -> the caller's usage today and over the last N UTC days, and their limits. */
 export async function usageRoutes(app: FastifyInstance): Promise<void> {
   app.get("/usage", { schema: doc("usage", "The caller's token usage and limits", { querystring: UsageQuerySchema, response: { 200: UsageSchema } }) }, async (request) => {
-    const parsed = UsageQuerySchema.safeParse(request.query ?? {});
-    if (!parsed.success) throw new ValidationError("Invalid query", zodIssuesToDetail(parsed.error.issues, "query"));
+    const query = validInput(UsageQuerySchema, request.query, "query");
     const userId = principalOf(request).id;
     const { persistence, admission, getAppConfig } = app.deerflow;
     const limits = getAppConfig().limits;
@@ -41,7 +38,7 @@ export async function usageRoutes(app: FastifyInstance): Promise<void> {
       resets_at: new Date(now.getTime() + secondsToUtcMidnight(now) * 1000).toISOString(),
       active_runs: admission.activeRuns(userId),
       max_concurrent_runs: limits.max_concurrent_runs_per_user ?? null,
-      days: persistence.usage.recent(userId, parsed.data.days, now),
+      days: persistence.usage.recent(userId, query.days, now),
     };
     return body;
   });

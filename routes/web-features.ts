@@ -6,8 +6,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { DeerflowError } from "../src/errors.js";
 import { parseJsonStringList, runOneshot } from "../src/runtime/web/oneshot.js";
-import { doc } from "./openapi.js";
-import { parseOr422 } from "./thread-feed.js";
+import { doc, validInput } from "./openapi.js";
 import { ownedThread } from "./thread-access.js";
 
 /** Upstream DEFAULT_MAX_SUGGESTIONS / MAX_SUGGESTIONS_LIMIT. */
@@ -72,7 +71,7 @@ export async function webFeatureRoutes(app: FastifyInstance): Promise<void> {
 
   app.post<ThreadParams>("/threads/:thread_id/suggestions", { schema: doc("features", "Generate follow-up questions with the configured model", { body: SuggestionsBody }) }, async (request) => {
     await ownedThread(app, request, request.params.thread_id);
-    const body = parseOr422(SuggestionsBody, request.body);
+    const body = validInput(SuggestionsBody, request.body);
     const cfg = suggestionsConfig();
     if (!cfg.enabled || body.messages.length === 0) return { suggestions: [] };
     const n = Math.min(body.n, cfg.max_suggestions);
@@ -85,7 +84,7 @@ export async function webFeatureRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post("/input-polish", { schema: doc("features", "Rewrite a composer draft with the configured model", { body: PolishBody }) }, async (request) => {
-    const body = parseOr422(PolishBody, request.body);
+    const body = validInput(PolishBody, request.body);
     const draft = body.text;
     if (!draft.trim()) return { rewritten_text: draft, changed: false };
     const locale = body.locale?.trim() || "same language as the draft";

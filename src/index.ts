@@ -27,8 +27,9 @@ export {
 } from "./agents/thread-state.js";
 export { FileMemoryStore } from "./agents/memory/file-memory-store.js";
 export type { MemoryDocument, MemoryFact, MemorySection } from "./agents/memory/memory-document.js";
+export { buildMemoryManager } from "./agents/memory/build-manager.js";
 export {
-  buildMemoryManager, MemoryFactNotFoundError, MemoryUnsupportedError, type MemoryManager, type MemoryManagerInit, type MemoryScope,
+  MemoryFactNotFoundError, MemoryUnsupportedError, type MemoryManager, type MemoryManagerInit, type MemoryScope,
   type MemorySearchHit,
 } from "./agents/memory/manager.js";
 export { DeerMemManager, defaultMemoryManager } from "./agents/memory/deermem-manager.js";

@@ -1,8 +1,11 @@
-// Layers the code must keep (SDK core and building blocks below the app layer, routes above src/): reads every import of src/ and routes/ and fails on an edge
-// that crosses a layer the wrong way. A new file is covered automatically by the folder it lives in.
+// Layers the code must keep (SDK core and building blocks below the app layer, routes above src/): reads every import
+// of src/ and routes/ and fails on an edge that crosses a layer the wrong way, or on any import cycle. A new file is
+// covered automatically by the folder it lives in. Imports are read with the TypeScript parser, so every form counts:
+// `import`/`export ... from` (type-only too), dynamic `import("...")` and `import("...")` types.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -14,15 +17,121 @@ function walk(dir: string): string[] {
   });
 }
 
+/** One import of a file: the module specifier and whether it is erased at compile time (type-only). */
+interface ImportRef {
+  spec: string;
+  typeOnly: boolean;
+}
+
+/** True when an `import` declaration binds nothing at run time (`import type`, or only `type` named bindings). */
+function isTypeOnlyImport(node: ts.ImportDeclaration): boolean {
+  const clause = node.importClause;
+  if (!clause) return false; // `import "x"`: a side effect, so a value edge
+  if (clause.isTypeOnly) return true;
+  const named = clause.namedBindings;
+  return !clause.name && !!named && ts.isNamedImports(named) && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly);
+}
+
+/** Every module specifier `text` (the source of `file`) imports, in any form. */
+function importRefsOf(file: string, text: string): ImportRef[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false);
+  const refs: ImportRef[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
+      refs.push({ spec: node.moduleSpecifier.text, typeOnly: isTypeOnlyImport(node) });
+    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      const named = node.exportClause;
+      const typeOnly = node.isTypeOnly || (!!named && ts.isNamedExports(named) && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly));
+      refs.push({ spec: node.moduleSpecifier.text, typeOnly });
+    } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference) && ts.isStringLiteral(node.moduleReference.expression)) {
+      refs.push({ spec: node.moduleReference.expression.text, typeOnly: node.isTypeOnly });
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteralLike(node.arguments[0])) {
+      refs.push({ spec: node.arguments[0].text, typeOnly: false });
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      refs.push({ spec: node.argument.literal.text, typeOnly: true });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return refs;
+}
+
+/** A relative specifier of `file`, resolved to a repo path (`.js` written for `.ts`, as NodeNext wants). */
+function resolveSpec(file: string, spec: string): string {
+  return path.posix.normalize(path.posix.join(path.posix.dirname(file), spec)).replace(/\.js$/, ".ts");
+}
+
+const parsed = new Map<string, ImportRef[]>();
+/** The imports of a file of the tree, parsed once for all the rules. */
+function treeRefs(file: string): ImportRef[] {
+  let refs = parsed.get(file);
+  if (!refs) parsed.set(file, (refs = importRefsOf(file, readFileSync(path.join(ROOT, file), "utf8"))));
+  return refs;
+}
+
 /**
- * Relative imports of a file (static `import`/`export ... from`, and dynamic `import("...")`), resolved to repo
- * paths. With `valueOnly`, `import type` statements (erased at compile time) are skipped.
+ * Relative imports of a file (every form: static, `export ... from`, dynamic `import()`, `import("...")` types),
+ * resolved to repo paths. With `valueOnly`, imports erased at compile time (type-only) are skipped.
  */
-function importsOf(file: string, valueOnly = false): string[] {
-  let text = readFileSync(path.join(ROOT, file), "utf8");
-  if (valueOnly) text = text.replace(/^import type [^;]*;$/gms, "");
-  const specs = [...text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)"(\.[^"]+)"/g)].map((m) => m[1]);
-  return specs.map((s) => path.posix.normalize(path.posix.join(path.posix.dirname(file), s)).replace(/\.js$/, ".ts"));
+function importsOf(file: string, valueOnly = false, text?: string): string[] {
+  const refs = text === undefined ? treeRefs(file) : importRefsOf(file, text);
+  return refs
+    .filter((r) => r.spec.startsWith(".") && !(valueOnly && r.typeOnly))
+    .map((r) => resolveSpec(file, r.spec));
+}
+
+/**
+ * The import cycles of a graph (file -> files it imports): one cycle per strongly connected component of more than
+ * one file (or a file importing itself), each as a path `a -> b -> ... -> a` starting at its smallest file.
+ * Tarjan's algorithm, recursive: import chains here are a few dozen files deep, far from the stack limit.
+ */
+function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const components: string[][] = [];
+  const connect = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        connect(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || graph.get(v)!.includes(v)) components.push(component);
+  };
+  for (const v of [...graph.keys()].sort()) if (!index.has(v)) connect(v);
+  return components.map((component) => {
+    // A shortest way back to the start inside the component (breadth first), so the message names a real cycle.
+    const members = new Set(component);
+    const start = [...component].sort()[0];
+    const from = new Map<string, string>();
+    const queue = [start];
+    for (let i = 0; i < queue.length && !from.has(start); i++) {
+      for (const w of graph.get(queue[i])!) {
+        if (!members.has(w) || from.has(w)) continue;
+        from.set(w, queue[i]);
+        queue.push(w);
+      }
+    }
+    const cycle = [start];
+    for (let at = from.get(start)!; at !== start; at = from.get(at)!) cycle.unshift(at);
+    cycle.unshift(start);
+    return `${cycle.join(" -> ")} (${component.length} files in the cycle)`;
+  });
 }
 
 const FILES = [...walk("src"), ...walk("routes")];
@@ -46,6 +155,53 @@ describe("architecture", () => {
     expect(FILES).toContain("src/agents/factory.ts");
     expect(FILES).toContain("routes/runs.ts");
     expect(importsOf("src/runtime/run-service.ts")).toContain("src/runtime/worker.ts");
+  });
+
+  it("reads every form of import: value, type-only, re-export, dynamic import() and import() types", () => {
+    const text = [
+      'import { a } from "./value.js";',
+      'import type { B } from "./type-only.js";',
+      'import { type C } from "./type-named.js";',
+      'import "./side-effect.js";',
+      'export { d } from "./re-export.js";',
+      'export type { E } from "./type-re-export.js";',
+      'const f = await import("./dynamic.js");',
+      'let g: import("./import-type.js").G;',
+      'import { h } from "node:fs";',
+    ].join("\n");
+    const all = ["value", "type-only", "type-named", "side-effect", "re-export", "type-re-export", "dynamic", "import-type"].map((n) => `src/x/${n}.ts`);
+    expect(importsOf("src/x/file.ts", false, text).sort()).toEqual([...all].sort());
+    expect(importsOf("src/x/file.ts", true, text).sort()).toEqual(["src/x/dynamic.ts", "src/x/re-export.ts", "src/x/side-effect.ts", "src/x/value.ts"]);
+  });
+
+  it("finds a cycle of any length, and only cycles", () => {
+    const graph = new Map([
+      ["a", ["b"]],
+      ["b", ["c", "d"]],
+      ["c", ["a"]],
+      ["d", []],
+      ["e", ["e"]],
+      ["f", ["a"]],
+    ]);
+    expect(importCycles(graph)).toEqual(["a -> b -> c -> a (3 files in the cycle)", "e -> e (1 files in the cycle)"]);
+    expect(importCycles(new Map([["a", ["b"]], ["b", []]]))).toEqual([]);
+  });
+
+  it("has no import cycle among src/ and routes/ files (type-only and dynamic imports included)", () => {
+    // Type-only edges count too: a cycle of types still ties the files' layers together and is one `type` keyword
+    // away from a load-order bug; a dynamic import() is a value edge that only runs later.
+    const graph = new Map(FILES.map((f) => [f, importsOf(f)]));
+    expect(importCycles(graph)).toEqual([]);
+  });
+
+  it("keeps tools free of middlewares (what both need lives in a neutral module)", () => {
+    expect(violations((f) => f.startsWith("src/tools/"), (t) => t.startsWith("src/agents/middlewares/"))).toEqual([]);
+  });
+
+  it("composes the app config schema from zod-only option leaves, never from a middleware or the run context", () => {
+    const schemaFiles = ["src/config/schema.ts", ...importsOf("src/config/schema.ts").filter((t) => t.startsWith("src/config/"))];
+    const leaf = (t: string) => !t.startsWith("src/agents/") || /-(options|config)\.ts$/.test(t);
+    expect(violations((f) => schemaFiles.includes(f), (t) => !leaf(t))).toEqual([]);
   });
 
   it("keeps the SDK core free of the lead agent, the runtime, the routes and the config loader", () => {

@@ -4,3 +4,11 @@
 export function escapePromptText(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
+
+/**
+ * Neutralizes angle brackets (not `&`) in user-derived strings, such as upload names, so they cannot open or close
+ * prompt tags; unlike {@link escapePromptText} an `&` stays as typed.
+ */
+export function neutralizeTags(text: string): string {
+  return text.replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}

@@ -4,7 +4,7 @@
 // or DEFAULT_USER_ID with auth off); nothing a client sends can change it (DeerFlow gateway services.py
 // build_run_config + the auth middleware's identity injection).
 import { z } from "zod";
-import { isAppConfig } from "../config/app-config-brand.js";
+import { hasAppConfigBrand } from "../config/app-config-brand.js";
 import type { AppConfig } from "../config/schema.js";
 import type { MemoryManager } from "./memory/manager.js";
 import type { LocalSandbox } from "../sandbox/local-sandbox.js";
@@ -36,6 +36,8 @@ export const SubagentMarkerSchema = z.looseObject({
 /** A parsed {@link SubagentMarkerSchema}. */
 export type SubagentMarker = z.infer<typeof SubagentMarkerSchema>;
 
+// The schema module (the AppConfig type) is imported for types only, so the run context never loads it.
+const isAppConfig = (v: unknown): v is AppConfig => hasAppConfigBrand(v);
 const isMemoryManager = (v: unknown): v is MemoryManager => typeof v === "object" && v !== null && typeof (v as { add?: unknown }).add === "function" && typeof (v as { getContext?: unknown }).getContext === "function";
 const isSandboxProvider = (v: unknown): v is RunSandboxProvider =>
   typeof v === "object" && v !== null && typeof (v as RunSandboxProvider).sandboxFor === "function" && typeof (v as RunSandboxProvider).acquire === "function";

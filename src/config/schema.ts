@@ -1,23 +1,25 @@
 // Port of DeerFlow config/app_config.py (AppConfig) and its section models, for the sections this gateway reads.
 import { z } from "zod";
-import { LoopDetectionConfigSchema } from "../agents/middlewares/loop-detection.js";
+import { LoopDetectionConfigSchema } from "../agents/middlewares/loop-detection-options.js";
 import { MemoryConfigSchema } from "../agents/memory/memory-config.js";
-import { SummarizationConfigSchema } from "../agents/middlewares/summarization.js";
-import { TitleConfigSchema } from "../agents/middlewares/title.js";
-import { TokenBudgetConfigSchema } from "../agents/middlewares/token-budget.js";
+import { SummarizationConfigSchema } from "../agents/middlewares/summarization-options.js";
+import { TitleConfigSchema } from "../agents/middlewares/title-options.js";
+import { TokenBudgetConfigSchema } from "../agents/middlewares/token-budget-options.js";
 import { SandboxConfigSchema } from "../sandbox/sandbox-config.js";
 import { LimitsConfigSchema } from "./limits-config.js";
 import { SkillEvolutionConfigSchema } from "./skill-evolution-config.js";
 import { SubagentsConfigSchema } from "./subagents-config.js";
+import { brandAppConfig, hasAppConfigBrand } from "./app-config-brand.js";
 
 export { SubagentsConfigSchema } from "./subagents-config.js";
 export type { SubagentsConfig } from "./subagents-config.js";
 
 const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
 
-// Section schemas owned by the SDK layer (each next to the middleware or provider that reads it), composed here.
+// Section schemas owned by the SDK layer (each in a zod-only `*-options.ts` / `*-config.ts` leaf beside the
+// middleware or provider that reads it), composed here; importing a middleware itself would close a cycle.
 export { LoopDetectionConfigSchema, MemoryConfigSchema, SandboxConfigSchema, SummarizationConfigSchema, TitleConfigSchema, TokenBudgetConfigSchema };
-export type { LoopDetectionConfig } from "../agents/middlewares/loop-detection.js";
+export type { LoopDetectionConfig } from "../agents/middlewares/loop-detection-options.js";
 
 /**
  * One chat model entry (DeerFlow `ModelConfig`). Unknown keys (`api_key`, `base_url`, `max_tokens`, `temperature`,
@@ -184,8 +186,12 @@ export const AppConfigSchema = z.looseObject({
 /** The validated application config. Treat as immutable: `getAppConfig()` hands out the same object until the file changes. */
 export type AppConfig = z.infer<typeof AppConfigSchema>;
 
-export { brandAppConfig, isAppConfig } from "./app-config-brand.js";
-import { brandAppConfig } from "./app-config-brand.js";
+export { brandAppConfig } from "./app-config-brand.js";
+
+/** True for a config produced by {@link parseAppConfig} / the config loader (DeerFlow's "real AppConfig instance" check). */
+export function isAppConfig(value: unknown): value is AppConfig {
+  return hasAppConfigBrand(value);
+}
 
 /**
  * Parses a plain object as an AppConfig (defaults applied, branded). Used by tests and embedders with

@@ -1,6 +1,6 @@
 // Port of DeerFlow config/subagents_config.py (SubagentsAppConfig, SubagentOverrideConfig, CustomSubagentConfig).
 import { z } from "zod";
-import { TokenBudgetConfigSchema } from "../agents/middlewares/token-budget.js";
+import { TokenBudgetConfigSchema } from "../agents/middlewares/token-budget-options.js";
 
 const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
 

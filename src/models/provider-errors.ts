@@ -1,5 +1,6 @@
 // What kind of provider failure an error from a model call is: the one classification shared by the retry log,
 // the metrics and the fallback chain.
+import { MiddlewareError } from "langchain";
 
 /** Kinds of provider failure. The first four are transient and make a model fall back to the next in its chain. */
 export type ProviderFailure = "connection" | "timeout" | "rate_limited" | "server_error" | "client_error" | "other";
@@ -36,9 +37,10 @@ function codesOf(err: unknown): string[] {
  * 5xx `server_error`, other 4xx `client_error`. Anything else is `other`.
  */
 export function classifyProviderError(error: unknown): { failure: ProviderFailure; status?: number } {
-  // langchain wraps errors raised under a middleware in MiddlewareError (the original as `cause`).
+  // langchain wraps errors raised under a middleware in MiddlewareError (the original as `cause`). Its own brand
+  // check, not the constructor's name: a bundler may rename the class, and another class may share the name.
   let err = error;
-  while (err instanceof Error && err.constructor?.name === "MiddlewareError" && err.cause) err = err.cause;
+  while (MiddlewareError.isInstance(err) && err.cause) err = err.cause;
   const status = statusOf(err);
   // The OpenAI SDK's classes keep `name` "Error": look at the constructor's name too.
   const names = err && typeof err === "object" ? [String((err as { name?: unknown }).name ?? ""), String((err as object).constructor?.name ?? "")] : [];

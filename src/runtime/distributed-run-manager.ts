@@ -7,7 +7,8 @@ import type { Logger } from "pino";
 import { ConflictError } from "../errors.js";
 import type { RunRepository, ThreadRepository } from "./repositories.js";
 import { APPEND_END_SCRIPT, openKey, streamKey } from "./redis-stream-bridge.js";
-import { FINISHED_RUN_RETENTION_MS, RunManager, type ActiveRun, type AdmitInput, type CancelAction, type RunRecord } from "./run-manager.js";
+import { FINISHED_RUN_RETENTION_MS, RunManager, type ActiveRun, type AdmitInput, type CancelAction } from "./run-manager.js";
+import type { RunRecord } from "./repositories.js";
 import { ExpiryQueue } from "./expiry-queue.js";
 import { newId } from "./ids.js";
 

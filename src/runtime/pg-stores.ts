@@ -3,9 +3,9 @@
 import pg from "pg";
 import { DEFAULT_USER_ID } from "../agents/run-context.js";
 import type { RunListOptions, RunRepository, ThreadRepository, ThreadSearchQuery } from "./repositories.js";
-import type { RunRecord } from "./run-manager.js";
+import type { RunRecord, ThreadRecord } from "./repositories.js";
 import { kwargsJson, runCountersOf } from "./run-counters.js";
-import { ThreadStore, type ThreadRecord, type ThreadStatus } from "./thread-store.js";
+import { ThreadStore, type ThreadStatus } from "./thread-store.js";
 
 /**
  * Schema migrations, applied in order, each once (recorded in `deerflow_migrations`). Append only: a released

@@ -1,7 +1,34 @@
-// The repository interfaces the runtime stores threads and runs through, implemented on SQLite (thread-store.ts,
-// run-store.ts; the embedded default) and PostgreSQL (pg-stores.ts; shared by several gateway processes).
-import type { RunRecord, RunStatus } from "./run-manager.js";
-import type { ThreadRecord, ThreadStatus } from "./thread-store.js";
+// The records and repository interfaces the runtime stores threads and runs through, implemented on SQLite
+// (thread-store.ts, run-store.ts; the embedded default) and PostgreSQL (pg-stores.ts; shared by several gateway
+// processes). The record types live here, not beside their stores, so the stores import this module and never the
+// reverse.
+import type { RunCounters } from "./run-counters.js";
+import type { MultitaskStrategy, RunStatus, ThreadStatus } from "./wire-enums.js";
+
+/** The Run resource as the API returns it (LangGraph API `Run`). Timestamps are ISO strings. */
+export interface RunRecord extends Partial<RunCounters> {
+  run_id: string;
+  thread_id: string;
+  assistant_id: string;
+  status: RunStatus;
+  metadata: Record<string, unknown>;
+  kwargs: { input: unknown; config: unknown };
+  multitask_strategy: MultitaskStrategy;
+  created_at: string;
+  updated_at: string;
+  error?: string;
+}
+
+/** A stored thread row. Timestamps are ISO strings. */
+export interface ThreadRecord {
+  thread_id: string;
+  /** The user who owns the thread (the principal that created it); other users see it as missing. */
+  owner_id: string;
+  status: ThreadStatus;
+  metadata: Record<string, unknown>;
+  created_at: string;
+  updated_at: string;
+}
 
 /** Filters of {@link RunRepository.list}. */
 export interface RunListOptions {

@@ -1,26 +1,11 @@
 // Port of DeerFlow's RunManager: run records, per-thread admission with multitask strategies, and cancellation.
 import { ConflictError, NotFoundError } from "../errors.js";
-import type { RunRepository } from "./repositories.js";
-
+import type { RunRecord, RunRepository } from "./repositories.js";
 import type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
-import { emptyRunCounters, type RunCounters } from "./run-counters.js";
+import { emptyRunCounters } from "./run-counters.js";
 import { newId } from "./ids.js";
 
 export type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
-
-/** The Run resource as the API returns it (LangGraph API `Run`). Timestamps are ISO strings. */
-export interface RunRecord extends Partial<RunCounters> {
-  run_id: string;
-  thread_id: string;
-  assistant_id: string;
-  status: RunStatus;
-  metadata: Record<string, unknown>;
-  kwargs: { input: unknown; config: unknown };
-  multitask_strategy: MultitaskStrategy;
-  created_at: string;
-  updated_at: string;
-  error?: string;
-}
 
 /** A run in this process, plus what is needed to control it. */
 export interface ActiveRun {

@@ -82,16 +82,13 @@ export function normalizeStreamModes(raw: string | string[] | null | undefined):
 }
 
 /**
- * Validates a RunCreate body. Unsupported options (`webhook`, `on_completion`, `after_seconds`,
- * `feedback_keys` with a value; `if_not_exists: reject`) are 422
- * `unsupported_run_option`, each naming its field; server-owned state keys in `input` are 422 `server_owned_field`.
+ * The rules of a run request beyond its schema, on a body {@link RunCreateSchema} has validated (the route's
+ * validator did, once). Unsupported options (`webhook`, `on_completion`, `after_seconds`, `feedback_keys` with a
+ * value; `if_not_exists: reject`) are 422 `unsupported_run_option`, each naming its field; server-owned state keys
+ * in `input` are 422 `server_owned_field`; stream modes are normalised ({@link normalizeStreamModes}).
  * @throws ValidationError with a FastAPI-style `detail` list.
  */
-export function parseRunRequest(body: unknown): RunRequest {
-  if (body === undefined || body === null) body = {};
-  const parsed = RunCreateSchema.safeParse(body);
-  if (!parsed.success) throw new ValidationError("Invalid run request", zodIssuesToDetail(parsed.error.issues));
-  const data = parsed.data;
+export function checkRunRequest(data: RunCreate): RunRequest {
   const unsupported: ValidationIssue[] = [];
   const reject = (field: string, input: unknown) =>
     unsupported.push({ type: "unsupported_run_option", loc: ["body", field], msg: `Run option '${field}' is not supported by DeerFlow`, input, ctx: { option: field } });

@@ -5,8 +5,9 @@ import { BadRequestError, NotFoundError, ValidationError } from "../errors.js";
 import { assertThreadId, newId } from "./ids.js";
 import { toGraphInput } from "./messages.js";
 import { buildRunConfig } from "./run-config.js";
-import type { ActiveRun, RunRecord } from "./run-manager.js";
-import { parseRunRequest, type RunRequest } from "./run-request.js";
+import type { ActiveRun } from "./run-manager.js";
+import type { RunRecord } from "./repositories.js";
+import { checkRunRequest, type RunCreate, type RunRequest } from "./run-request.js";
 import { readThreadState } from "./thread-state-reader.js";
 import { runAgent, type RunJob, type WorkerDeps } from "./worker.js";
 import type { RunAdmission } from "./limits/run-admission.js";
@@ -42,14 +43,15 @@ export class RunService {
   /**
    * Starts a run. `threadId` null means stateless: the thread comes from `config.configurable.thread_id` or is a
    * new UUID, and is created when missing. Everything that can fail is checked before the run is admitted.
-   * @throws ValidationError (422) for a bad body, thread id or agent name, or a run with nothing to do (no
+   * `body` has passed `RunCreateSchema` (the route validated it; nothing parses it again here).
+   * @throws ValidationError (422) for an unsupported option or stream mode, a server-owned input key, a bad thread id or agent name, or a run with nothing to do (no
    *   input, no command, no interrupted checkpoint). @throws NotFoundError (404) for an
    *   unknown thread or checkpoint. @throws BadRequestError (400) for a malformed message.
    *   @throws ConflictError (409) when the thread already has an active run. @throws RateLimitedError (429) when
    *   the user is at `limits.max_concurrent_runs_per_user` or has spent `limits.daily_token_quota` today.
    */
-  async start(threadId: string | null, body: unknown, userId: string = DEFAULT_USER_ID, origin: RunOrigin = {}): Promise<StartedRun> {
-    const request = parseRunRequest(body);
+  async start(threadId: string | null, body: RunCreate, userId: string = DEFAULT_USER_ID, origin: RunOrigin = {}): Promise<StartedRun> {
+    const request = checkRunRequest(body);
     const { threads, checkpointer } = this.deps.persistence;
     let tid: string;
     // How a stateless run's thread is created: "new" for an id this request generated (no one else can know it

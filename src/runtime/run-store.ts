@@ -1,7 +1,8 @@
 // The run table: finished and in-flight run records, durable next to the threads and checkpoints.
 import type Database from "better-sqlite3";
 import type { RunListOptions, RunRepository } from "./repositories.js";
-import type { RunRecord, RunStatus } from "./run-manager.js";
+import type { RunRecord } from "./repositories.js";
+import type { RunStatus } from "./wire-enums.js";
 import { kwargsJson, runCountersOf } from "./run-counters.js";
 import { commitWith, type GroupCommit } from "./group-commit.js";
 import { StatementCache } from "./statement-cache.js";

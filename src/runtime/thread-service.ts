@@ -12,7 +12,7 @@ import type { AgentFactory } from "./agent-factory.js";
 import type { Persistence } from "./persistence.js";
 import type { RunManager } from "./run-manager.js";
 import { toMessages } from "./run-service.js";
-import type { ThreadRecord } from "./thread-store.js";
+import type { ThreadRecord } from "./repositories.js";
 import { checkpointToState, readThreadState, type ThreadStateResponse } from "./thread-state-reader.js";
 
 /** What {@link ThreadService} needs. */

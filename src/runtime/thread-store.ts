@@ -1,24 +1,12 @@
 // The thread table (LangGraph "threads"): ids, status, metadata and timestamps. State lives in checkpoints.
 import type Database from "better-sqlite3";
 import { DEFAULT_USER_ID } from "../agents/run-context.js";
-import type { ThreadRepository, ThreadSearchQuery } from "./repositories.js";
-
+import type { ThreadRecord, ThreadRepository, ThreadSearchQuery } from "./repositories.js";
 import type { ThreadStatus } from "./wire-enums.js";
 import { commitWith, type GroupCommit } from "./group-commit.js";
 import { StatementCache } from "./statement-cache.js";
 
 export type { ThreadStatus } from "./wire-enums.js";
-
-/** A stored thread row. Timestamps are ISO strings. */
-export interface ThreadRecord {
-  thread_id: string;
-  /** The user who owns the thread (the principal that created it); other users see it as missing. */
-  owner_id: string;
-  status: ThreadStatus;
-  metadata: Record<string, unknown>;
-  created_at: string;
-  updated_at: string;
-}
 
 /** Metadata keys the server owns; callers cannot set them. */
 const SERVER_KEYS = ["user_id", "owner_id"];

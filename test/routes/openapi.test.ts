@@ -97,7 +97,7 @@ describe("the OpenAPI document", () => {
     expect(thread.required).toEqual(expect.arrayContaining(["thread_id", "status", "metadata"]));
   });
 
-  it("leaves validation to the handlers: a bad body still gets the gateway's 422 detail list", async () => {
+  it("validates a bad body at the edge with the gateway's 422 detail list", async () => {
     const res = await fetch(`${h.url}/runs/stream`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ stream_mode: 5 }) });
     expect(res.status).toBe(422);
     expect((await res.json()).detail[0].loc).toEqual(["body", "stream_mode"]);

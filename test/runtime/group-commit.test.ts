@@ -8,7 +8,7 @@ import { parseAppConfig } from "../../src/config/schema.js";
 import { GroupCommit } from "../../src/runtime/group-commit.js";
 import { UsageLedger } from "../../src/runtime/limits/usage-ledger.js";
 import { openPersistence } from "../../src/runtime/persistence.js";
-import type { RunRecord } from "../../src/runtime/run-manager.js";
+import type { RunRecord } from "../../src/runtime/repositories.js";
 import { RunStore } from "../../src/runtime/run-store.js";
 import { openSqlite } from "../../src/runtime/sqlite.js";
 import { ThreadStore } from "../../src/runtime/thread-store.js";

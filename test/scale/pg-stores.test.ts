@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migratePostgres, PgRunStore, PgThreadStore } from "../../src/runtime/pg-stores.js";
-import type { RunRecord } from "../../src/runtime/run-manager.js";
+import type { RunRecord } from "../../src/runtime/repositories.js";
 import { createTestDatabase } from "../support/services.js";
 
 // The PostgreSQL repositories against a real server: migrations, and the same semantics as the SQLite stores.

@@ -4,28 +4,10 @@ import type { ModelRequest } from "langchain";
 import { DeerflowMiddleware } from "./base.js";
 import { recordStopReason, rewriteAiMessage } from "./message-utils.js";
 import { resolveRunScope, RunScopedStore, type RunScope, type RuntimeLike } from "./run-scope.js";
-import { z } from "zod";
+import { LoopDetectionConfigSchema, type LoopDetectionConfig } from "./loop-detection-options.js";
 import { parseOnce } from "../parse-once.js";
 
-/** `loop_detection` (DeerFlow `loop_detection_config.py`): thresholds of LoopDetectionMiddleware. */
-export const LoopDetectionConfigSchema = z
-  .object({
-    enabled: z.boolean().default(true),
-    warn_threshold: z.number().int().min(1).default(3),
-    hard_limit: z.number().int().min(1).default(5),
-    window_size: z.number().int().min(1).default(20),
-    max_tracked_threads: z.number().int().min(1).default(100),
-    tool_freq_warn: z.number().int().min(1).default(30),
-    tool_freq_hard_limit: z.number().int().min(1).default(50),
-    tool_freq_overrides: z.record(z.string(), z.tuple([z.number().int().min(1), z.number().int().min(1)])).default({}),
-  })
-  .refine((c) => c.hard_limit >= c.warn_threshold, { message: "hard_limit must be >= warn_threshold", path: ["hard_limit"] })
-  .refine((c) => c.tool_freq_hard_limit >= c.tool_freq_warn, {
-    message: "tool_freq_hard_limit must be >= tool_freq_warn",
-    path: ["tool_freq_hard_limit"],
-  });
-/** A validated loop-detection section. */
-export type LoopDetectionConfig = z.infer<typeof LoopDetectionConfigSchema>;
+export { LoopDetectionConfigSchema, type LoopDetectionConfig };
 
 const SALIENT_FIELDS = ["path", "url", "query", "command", "pattern", "glob", "cmd"];
 const MAX_WARNINGS_PER_RUN = 4;

@@ -10,26 +10,10 @@ import { ThreadStateFields } from "../thread-state.js";
 import { DeerflowMiddleware } from "./base.js";
 import { textOf } from "./message-utils.js";
 import { isRealUserMessage } from "./title.js";
-import { z } from "zod";
+import { SummarizationConfigSchema, type ContextSize, type SummarizationConfig } from "./summarization-options.js";
+
+export { SummarizationConfigSchema, type ContextSize };
 import { parseOnce } from "../parse-once.js";
-
-const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
-const ContextSizeSchema = z.looseObject({ type: z.enum(["fraction", "tokens", "messages"]), value: z.number() });
-
-/** `summarization` (DeerFlow `summarization_config.py`): context compaction thresholds. */
-export const SummarizationConfigSchema = z.looseObject({
-  enabled: z.boolean().default(false),
-  model_name: nullish(z.string()),
-  trigger: nullish(z.union([ContextSizeSchema, z.array(ContextSizeSchema)])),
-  keep: ContextSizeSchema.default({ type: "messages", value: 20 }),
-  trim_tokens_to_summarize: nullish(z.number().int()).default(4000),
-  summary_prompt: nullish(z.string()),
-  skill_file_read_tool_names: z.array(z.string()).default(["read_file", "read", "view", "cat"]),
-});
-
-type SummarizationConfig = z.infer<typeof SummarizationConfigSchema>;
-/** A threshold: `{type: "messages" | "tokens" | "fraction", value}`. */
-export type ContextSize = SummarizationConfig["keep"];
 
 /** Default instructions; the existing summary and the new messages follow in tagged blocks. */
 export const DEFAULT_SUMMARY_PROMPT =

@@ -17,28 +17,13 @@ export interface ThreadDataOptions {
 /**
  * What `thread_data` holds in the graph state: the sandbox's virtual directories, never host paths, so no state
  * response or stream frame reveals where the runtime home is. Code that touches files recomputes the host
- * directories from the run's own thread and user ids ({@link threadDirsOf}), never from state a client could write.
+ * directories from the run's own thread and user ids (`threadDirsOf`, src/sandbox/thread-dirs.ts), never from state a client could write.
  */
 export const VIRTUAL_THREAD_DATA: Readonly<ThreadData> = Object.freeze({
   workspace_path: "/mnt/user-data/workspace",
   uploads_path: "/mnt/user-data/uploads",
   outputs_path: "/mnt/user-data/outputs",
 });
-
-/**
- * The host directories of the run's thread, recomputed from the run context ({@link runContextOf}: `thread_id`,
- * `user_id`), or null without a usable thread id. Never taken from graph state.
- * @param baseDir Root of thread directories; default `DEER_FLOW_HOME`.
- */
-export function threadDirsOf(runtime: { context?: unknown; configurable?: Record<string, unknown> } | undefined, baseDir?: string): ThreadData | null {
-  const { threadId, userId } = runContextOf(runtime as never);
-  if (!threadId) return null;
-  try {
-    return threadDataPaths(baseDir ?? getRuntimeHome(), userId, threadId);
-  } catch {
-    return null;
-  }
-}
 
 /**
  * Records the thread's virtual directories ({@link VIRTUAL_THREAD_DATA}) in `thread_data` when a run starts

@@ -8,20 +8,9 @@ import { ThreadStateFields } from "../thread-state.js";
 import { DeerflowMiddleware } from "./base.js";
 import { parseOnce } from "../parse-once.js";
 import { textOf, userTypedText } from "./message-utils.js";
-import { z } from "zod";
+import { TitleConfigSchema, type TitleConfig } from "./title-options.js";
 
-const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
-/** `title` (DeerFlow `title_config.py`): automatic thread titles. */
-export const TitleConfigSchema = z.looseObject({
-  enabled: z.boolean().default(true),
-  max_words: z.number().int().min(1).max(20).default(6),
-  max_chars: z.number().int().min(10).max(200).default(60),
-  model_name: nullish(z.string()),
-  prompt_template: nullish(z.string()),
-});
-
-/** The `title` section (enabled, max_words, max_chars, model_name, prompt_template). */
-export type TitleConfig = ReturnType<typeof TitleConfigSchema.parse>;
+export { TitleConfigSchema, type TitleConfig };
 
 /** Default prompt of the LLM path; `{max_words}`, `{user_msg}`, `{assistant_msg}` are filled in. */
 export const DEFAULT_TITLE_PROMPT =

@@ -4,23 +4,9 @@ import type { ModelRequest } from "langchain";
 import { DeerflowMiddleware } from "./base.js";
 import { recordStopReason, rewriteAiMessage } from "./message-utils.js";
 import { resolveRunScope, RunScopedStore, type RunScope, type RuntimeLike } from "./run-scope.js";
-import { z } from "zod";
+import { TokenBudgetConfigSchema, type TokenBudgetConfig } from "./token-budget-options.js";
 
-const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
-/** `token_budget` (DeerFlow `token_budget_config.py`): per-run token limits of TokenBudgetMiddleware. */
-export const TokenBudgetConfigSchema = z
-  .looseObject({
-    enabled: z.boolean().default(false),
-    max_tokens: z.number().int().min(1000).default(200_000),
-    max_input_tokens: nullish(z.number().int().positive()),
-    max_output_tokens: nullish(z.number().int().positive()),
-    warn_threshold: z.number().min(0).max(1).default(0.8),
-    hard_stop_threshold: z.number().min(0).default(1.0),
-  })
-  .refine((c) => c.hard_stop_threshold >= c.warn_threshold, { message: "hard_stop_threshold must be >= warn_threshold", path: ["hard_stop_threshold"] });
-
-/** The `token_budget` section (enabled, max_tokens, max_input_tokens, max_output_tokens, thresholds). */
-export type TokenBudgetConfig = ReturnType<typeof TokenBudgetConfigSchema.parse>;
+export { TokenBudgetConfigSchema, type TokenBudgetConfig };
 
 interface BudgetRun {
   input: number;

@@ -6,7 +6,8 @@ import { StateSchema } from "@langchain/langgraph";
 import { ThreadStateFields, type UploadedFile } from "../thread-state.js";
 import { RunStartMiddleware, type RunStartRuntime, type RunStartUpdate } from "./run-start.js";
 import { textOf } from "./message-utils.js";
-import { threadDirsOf } from "./thread-data.js";
+import { neutralizeTags } from "../prompt-text.js";
+import { threadDirsOf } from "../../sandbox/thread-dirs.js";
 import { readUploadOutline } from "../../sandbox/upload-outline.js";
 
 /** Where uploads appear inside the sandbox. */
@@ -30,11 +31,6 @@ export interface UploadsOptions {
 /** `n` bytes as KB (under 1 MiB) or MB, one decimal. */
 export function formatSize(bytes: number): string {
   return bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KB` : `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
-}
-
-/** Neutralizes angle brackets in user-derived strings so they cannot open or close prompt tags. */
-export function neutralizeTags(text: string): string {
-  return text.replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
 /** Lines describing a listed upload's document outline (or its first lines when it has no headings). */

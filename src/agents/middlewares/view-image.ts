@@ -6,7 +6,7 @@ import type { ModelRequest } from "langchain";
 import { z } from "zod";
 import { inspectImage } from "../../tools/builtins/view-image.js";
 import { ThreadStateFields, type ThreadData, type ViewedImage } from "../thread-state.js";
-import { threadDirsOf } from "./thread-data.js";
+import { threadDirsOf } from "../../sandbox/thread-dirs.js";
 import { DeerflowMiddleware } from "./base.js";
 
 /** Id prefix of the injected image message. */

@@ -4,7 +4,7 @@
 // oldest checkpoint that contains a message names the run that produced it.
 import type { BaseCheckpointSaver, CheckpointTuple } from "@langchain/langgraph";
 import { serializeMessage, type WireMessage } from "../serialization.js";
-import type { RunRecord } from "../run-manager.js";
+import type { RunRecord } from "../repositories.js";
 
 /** One row of the feed, as the web app's `RunMessage` type reads it. `seq` is 1-based and thread-global. */
 export interface ThreadMessageRow {

@@ -3,7 +3,7 @@ import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";
 import { tool } from "langchain";
 import { z } from "zod";
-import { neutralizeTags } from "../../agents/middlewares/uploads.js";
+import { neutralizeTags } from "../../agents/prompt-text.js";
 import { TEMP_FILE } from "../../sandbox/local-sandbox.js";
 import { VIRTUAL_ROOT } from "../../sandbox/paths.js";
 import { readUploadOutline, type OutlineEntry } from "../../sandbox/upload-outline.js";

@@ -5,7 +5,7 @@ import { ToolMessage } from "@langchain/core/messages";
 import { Command } from "@langchain/langgraph";
 import { tool } from "langchain";
 import { z } from "zod";
-import { threadDirsOf } from "../../agents/middlewares/thread-data.js";
+import { threadDirsOf } from "../../sandbox/thread-dirs.js";
 import type { ThreadData } from "../../agents/thread-state.js";
 import { toolCallIdOf } from "./write-todos.js";
 

@@ -3,7 +3,8 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ThreadDataMiddleware, threadDirsOf } from "../../../src/agents/middlewares/thread-data.js";
+import { ThreadDataMiddleware } from "../../../src/agents/middlewares/thread-data.js";
+import { threadDirsOf } from "../../../src/sandbox/thread-dirs.js";
 import { threadDataPaths } from "../../../src/config/paths.js";
 
 let base: string;
