@@ -8,7 +8,7 @@ import { bubblewrapStatus } from "./bubblewrap.js";
 import { runHostCommand, toHostCommand, type RunResult } from "./host-bash.js";
 import { findMount, mountVirtualPath, readOnlyMountError, type SandboxMount } from "./mounts.js";
 import { checkPathText, parseVirtualPath, resolveExisting, resolveForWrite, SandboxPathError, toHostPath, toVirtualPath, VIRTUAL_ROOT, type SandboxDirs } from "./paths.js";
-import { lstatBeneath, openBeneath, openDirBeneath, openTrustedDir, readdirBeneath, withHandle, writeAtomicBeneath } from "./safe-fs.js";
+import { lstatBeneath, openBeneath, symlinkRefused, openDirBeneath, openTrustedDir, readdirBeneath, withHandle, writeAtomicBeneath } from "./safe-fs.js";
 import { compareCodePoints } from "../code-point-order.js";
 
 /** Largest file `readFile` loads, in bytes; longer files are read up to this size and flagged. */
@@ -130,7 +130,7 @@ export class LocalSandbox {
    */
   async openFile(virtualPath: string): Promise<FileHandle> {
     const { dir, name } = await this.openParent(virtualPath, "read");
-    const handle = await withHandle(dir, (d) => openBeneath(d, name));
+    const handle = await withHandle(dir, (d) => openBeneath(d, name, undefined, undefined, virtualPath));
     const info = await handle.stat();
     if (info.isFile()) return handle;
     await handle.close();
@@ -217,8 +217,10 @@ export class LocalSandbox {
     await withHandle(dir, async (d) => {
       const existing = await lstatBeneath(d, name);
       if (existing?.isDirectory()) throw Object.assign(new Error(`Is a directory: ${virtualPath}`), { code: "EISDIR" });
+      // Replacing a symlink would be harmless, but the agent meant its target: say that it is not followed.
+      if (existing?.isSymbolicLink()) throw symlinkRefused(virtualPath);
       if (!append) return writeAtomicBeneath(d, name, content);
-      const handle = await openBeneath(d, name, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK);
+      const handle = await openBeneath(d, name, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o644, virtualPath);
       await withHandle(handle, async (h) => {
         if (!(await h.stat()).isFile()) throw Object.assign(new Error(`Not a regular file: ${virtualPath}`), { code: "EINVAL" });
         await h.writeFile(content, "utf8");

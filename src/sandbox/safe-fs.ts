@@ -20,11 +20,25 @@ export function fdPath(dir: FileHandle, name?: string): string {
   return name === undefined ? `/proc/self/fd/${dir.fd}` : `/proc/self/fd/${dir.fd}/${name}`;
 }
 
-/** Maps the errors of a refused symlink (ELOOP from O_NOFOLLOW; ENOTDIR for O_DIRECTORY on a link) to 403. */
+/** The error for a symlink met on the way: symlinks are never followed, whatever they point at. */
+export function symlinkRefused(shown: string): SandboxPathError {
+  return new SandboxPathError(`Access denied: ${shown} passes through a symlink, which could lead outside the thread's directories; symlinks are not followed`);
+}
+
+/** Maps the error of a refused symlink (ELOOP from O_NOFOLLOW) to 403; anything else is rethrown. */
 function refuseLink(err: unknown, shown: string): never {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === "ELOOP" || code === "EMLINK") throw new SandboxPathError(`Access denied: ${shown} is or passes through a symlink`);
+  if ((err as NodeJS.ErrnoException).code === "ELOOP") throw symlinkRefused(shown);
   throw err;
+}
+
+/** Opens directory entry `name` of `dir`; a symlink there (ENOTDIR with O_DIRECTORY|O_NOFOLLOW) is refused. */
+async function openSubdir(dir: FileHandle, name: string, shown: string): Promise<FileHandle> {
+  try {
+    return await open(fdPath(dir, name), DIR_FLAGS);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOTDIR" && (await lstatBeneath(dir, name))?.isSymbolicLink()) throw symlinkRefused(shown);
+    return refuseLink(err, shown);
+  }
 }
 
 /**
@@ -54,13 +68,13 @@ export async function openDirBeneath(root: FileHandle, segments: readonly string
     for (const segment of segments) {
       let next: FileHandle;
       try {
-        next = await open(fdPath(current, segment), DIR_FLAGS);
+        next = await openSubdir(current, segment, shown);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "ENOENT" || !options.create) refuseLink(err, shown);
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT" || !options.create) throw err;
         await mkdir(fdPath(current, segment), 0o755).catch((e: NodeJS.ErrnoException) => {
           if (e.code !== "EEXIST") throw e;
         });
-        next = await open(fdPath(current, segment), DIR_FLAGS).catch((e) => refuseLink(e, shown));
+        next = await openSubdir(current, segment, shown);
       }
       await current.close();
       current = next;
@@ -73,14 +87,15 @@ export async function openDirBeneath(root: FileHandle, segments: readonly string
 }
 
 /**
- * Opens entry `name` of the held directory with O_NOFOLLOW (plus `flags`; reads use {@link READ_FLAGS}).
+ * Opens entry `name` of the held directory with O_NOFOLLOW (plus `flags`; reads use {@link READ_FLAGS}); `shown`
+ * names it in errors.
  * @throws SandboxPathError (403) for a symlink; the file system's errors otherwise.
  */
-export async function openBeneath(dir: FileHandle, name: string, flags: number = READ_FLAGS, mode = 0o644): Promise<FileHandle> {
+export async function openBeneath(dir: FileHandle, name: string, flags: number = READ_FLAGS, mode = 0o644, shown = name): Promise<FileHandle> {
   try {
     return await open(fdPath(dir, name), flags | constants.O_NOFOLLOW, mode);
   } catch (err) {
-    return refuseLink(err, name);
+    return refuseLink(err, shown);
   }
 }
 
