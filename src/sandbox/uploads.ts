@@ -5,7 +5,7 @@ import { constants } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
-import { NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.js";
+import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.js";
 import { TEMP_FILE, type LocalSandbox } from "./local-sandbox.js";
 import { checkPathText, MAX_SEGMENT_BYTES, SandboxPathError, VIRTUAL_ROOT } from "./paths.js";
 import { lstatBeneath, openBeneath, readdirBeneath, renameBeneath, unlinkBeneath, withHandle } from "./safe-fs.js";
@@ -79,9 +79,17 @@ function describe(threadId: string, filename: string, size: number, mtimeMs: num
 /**
  * Opens the thread's uploads directory without following symlinks in any component (safe-fs.ts): every later
  * operation goes through this handle, so swapping the directory for a symlink cannot redirect it. Caller closes.
+ * @throws SandboxPathError (403) when it is a symlink; ConflictError (409) when it is missing or not a directory.
  */
-function openUploadsDir(sandbox: LocalSandbox): Promise<FileHandle> {
-  return sandbox.openDir(`${VIRTUAL_ROOT}/uploads`, "list");
+async function openUploadsDir(sandbox: LocalSandbox): Promise<FileHandle> {
+  try {
+    return await sandbox.openDir(`${VIRTUAL_ROOT}/uploads`, "list");
+  } catch (err) {
+    // Sandboxed code can move the directory away or put a file in its place.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") throw new ConflictError(`${VIRTUAL_ROOT}/uploads is missing or not a directory`);
+    throw err;
+  }
 }
 
 /** Regular files in the thread's uploads directory, sorted by name (temporary files and symlinks skipped). */
