@@ -1,7 +1,6 @@
 // Port of DeerFlow app/gateway/routers/artifacts.py (path resolution, content types, active content served as a
 // download) for the local sandbox.
-import { constants } from "node:fs";
-import { open, type FileHandle } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { LocalSandbox } from "./local-sandbox.js";
@@ -58,36 +57,26 @@ export interface OpenedArtifact {
   active: boolean;
 }
 
-/**
- * The host path of an artifact's virtual path, for reading (confined to the thread's directories).
- * @throws NotFoundError (404) "Artifact not found: <virtual>" when it (or a parent) does not exist;
- *   SandboxPathError (403) for a refused path.
- */
-export async function resolveArtifact(sandbox: LocalSandbox, virtual: string): Promise<string> {
-  try {
-    return await sandbox.resolve(virtual, "read");
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") throw new NotFoundError(`Artifact not found: ${virtual}`);
-    throw err;
-  }
+/** Maps the file system's "missing" errors to 404 and "not a file" to 422; anything else is rethrown. */
+export function artifactError(err: unknown, virtual: string): never {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "ENOENT" || code === "ENOTDIR") throw new NotFoundError(`Artifact not found: ${virtual}`);
+  if (code === "EISDIR" || code === "EINVAL") throw new ValidationError(`Path is not a file: ${virtual}`);
+  throw err;
 }
 
 /**
- * Opens a file of the thread's own `user-data` directories for download. The real path must stay inside them
- * (symlinks leading elsewhere are refused) and is opened with O_NOFOLLOW.
- * @throws SandboxPathError (403) for refused paths; NotFoundError (404); ValidationError (422) for a directory.
+ * Opens a file of the thread's own `user-data` directories for download. Every component is opened relative to
+ * the one before it with O_NOFOLLOW (see safe-fs.ts), so a symlink anywhere in the path, even one swapped in by
+ * sandboxed code while the request runs, is refused instead of followed.
+ * @throws SandboxPathError (403) for refused paths and symlinks; NotFoundError (404); ValidationError (422) for a
+ *   directory or anything that is not a regular file.
  */
 export async function openArtifact(sandbox: LocalSandbox, rawPath: string): Promise<OpenedArtifact> {
   const virtual = artifactVirtualPath(rawPath);
-  const real = await resolveArtifact(sandbox, virtual);
-  const handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
+  const handle = await sandbox.openFile(virtual).catch((err) => artifactError(err, virtual));
   const info = await handle.stat();
-  if (!info.isFile()) {
-    await handle.close();
-    throw new ValidationError(`Path is not a file: ${virtual}`);
-  }
-  const filename = path.basename(real);
+  const filename = path.posix.basename(virtual);
   const contentType = contentTypeFor(filename);
   return { handle, size: info.size, filename, contentType, active: !INLINE_SAFE_TYPES.has(contentType.split(";")[0]) };
 }

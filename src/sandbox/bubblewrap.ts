@@ -12,6 +12,11 @@ const BWRAP_CANDIDATES = ["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"
 const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 /** Files of /etc that programs need to start (dynamic linker cache, TLS roots, time zone, alternatives). */
 const ETC_FILES = ["/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ssl", "/etc/ca-certificates", "/etc/localtime"];
+/**
+ * Host-wide /proc files programs commonly read (CPU count, memory, load): shown read-only in the sandbox's
+ * otherwise empty /proc. Nothing per-process: those would include mountinfo.
+ */
+const PROC_FILES = ["/proc/cpuinfo", "/proc/meminfo", "/proc/loadavg", "/proc/uptime", "/proc/version"];
 /** The environment inside the sandbox: nothing of the gateway's. */
 const SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -30,7 +35,7 @@ let cached: BubblewrapStatus | undefined;
  * The argv (after `bwrap`) that runs `command` with `/bin/bash -c` in a fresh sandbox whose only writable mount is
  * `hostRoot` (the thread's real `user-data` directory) at `/mnt/user-data`; the working directory is
  * `/mnt/user-data/workspace`, `HOME` too. `--die-with-parent` ends the sandbox with the gateway, `--new-session`
- * keeps it off the gateway's terminal. The gateway's environment never enters: `bwrap` itself is started with an
+ * keeps it off the gateway's terminal. /proc is not a procfs (it would show the host path in mountinfo): see below. The gateway's environment never enters: `bwrap` itself is started with an
  * empty one (its `/proc/<pid>/environ` is what a shell would read through `$PPID`), and `--clearenv` clears the
  * child's.
  */
@@ -47,7 +52,12 @@ export function bubblewrapArgs(hostRoot: string, command: string): string[] {
     else if (info.isDirectory()) args.push("--ro-bind", dir, dir);
   }
   for (const file of ETC_FILES) args.push("--ro-bind-try", file, file);
-  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
+  // No procfs: /proc/<pid>/mountinfo (and mounts, mountstats) would show the bind's source, the thread's host path
+  // (runtime home, user id), and a bind mount cannot hide it. /proc is an empty tmpfs with a few global files;
+  // what needs per-process /proc (/dev/fd, /dev/stdin, `<(...)`, ps) does not work in the sandbox.
+  args.push("--tmpfs", "/proc");
+  for (const file of PROC_FILES) args.push("--ro-bind-try", file, file);
+  args.push("--dev", "/dev", "--tmpfs", "/tmp");
   args.push("--bind", hostRoot, VIRTUAL_ROOT, "--chdir", `${VIRTUAL_ROOT}/workspace`);
   args.push("--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", `${VIRTUAL_ROOT}/workspace`, "--setenv", "LANG", "C.UTF-8", "--setenv", "TERM", "dumb");
   args.push("--", "/bin/bash", "-c", command);

@@ -2,10 +2,10 @@
 // documents get a Markdown twin next to the original so the agent can read them with read_file. Our converters:
 // mammoth (DOCX -> HTML) and turndown (HTML -> Markdown), pdfjs-dist (PDF text per page), exceljs (XLSX sheets as
 // Markdown tables), jszip (PPTX slide text from the slide XML).
-import { readFile, stat } from "node:fs/promises";
+import { readFile, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { getLogger } from "../logger.js";
-import { writeAtomic } from "./local-sandbox.js";
+import { createExclusiveBeneath, fdPath, openBeneath, openTrustedDir, withHandle } from "./safe-fs.js";
 
 /** Extensions converted to Markdown (upstream's list, minus the legacy binary .doc/.ppt/.xls, plus HTML). */
 export const CONVERTIBLE_EXTENSIONS = new Set([".pdf", ".docx", ".pptx", ".xlsx", ".html", ".htm"]);
@@ -38,13 +38,13 @@ export const WORKER_THRESHOLD_BYTES = 1024 * 1024;
  * The worker loads this module through tsx when the gateway runs from TypeScript sources.
  * @throws ConversionError / Error with the worker's message.
  */
-export async function convertInWorker(file: string, limits: ConversionLimits): Promise<string> {
+export async function convertInWorker(file: string, limits: ConversionLimits, ext = path.extname(file)): Promise<string> {
   const { Worker } = await import("node:worker_threads");
   const entry = new URL(`./convert-worker.${import.meta.url.endsWith(".ts") ? "ts" : "js"}`, import.meta.url).href;
   // From TypeScript sources the worker registers tsx's loader before importing its entry (worker execArgv cannot
   // carry `--import`); a compiled build imports the .js entry directly.
   const boot = entry.endsWith(".ts") ? `import("tsx/esm/api").then((m) => { m.register(); return import(${JSON.stringify(entry)}); })` : `import(${JSON.stringify(entry)})`;
-  const worker = new Worker(boot, { eval: true, workerData: { file, limits } });
+  const worker = new Worker(boot, { eval: true, workerData: { file, limits, ext } });
   try {
     return await new Promise<string>((resolve, reject) => {
       worker.once("message", (m: { markdown?: string; error?: string; conversion?: boolean }) =>
@@ -145,11 +145,12 @@ async function pptxToMarkdown(buf: Buffer, limits: ConversionLimits): Promise<st
 }
 
 /**
- * Converts one document to Markdown by its extension. @throws ConversionError for an unsupported extension or an
+ * Converts one document to Markdown by its extension (`ext`, default the file's own; given when `file` is a
+ * `/proc/self/fd/<n>` path of an opened upload). @throws ConversionError for an unsupported extension or an
  * input over `maxInputBytes`; whatever the library throws for a corrupt file.
  */
-export async function convertToMarkdown(file: string, limits: ConversionLimits = DEFAULT_CONVERSION_LIMITS): Promise<string> {
-  const ext = path.extname(file).toLowerCase();
+export async function convertToMarkdown(file: string, limits: ConversionLimits = DEFAULT_CONVERSION_LIMITS, extension = path.extname(file)): Promise<string> {
+  const ext = extension.toLowerCase();
   if (!CONVERTIBLE_EXTENSIONS.has(ext)) throw new ConversionError(`${ext || "files without an extension"} cannot be converted`);
   const size = (await stat(file)).size;
   if (size > limits.maxInputBytes) throw new ConversionError(`file is ${size} bytes; documents over ${limits.maxInputBytes} bytes are not converted`);
@@ -179,57 +180,89 @@ export async function convertToMarkdown(file: string, limits: ConversionLimits =
 /** What conversion added to one uploaded file's entry (DeerFlow's `markdown_*` fields, or our `conversion_error`). */
 export type ConversionResult = { markdown_file: string } | { conversion_error: string } | null;
 
+/** Most `<stem>_<n>.md` names tried for a twin before giving up (each one exists already). */
+const MAX_TWIN_TRIES = 1000;
+
 /**
- * Writes `<name>.md` next to an uploaded document (atomically) when its extension is convertible. Never throws:
- * a failure is logged as a warning and returned as `{conversion_error}` so the upload itself still succeeds.
- * @returns null for a file that is not a convertible document.
+ * Converts upload `filename` of the held directory `dir` and writes its Markdown twin next to it. The source is
+ * opened without following symlinks and converted through its descriptor; the twin is `<stem>.md`, or
+ * `<stem>_1.md`, `<stem>_2.md`, ... when that name is taken: it is created exclusively (link(2)), so it never
+ * replaces a file the user uploaded, another document's twin, or anything else. Never throws: a failure is
+ * logged as a warning and returned as `{conversion_error}` so the upload itself still succeeds.
+ * @returns null for a file that is not a convertible document; else the twin's name or the error.
  */
-export async function convertUploadedDocument(hostPath: string, limits: ConversionLimits = DEFAULT_CONVERSION_LIMITS): Promise<ConversionResult> {
-  const ext = path.extname(hostPath).toLowerCase();
+export async function convertBeneath(dir: FileHandle, filename: string, limits: ConversionLimits = DEFAULT_CONVERSION_LIMITS): Promise<ConversionResult> {
+  const ext = path.extname(filename).toLowerCase();
   if (!CONVERTIBLE_EXTENSIONS.has(ext)) return null;
-  const target = hostPath.slice(0, hostPath.length - ext.length) + ".md";
+  const stem = filename.slice(0, filename.length - ext.length);
   try {
-    const large = (await stat(hostPath)).size >= WORKER_THRESHOLD_BYTES;
-    const md = large ? await convertInWorker(hostPath, limits) : await convertToMarkdown(hostPath, limits);
-    await writeAtomic(target, md);
-    return { markdown_file: path.basename(target) };
+    const md = await withHandle(await openBeneath(dir, filename), async (source) => {
+      const info = await source.stat();
+      if (!info.isFile()) throw new ConversionError("not a regular file");
+      // The worker shares this process's descriptor table, so it reads the same opened file.
+      const file = fdPath(source);
+      return info.size >= WORKER_THRESHOLD_BYTES ? convertInWorker(file, limits, ext) : convertToMarkdown(file, limits, ext);
+    });
+    for (let n = 0; n <= MAX_TWIN_TRIES; n++) {
+      const twin = n === 0 ? `${stem}.md` : `${stem}_${n}.md`;
+      if (twin === filename) continue;
+      if (await createExclusiveBeneath(dir, twin, md)) return { markdown_file: twin };
+    }
+    throw new ConversionError(`every name from ${stem}.md to ${stem}_${MAX_TWIN_TRIES}.md is taken`);
   } catch (err) {
     const reason = err instanceof ConversionError ? err.message : `the file could not be read as ${ext.slice(1).toUpperCase()} (${(err as Error)?.message ?? String(err)})`;
-    getLogger().warn({ file: path.basename(hostPath), err: (err as Error)?.message }, "document conversion failed; the upload is kept without a Markdown version");
-    return { conversion_error: `Could not convert ${path.basename(hostPath)} to Markdown: ${reason}` };
+    getLogger().warn({ file: filename, err: (err as Error)?.message }, "document conversion failed; the upload is kept without a Markdown version");
+    return { conversion_error: `Could not convert ${filename} to Markdown: ${reason}` };
   }
+}
+
+/**
+ * {@link convertBeneath} for a document given by host path (a directory the gateway owns; tests, tools).
+ * Never throws for conversion failures.
+ */
+export async function convertUploadedDocument(hostPath: string, limits: ConversionLimits = DEFAULT_CONVERSION_LIMITS): Promise<ConversionResult> {
+  if (!CONVERTIBLE_EXTENSIONS.has(path.extname(hostPath).toLowerCase())) return null;
+  return withHandle(await openTrustedDir(path.dirname(hostPath)), (dir) => convertBeneath(dir, path.basename(hostPath), limits));
 }
 
 /**
  * Adds Markdown versions to freshly uploaded files (`uploads.auto_convert_documents`): each convertible file gets
  * `markdown_file`, `markdown_path`, `markdown_virtual_path` and `markdown_artifact_url` (DeerFlow's upload
- * response fields), or `conversion_error` when conversion failed. Other files are returned unchanged. Never throws.
+ * response fields) naming the twin actually written (`<stem>.md`, or `<stem>_<n>.md` when that name was taken),
+ * or `conversion_error` when conversion failed. Other files are returned unchanged. The uploads directory is
+ * opened once, without following symlinks, and every read and write goes through it. Never throws.
  */
 export async function convertUploads<T extends { filename: string; virtual_path: string }>(
-  sandbox: { threadId: string; resolve(virtualPath: string, mode: "read"): Promise<string> },
+  sandbox: { threadId: string; openDir(virtualPath: string, mode: "list"): Promise<FileHandle> },
   files: T[],
   limits: ConversionLimits = DEFAULT_CONVERSION_LIMITS,
 ): Promise<(T & Record<string, string>)[]> {
   const out: (T & Record<string, string>)[] = [];
-  for (const file of files) {
-    let result: ConversionResult = null;
-    try {
-      const host = await sandbox.resolve(file.virtual_path, "read");
-      result = await convertUploadedDocument(host, limits);
-      if (result && "conversion_error" in result) result = { conversion_error: result.conversion_error.split(path.dirname(host)).join("/mnt/user-data/uploads") };
-    } catch (err) {
-      result = { conversion_error: `Could not convert ${file.filename} to Markdown: ${(err as Error).message}` };
+  let dir: FileHandle | null = null;
+  try {
+    for (const file of files) {
+      let result: ConversionResult = null;
+      if (CONVERTIBLE_EXTENSIONS.has(path.extname(file.filename).toLowerCase())) {
+        try {
+          dir ??= await sandbox.openDir("/mnt/user-data/uploads", "list");
+          result = await convertBeneath(dir, file.filename, limits);
+        } catch (err) {
+          result = { conversion_error: `Could not convert ${file.filename} to Markdown: ${(err as Error).message}` };
+        }
+      }
+      if (result && "markdown_file" in result) {
+        const virtual = `/mnt/user-data/uploads/${result.markdown_file}`;
+        out.push({
+          ...file,
+          markdown_file: result.markdown_file,
+          markdown_path: virtual,
+          markdown_virtual_path: virtual,
+          markdown_artifact_url: `/api/threads/${sandbox.threadId}/artifacts${virtual.split("/").map(encodeURIComponent).join("/")}`,
+        });
+      } else out.push(result ? { ...file, ...result } : (file as T & Record<string, string>));
     }
-    if (result && "markdown_file" in result) {
-      const virtual = `/mnt/user-data/uploads/${result.markdown_file}`;
-      out.push({
-        ...file,
-        markdown_file: result.markdown_file,
-        markdown_path: virtual,
-        markdown_virtual_path: virtual,
-        markdown_artifact_url: `/api/threads/${sandbox.threadId}/artifacts${virtual.split("/").map(encodeURIComponent).join("/")}`,
-      });
-    } else out.push(result ? { ...file, ...result } : (file as T & Record<string, string>));
+  } finally {
+    await dir?.close().catch(() => undefined);
   }
   return out;
 }

@@ -3,8 +3,8 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { convertToMarkdown, type ConversionLimits } from "./convert-document.js";
 
-const { file, limits } = workerData as { file: string; limits: ConversionLimits };
-convertToMarkdown(file, limits).then(
+const { file, limits, ext } = workerData as { file: string; limits: ConversionLimits; ext?: string };
+convertToMarkdown(file, limits, ext).then(
   (markdown) => parentPort!.postMessage({ markdown }),
   (err: unknown) => parentPort!.postMessage({ error: err instanceof Error ? err.message : String(err), conversion: (err as Error)?.name === "ConversionError" }),
 );

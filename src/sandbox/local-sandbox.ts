@@ -2,12 +2,13 @@
 // the host, addressed through `/mnt/user-data/...` virtual paths, every access checked against the real root.
 import { randomUUID } from "node:crypto";
 import { constants, realpathSync } from "node:fs";
-import { lstat, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { open, rename, rm, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { bubblewrapStatus } from "./bubblewrap.js";
 import { runHostCommand, toHostCommand, type RunResult } from "./host-bash.js";
 import { findMount, mountVirtualPath, readOnlyMountError, type SandboxMount } from "./mounts.js";
-import { checkPathText, parseVirtualPath, resolveExisting, resolveForWrite, toHostPath, toVirtualPath, VIRTUAL_ROOT, type SandboxDirs } from "./paths.js";
+import { checkPathText, parseVirtualPath, resolveExisting, resolveForWrite, SandboxPathError, toHostPath, toVirtualPath, VIRTUAL_ROOT, type SandboxDirs } from "./paths.js";
+import { lstatBeneath, openBeneath, symlinkRefused, openDirBeneath, openTrustedDir, readdirBeneath, withHandle, writeAtomicBeneath } from "./safe-fs.js";
 import { compareCodePoints } from "../code-point-order.js";
 
 /** Largest file `readFile` loads, in bytes; longer files are read up to this size and flagged. */
@@ -81,6 +82,62 @@ export class LocalSandbox {
     return mode === "write" ? resolveForWrite(host, this.realRoot, virtualPath) : resolveExisting(host, this.realRoot, virtualPath);
   }
 
+  /**
+   * Where a virtual path lives: the trusted host directory it is below (the thread's real `user-data`, or a
+   * mount's host directory) and the components under it. Nothing is touched.
+   * @throws SandboxPathError for a refused path or a write under a read-only mount.
+   */
+  locate(virtualPath: string, mode: "read" | "write" | "list"): { root: string; segments: string[]; hostPath: string } {
+    if (this.mounts.length && typeof virtualPath === "string" && !virtualPath.startsWith(`${VIRTUAL_ROOT}/`) && virtualPath !== VIRTUAL_ROOT) {
+      checkPathText(virtualPath);
+      const hit = virtualPath.startsWith("/") ? findMount(this.mounts, virtualPath) : null;
+      if (hit) {
+        if (mode === "write" && hit.mount.readOnly) throw readOnlyMountError(virtualPath);
+        return { root: hit.mount.host, segments: hit.segments, hostPath: path.join(hit.mount.host, ...hit.segments) };
+      }
+    }
+    const parsed = parseVirtualPath(virtualPath, { allowRoot: mode === "list" });
+    const segments = parsed.area === null ? [] : [parsed.area, ...parsed.segments];
+    return { root: this.realRoot, segments, hostPath: path.join(this.realRoot, ...segments) };
+  }
+
+  /**
+   * Opens a directory of the sandbox by virtual path without following symlinks in any component (see
+   * safe-fs.ts): what is opened is what the path names now, and stays so while the handle is held. The caller
+   * closes it. `create` makes missing directories (write mode).
+   * @throws SandboxPathError (403) for a refused path or a symlink; ENOENT / ENOTDIR errors.
+   */
+  async openDir(virtualPath: string, mode: "read" | "write" | "list", create = false): Promise<FileHandle> {
+    const { root, segments } = this.locate(virtualPath, mode);
+    return withHandle(await openTrustedDir(root), (r) => openDirBeneath(r, segments, { create, shown: virtualPath }));
+  }
+
+  /**
+   * Opens the parent directory of a virtual file path (see {@link openDir}) and returns it with the file's name.
+   * @throws SandboxPathError when the path names a root (no file name) or passes through a symlink.
+   */
+  async openParent(virtualPath: string, mode: "read" | "write", create = false): Promise<{ dir: FileHandle; name: string }> {
+    const { root, segments } = this.locate(virtualPath, mode);
+    if (segments.length === 0) throw new SandboxPathError(`Path must name a file: ${virtualPath}`);
+    const dir = await withHandle(await openTrustedDir(root), (r) => openDirBeneath(r, segments.slice(0, -1), { create, shown: virtualPath }));
+    return { dir, name: segments.at(-1)! };
+  }
+
+  /**
+   * Opens an existing regular file for reading, symlinks refused in every component, FIFOs and devices never
+   * blocking the open. The caller closes the handle.
+   * @throws SandboxPathError; EISDIR for a directory; ENOENT; EINVAL ("not a regular file") for anything else.
+   */
+  async openFile(virtualPath: string): Promise<FileHandle> {
+    const { dir, name } = await this.openParent(virtualPath, "read");
+    const handle = await withHandle(dir, (d) => openBeneath(d, name, undefined, undefined, virtualPath));
+    const info = await handle.stat();
+    if (info.isFile()) return handle;
+    await handle.close();
+    if (info.isDirectory()) throw Object.assign(new Error(`Is a directory: ${virtualPath}`), { code: "EISDIR" });
+    throw Object.assign(new Error(`Not a regular file: ${virtualPath}`), { code: "EINVAL" });
+  }
+
   /** Virtual path of a host path inside the sandbox. */
   toVirtual(hostPath: string): string {
     return mountVirtualPath(this.mounts, hostPath) ?? toVirtualPath(this.realRoot, hostPath);
@@ -100,23 +157,28 @@ export class LocalSandbox {
    * @throws SandboxPathError; ENOENT / ENOTDIR errors.
    */
   async listDir(virtualPath: string, maxDepth = 2): Promise<string[]> {
-    const start = await this.resolve(virtualPath, "list");
-    if (!(await stat(start)).isDirectory()) throw Object.assign(new Error(`Not a directory: ${virtualPath}`), { code: "ENOTDIR" });
+    const start = await this.openDir(virtualPath, "list").catch((err: NodeJS.ErrnoException) => {
+      if (err.code === "ENOTDIR") throw Object.assign(new Error(`Not a directory: ${virtualPath}`), { code: "ENOTDIR" });
+      throw err;
+    });
     const out: string[] = [];
-    const walk = async (dir: string, depth: number): Promise<void> => {
-      const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => compareCodePoints(a.name, b.name));
+    // Each level is read through the handle of its own directory, opened without following symlinks.
+    const walk = async (dir: FileHandle, host: string, depth: number): Promise<void> => {
+      const entries = (await readdirBeneath(dir)).sort((a, b) => compareCodePoints(a.name, b.name));
       for (const entry of entries) {
         if (out.length >= MAX_LIST_ENTRIES) return;
         if (IGNORED.has(entry.name) || TEMP_FILE.test(entry.name)) continue;
-        const full = path.join(dir, entry.name);
+        const full = path.join(host, entry.name);
         if (entry.isSymbolicLink()) out.push(`${this.toVirtual(full)} (symlink)`);
         else if (entry.isDirectory()) {
           out.push(`${this.toVirtual(full)}/`);
-          if (depth < maxDepth) await walk(full, depth + 1);
+          if (depth >= maxDepth) continue;
+          const sub = await openDirBeneath(dir, [entry.name]).catch(() => null);
+          if (sub) await withHandle(sub, (h) => walk(h, full, depth + 1));
         } else out.push(this.toVirtual(full));
       }
     };
-    await walk(start, 1);
+    await withHandle(start, (h) => walk(h, this.locate(virtualPath, "list").hostPath, 1));
     return out;
   }
 
@@ -125,11 +187,9 @@ export class LocalSandbox {
    * @throws SandboxPathError; BinaryFileError for non-text content; EISDIR / ENOENT errors.
    */
   async readFile(virtualPath: string): Promise<ReadResult> {
-    const real = await this.resolve(virtualPath, "read");
-    const handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
+    const handle = await this.openFile(virtualPath);
     try {
       const info = await handle.stat();
-      if (info.isDirectory()) throw Object.assign(new Error(`Is a directory: ${virtualPath}`), { code: "EISDIR" });
       const length = Math.min(info.size, MAX_READ_BYTES);
       const buf = Buffer.alloc(length);
       const { bytesRead } = await handle.read(buf, 0, length, 0);
@@ -153,19 +213,19 @@ export class LocalSandbox {
    * @throws SandboxPathError; EISDIR when the target is a directory.
    */
   async writeFile(virtualPath: string, content: string, append = false): Promise<void> {
-    const target = await this.resolve(virtualPath, "write");
-    const existing = await lstat(target).catch(() => null);
-    if (existing?.isDirectory()) throw Object.assign(new Error(`Is a directory: ${virtualPath}`), { code: "EISDIR" });
-    if (append) {
-      const handle = await open(target, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
-      try {
-        await handle.writeFile(content, "utf8");
-      } finally {
-        await handle.close();
-      }
-      return;
-    }
-    await writeAtomic(target, content);
+    const { dir, name } = await this.openParent(virtualPath, "write", true);
+    await withHandle(dir, async (d) => {
+      const existing = await lstatBeneath(d, name);
+      if (existing?.isDirectory()) throw Object.assign(new Error(`Is a directory: ${virtualPath}`), { code: "EISDIR" });
+      // Replacing a symlink would be harmless, but the agent meant its target: say that it is not followed.
+      if (existing?.isSymbolicLink()) throw symlinkRefused(virtualPath);
+      if (!append) return writeAtomicBeneath(d, name, content);
+      const handle = await openBeneath(d, name, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o644, virtualPath);
+      await withHandle(handle, async (h) => {
+        if (!(await h.stat()).isFile()) throw Object.assign(new Error(`Not a regular file: ${virtualPath}`), { code: "EINVAL" });
+        await h.writeFile(content, "utf8");
+      });
+    });
   }
 
   /**

@@ -2,12 +2,13 @@
 // for the local sandbox: files land in the thread's `uploads` directory, seen by the agent as /mnt/user-data/uploads.
 import { randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import { lstat, open, readdir, rename, rm } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
-import { NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.js";
+import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.js";
 import { TEMP_FILE, type LocalSandbox } from "./local-sandbox.js";
 import { checkPathText, MAX_SEGMENT_BYTES, SandboxPathError, VIRTUAL_ROOT } from "./paths.js";
+import { lstatBeneath, openBeneath, readdirBeneath, renameBeneath, unlinkBeneath, withHandle } from "./safe-fs.js";
 
 // Document conversion lives in its own module; re-exported so the upload route reaches it through this service.
 export { convertUploads } from "./convert-document.js";
@@ -75,21 +76,33 @@ function describe(threadId: string, filename: string, size: number, mtimeMs: num
   };
 }
 
-/** Real path of the thread's uploads directory (refused if it was replaced by a symlink leading outside). */
-async function uploadsDir(sandbox: LocalSandbox): Promise<string> {
-  return sandbox.resolve(`${VIRTUAL_ROOT}/uploads`, "list");
+/**
+ * Opens the thread's uploads directory without following symlinks in any component (safe-fs.ts): every later
+ * operation goes through this handle, so swapping the directory for a symlink cannot redirect it. Caller closes.
+ * @throws SandboxPathError (403) when it is a symlink; ConflictError (409) when it is missing or not a directory.
+ */
+async function openUploadsDir(sandbox: LocalSandbox): Promise<FileHandle> {
+  try {
+    return await sandbox.openDir(`${VIRTUAL_ROOT}/uploads`, "list");
+  } catch (err) {
+    // Sandboxed code can move the directory away or put a file in its place.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") throw new ConflictError(`${VIRTUAL_ROOT}/uploads is missing or not a directory`);
+    throw err;
+  }
 }
 
 /** Regular files in the thread's uploads directory, sorted by name (temporary files and symlinks skipped). */
 export async function listUploads(sandbox: LocalSandbox): Promise<UploadedFileInfo[]> {
-  const dir = await uploadsDir(sandbox);
-  const out: UploadedFileInfo[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    if (!entry.isFile() || TEMP_FILE.test(entry.name)) continue;
-    const info = await lstat(path.join(dir, entry.name)).catch(() => null);
-    if (info?.isFile()) out.push(describe(sandbox.threadId, entry.name, info.size, info.mtimeMs));
-  }
-  return out.sort((a, b) => compareCodePoints(a.filename, b.filename));
+  return withHandle(await openUploadsDir(sandbox), async (dir) => {
+    const out: UploadedFileInfo[] = [];
+    for (const entry of await readdirBeneath(dir)) {
+      if (!entry.isFile() || TEMP_FILE.test(entry.name)) continue;
+      const info = await lstatBeneath(dir, entry.name).catch(() => null);
+      if (info?.isFile()) out.push(describe(sandbox.threadId, entry.name, info.size, info.mtimeMs));
+    }
+    return out.sort((a, b) => compareCodePoints(a.filename, b.filename));
+  });
 }
 
 /**
@@ -98,13 +111,17 @@ export async function listUploads(sandbox: LocalSandbox): Promise<UploadedFileIn
  */
 export async function deleteUpload(sandbox: LocalSandbox, filename: string): Promise<void> {
   if (sanitizeUploadFilename(filename) !== filename) throw new ValidationError(`Invalid filename ${JSON.stringify(filename.slice(0, 120))}`);
-  const target = path.join(await uploadsDir(sandbox), filename);
-  const info = await lstat(target).catch(() => null);
-  if (!info || info.isDirectory()) throw new NotFoundError(`File not found: ${filename}`);
-  await rm(target, { force: true });
-  // A converted document's Markdown twin goes with it (DeerFlow `delete_file_safe`).
-  const ext = path.extname(filename).toLowerCase();
-  if (CONVERTIBLE_EXTENSIONS.has(ext)) await rm(`${target.slice(0, -ext.length)}.md`, { force: true });
+  await withHandle(await openUploadsDir(sandbox), async (dir) => {
+    const info = await lstatBeneath(dir, filename);
+    if (!info || info.isDirectory()) throw new NotFoundError(`File not found: ${filename}`);
+    await unlinkBeneath(dir, filename);
+    // A converted document's Markdown twin goes with it (DeerFlow `delete_file_safe`).
+    const ext = path.extname(filename).toLowerCase();
+    if (CONVERTIBLE_EXTENSIONS.has(ext)) {
+      const twin = `${filename.slice(0, -ext.length)}.md`;
+      if ((await lstatBeneath(dir, twin))?.isFile()) await unlinkBeneath(dir, twin);
+    }
+  });
 }
 
 interface Staged {
@@ -142,6 +159,8 @@ export class UploadBatch {
   private total = 0;
   /** Names claimed by this request: two parts with the same name are both kept (DeerFlow keeps both too). */
   private readonly seen = new Set<string>();
+  /** The uploads directory, opened once (without following symlinks) on the first file; closed by commit/abort. */
+  private dir: FileHandle | null = null;
 
   constructor(
     private readonly sandbox: LocalSandbox,
@@ -162,8 +181,9 @@ export class UploadBatch {
     const original = sanitizeUploadFilename(rawName);
     if (this.staged.length >= this.limits.max_files) throw new PayloadTooLargeError(`Too many files: maximum is ${this.limits.max_files}`);
     const filename = claimUniqueFilename(original, this.seen);
-    const temp = path.join(await uploadsDir(this.sandbox), `.upload-${randomUUID()}.part`);
-    const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+    this.dir ??= await openUploadsDir(this.sandbox);
+    const temp = `.upload-${randomUUID()}.part`;
+    const handle = await openBeneath(this.dir, temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
     const entry: Staged = { filename, temp, size: 0, ...(filename !== original ? { originalFilename: original } : {}) };
     this.staged.push(entry);
     try {
@@ -186,23 +206,33 @@ export class UploadBatch {
    * A file renamed because another part of the request had its name carries `original_filename`.
    */
   async commit(): Promise<UploadedFileInfo[]> {
-    const dir = await uploadsDir(this.sandbox);
+    const dir = this.dir;
     const out: UploadedFileInfo[] = [];
     for (const entry of this.staged) {
-      const target = path.join(dir, entry.filename);
-      if ((await lstat(target).catch(() => null))?.isDirectory()) throw new SandboxPathError(`Cannot replace directory ${entry.filename} in uploads`);
-      await rename(entry.temp, target);
+      if (!dir) break;
+      // Renamed within the held directory: the names are resolved through its descriptor, never by path.
+      if ((await lstatBeneath(dir, entry.filename))?.isDirectory()) throw new SandboxPathError(`Cannot replace directory ${entry.filename} in uploads`);
+      await renameBeneath(dir, entry.temp, entry.filename);
       entry.temp = "";
       const info = describe(this.sandbox.threadId, entry.filename, entry.size, Date.now());
       out.push(entry.originalFilename ? { ...info, original_filename: entry.originalFilename } : info);
     }
     this.staged = [];
+    await this.closeDir();
     return out;
+  }
+
+  private async closeDir(): Promise<void> {
+    const dir = this.dir;
+    this.dir = null;
+    await dir?.close().catch(() => undefined);
   }
 
   /** Removes every temporary file not yet committed. Never throws. */
   async abort(): Promise<void> {
-    await Promise.all(this.staged.filter((e) => e.temp).map((e) => rm(e.temp, { force: true }).catch(() => undefined)));
+    const dir = this.dir;
+    if (dir) await Promise.all(this.staged.filter((e) => e.temp).map((e) => unlinkBeneath(dir, e.temp).catch(() => undefined)));
     this.staged = [];
+    await this.closeDir();
   }
 }

@@ -97,14 +97,14 @@ describe("virtual path rules", () => {
 });
 
 describe("LocalSandbox realpath checks", () => {
-  it("refuses reads and writes through symlinks that lead outside the thread, and allows ones inside", async () => {
+  it("refuses reads and writes through symlinks, whether they lead outside the thread or inside", async () => {
     const sandbox = provider.sandboxFor("t5");
     const outside = mkdtempSync(path.join(tmpdir(), "sbx-outside-"));
     try {
       writeFileSync(path.join(outside, "secret.txt"), "top secret");
       symlinkSync(outside, path.join(sandbox.dirs.workspace, "out-dir"));
       symlinkSync(path.join(outside, "secret.txt"), path.join(sandbox.dirs.workspace, "out-file"));
-      await expect(sandbox.readFile("/mnt/user-data/workspace/out-file")).rejects.toThrow("resolves outside the thread's directories");
+      await expect(sandbox.readFile("/mnt/user-data/workspace/out-file")).rejects.toThrow("passes through a symlink");
       await expect(sandbox.readFile("/mnt/user-data/workspace/out-dir/secret.txt")).rejects.toThrow(SandboxPathError);
       await expect(sandbox.writeFile("/mnt/user-data/workspace/out-dir/new.txt", "x")).rejects.toThrow(SandboxPathError);
       await expect(sandbox.writeFile("/mnt/user-data/workspace/out-file", "overwrite", true)).rejects.toThrow(SandboxPathError);
@@ -114,7 +114,9 @@ describe("LocalSandbox realpath checks", () => {
       mkdirSync(path.join(sandbox.dirs.outputs, "real"));
       writeFileSync(path.join(sandbox.dirs.outputs, "real", "r.txt"), "inside");
       symlinkSync(path.join(sandbox.dirs.outputs, "real"), path.join(sandbox.dirs.workspace, "link-in"));
-      expect((await sandbox.readFile("/mnt/user-data/workspace/link-in/r.txt")).text).toBe("inside");
+      // Symlinks are never followed (sandboxed code can retarget one between a check and a use), even inside.
+      await expect(sandbox.readFile("/mnt/user-data/workspace/link-in/r.txt")).rejects.toThrow(SandboxPathError);
+      expect((await sandbox.readFile("/mnt/user-data/outputs/real/r.txt")).text).toBe("inside");
     } finally {
       rmSync(outside, { recursive: true, force: true });
     }

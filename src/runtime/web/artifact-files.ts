@@ -4,9 +4,9 @@
 // file's SHA-256 from a strong `ETag`.
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { lstat, readFile } from "node:fs/promises";
-import { BadRequestError, PayloadTooLargeError, PreconditionFailedError, UnsupportedMediaTypeError } from "../../errors.js";
-import { artifactVirtualPath, resolveArtifact } from "../../sandbox/artifacts.js";
+import { BadRequestError, NotFoundError, PayloadTooLargeError, PreconditionFailedError, UnsupportedMediaTypeError } from "../../errors.js";
+import { artifactError, artifactVirtualPath } from "../../sandbox/artifacts.js";
+import { lstatBeneath, openBeneath, withHandle } from "../../sandbox/safe-fs.js";
 import type { LocalSandbox } from "../../sandbox/local-sandbox.js";
 import { VIRTUAL_ROOT } from "../../sandbox/paths.js";
 
@@ -35,12 +35,19 @@ export async function saveArtifact(sandbox: LocalSandbox, rawPath: string, conte
   const virtual = artifactVirtualPath(rawPath);
   if (!virtual.startsWith(`${VIRTUAL_ROOT}/outputs/`)) throw new BadRequestError("Only files in /mnt/user-data/outputs can be edited");
   if (virtual.includes(".skill/") || virtual.endsWith(".skill")) throw new UnsupportedMediaTypeError("Skill archives cannot be edited in the artifacts panel");
-  const real = await resolveArtifact(sandbox, virtual);
-  const info = await lstat(real);
-  if (info.isSymbolicLink()) throw new UnsupportedMediaTypeError("Symlinked artifacts cannot be edited");
-  if (!info.isFile()) throw new BadRequestError(`Path is not a file: ${virtual}`);
-  if (info.size > MAX_EDITABLE_ARTIFACT_BYTES) throw new PayloadTooLargeError("Artifact is too large to edit");
-  const current = await readFile(real);
+  // Read through handles that never follow a symlink (safe-fs.ts): what is hashed is the file the save replaces.
+  const { dir, name } = await sandbox.openParent(virtual, "read").catch((err) => artifactError(err, virtual));
+  const current = await withHandle(dir, async (d) => {
+    const info = await lstatBeneath(d, name);
+    if (!info) throw new NotFoundError(`Artifact not found: ${virtual}`);
+    if (info.isSymbolicLink()) throw new UnsupportedMediaTypeError("Symlinked artifacts cannot be edited");
+    if (!info.isFile()) throw new BadRequestError(`Path is not a file: ${virtual}`);
+    if (info.size > MAX_EDITABLE_ARTIFACT_BYTES) throw new PayloadTooLargeError("Artifact is too large to edit");
+    return withHandle(await openBeneath(d, name), async (h) => {
+      if (!(await h.stat()).isFile()) throw new BadRequestError(`Path is not a file: ${virtual}`);
+      return h.readFile();
+    });
+  });
   if (current.includes(0)) throw new UnsupportedMediaTypeError("Binary artifacts cannot be edited");
   try {
     new TextDecoder("utf-8", { fatal: true }).decode(current);
