@@ -3,19 +3,15 @@
 import { lstatSync, readdirSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { strayVersionEntries } from "./agent-version.js";
+import { ATOMIC_TEMP, LEFTOVER_MIN_AGE_MS } from "./atomic-write.js";
 
-/** A temp file of `atomicWriteFile` (`.<name>.<hex>.tmp`). */
-const ATOMIC_TEMP = /^\..+\.[0-9a-f]{12}\.tmp$/;
 /** A staged upload or sandbox write (`.upload-<uuid>.part`, `.write-<uuid>.part`). */
 const PART_FILE = /^\.(upload|write)-.*\.part$/;
 /** Staging directory of an agent create (`.staging-<name>-<hex>`). */
 const AGENT_STAGING = /^\.staging-[a-z0-9-]+-[0-9a-f]{12}$/;
 
-/**
- * Leftovers younger than this are left alone, in ms: another process sharing the directories (cluster mode) may
- * still be writing them. Longer than the longest request (120 s, see `DEFAULT_SERVER_TIMEOUTS`).
- */
-export const LEFTOVER_MIN_AGE_MS = 10 * 60 * 1000;
+/** Leftovers younger than this are left alone, in ms (see atomic-write.ts). */
+export { LEFTOVER_MIN_AGE_MS };
 
 /** What {@link sweepLeftovers} removed (counts). */
 export interface SweepReport {
