@@ -42,7 +42,7 @@ describe("requests the HTTP parser rejects", () => {
     ["a malformed request line", "GET /health HTTP/1.1 extra\r\nHost: localhost\r\n\r\n", 400],
     ["an invalid header name", "GET /health HTTP/1.1\r\nHost: localhost\r\nBad Header: x\r\n\r\n", 400],
     ["a bad chunk size", "POST /threads HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400],
-  ])("answers %s with {detail} and status %s", async (_name, request, status) => {
+  ])("answers %s with {detail} and its status", async (_name, request, status) => {
     const res = await raw(request);
     expect(res.status).toBe(status);
     expect(res.body).toEqual({ detail: expect.any(String) });
