@@ -9,14 +9,15 @@ import { doc } from "./openapi.js";
 
 /** What `GET /health` answers. */
 export const HealthSchema = z.object({
-  status: z.enum(["healthy", "degraded"]),
+  status: z.enum(["healthy", "reloading", "degraded"]),
   service: z.string(),
   config_error: z.string().optional().describe("Why the last config edit was not applied (the last good config is served)"),
   model_errors: z.array(z.object({ model: z.string(), error: z.string() })).optional().describe("Models whose `use:` cannot be resolved or whose fallbacks name no configured model"),
 });
 
 /**
- * `GET /health` -> 200 `{status: "healthy", service}`, or `{status: "degraded", config_error?, model_errors?}`
+ * `GET /health` -> 200 `{status: "healthy", service}`; `{status: "reloading"}` while a config.yaml edit waits out
+ * its stability period (the last good config serves); or `{status: "degraded", config_error?, model_errors?}`
  * after a bad config edit (the config file named by its base name, never its absolute path) or with a model that
  * cannot be built (`use: nosuchpkg:Nope`).
  */
@@ -29,9 +30,11 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
     } catch {
       /* reported through the status below */
     }
-    const { error, path } = getAppConfigStatus();
+    const { error, path, pending } = getAppConfigStatus();
     const modelErrors = config ? await checkModels(config) : [];
-    const body: z.infer<typeof HealthSchema> = { status: error || modelErrors.length ? "degraded" : "healthy", service: "deer-flow-gateway" };
+    // An edit still settling is `reloading` (200, the last good config serves): a routine edit never looks broken.
+    const status = error || modelErrors.length ? "degraded" : pending ? "reloading" : "healthy";
+    const body: z.infer<typeof HealthSchema> = { status, service: "deer-flow-gateway" };
     // The file is named by its base name only: where the gateway's files live is not for anonymous callers.
     if (error) body.config_error = path ? error.split(path).join(basename(path)) : error;
     if (modelErrors.length) body.model_errors = modelErrors;

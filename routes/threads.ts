@@ -18,8 +18,16 @@ const metadataSchema = z.record(z.string().regex(/^[^\u0000-\u001f]*$/, "metadat
 /** `POST /threads`; the SDK may add `supersteps`, `ttl`, `graph_id` (accepted, ignored). */
 const ThreadCreateSchema = z.looseObject({ thread_id: z.string().nullish(), metadata: metadataSchema.nullish(), if_exists: z.enum(["raise", "do_nothing"]).nullish() });
 /** `POST /threads/search`; the SDK may add `select`, `values`, `extract` (accepted, ignored). */
+/**
+ * Most metadata keys one search may filter on: each is one condition of the store's query, and SQLite refuses a
+ * query past its expression depth (about 450 keys) with a 500. Over the limit is a 422 naming it.
+ */
+export const MAX_SEARCH_METADATA_KEYS = 64;
+
 const ThreadSearchSchema = z.looseObject({
-  metadata: metadataSchema.nullish(),
+  metadata: metadataSchema
+    .refine((m) => Object.keys(m).length <= MAX_SEARCH_METADATA_KEYS, { message: `metadata filters on at most ${MAX_SEARCH_METADATA_KEYS} keys` })
+    .nullish(),
   status: ThreadStatusSchema.nullish(),
   ids: z.array(z.string()).nullish(),
   limit: z.number().int().min(1).max(1000).default(10),

@@ -34,6 +34,7 @@ import { DEFAULT_SERVER_TIMEOUTS, installBodyLimits, type ServerTimeouts } from 
 import { parseClientJson } from "./http/json-limits.js";
 import { corsOriginAllowed, DEFAULT_ALLOWED_HOSTS, installRequestGuards } from "./http/origins.js";
 import { sweepLeftovers } from "./config/leftovers.js";
+import { clientErrorHandler } from "./http/client-errors.js";
 import { installHttpObservability } from "./observability/http-hooks.js";
 import { createGatewayMetrics, type GatewayMetrics } from "./observability/metrics.js";
 import { genRequestId } from "./observability/request-id.js";
@@ -181,6 +182,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     trustProxy: auth.trustedProxies.length ? auth.trustedProxies : false,
     // x-request-id in (validated) or a new UUID; on every log line of the request as `request_id` (LogController).
     genReqId: genRequestId,
+    // What Node's HTTP parser rejects (bad Content-Length, header overflow): {detail} too, not Fastify's body.
+    clientErrorHandler,
     // Malformed URLs and the like, caught before routing: still answered as {detail}.
     frameworkErrors: (error, _request, reply) => {
       const raw = reply as unknown as { code(status: number): { send(body: unknown): unknown } };

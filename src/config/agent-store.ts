@@ -9,6 +9,7 @@ import { ConfigError, ConflictError, NotFoundError, ValidationError } from "../e
 import { getLogger } from "../logger.js";
 import { AgentReasoningEffortSchema, agentDir, loadAgentConfig, ModelSettingsSchema, validateAgentName } from "./agent-config.js";
 import { atomicWriteFile } from "./atomic-write.js";
+import { readAgentPair, replaceAgentPair } from "./agent-version.js";
 import { isLeftoverAgentDir } from "./leftovers.js";
 import { getAgentsDir } from "./paths.js";
 import { compareCodePoints } from "../code-point-order.js";
@@ -258,7 +259,8 @@ export class AgentStore {
    * Partially updates an agent (DeerFlow `PUT /api/agents/{name}`): omitted keys are kept; for `model`,
    * `tool_groups`, `skills`, `thinking_enabled`, `reasoning_effort` an explicit null removes the key; a null
    * `description` means `""`; `model_settings` merges per sub-field (null clears one). Non-managed keys are kept.
-   * `soul` replaces SOUL.md. @throws NotFoundError for an unknown agent; ValidationError for a blank soul
+   * `soul` replaces SOUL.md. The two files are replaced as one atomic change ({@link replaceAgentPair}): a crash
+   * mid-update leaves the old pair or the new one. @throws NotFoundError for an unknown agent; ValidationError for a blank soul
    * (the old soul is kept; upstream only guards the tool path).
    */
   async update(name: string, patch: AgentUpdate, userId = "default"): Promise<AgentRecord> {
@@ -272,6 +274,7 @@ export class AgentStore {
       const existing = this.readDoc(dir);
       if (!existing) throw new NotFoundError(`Agent '${lower}' not found`);
       const has = (k: keyof AgentUpdate) => Object.prototype.hasOwnProperty.call(patch, k);
+      let config: string | undefined;
       const configKeys: (keyof AgentUpdate)[] = ["description", "tool_groups", "skills", "model", "model_settings", "thinking_enabled", "reasoning_effort"];
       if (configKeys.some(has)) {
         const pick = (k: keyof AgentUpdate) => (has(k) ? patch[k] : existing[k]);
@@ -291,9 +294,14 @@ export class AgentStore {
           if (v !== null && v !== undefined) doc[k] = v;
         }
         for (const [k, v] of Object.entries(existing)) if (!(MANAGED_FIELDS as readonly string[]).includes(k)) doc[k] = v;
-        atomicWriteFile(path.join(dir, "config.yaml"), dumpAgentYaml(doc));
+        config = dumpAgentYaml(doc);
       }
-      if (patch.soul !== undefined && patch.soul !== null) atomicWriteFile(path.join(dir, "SOUL.md"), patch.soul);
+      const soul = patch.soul ?? undefined;
+      // Both files change as one: a crash mid-update leaves the old pair or the new one (see replaceAgentPair).
+      if (config !== undefined || soul !== undefined) {
+        const current = readAgentPair(dir);
+        replaceAgentPair(dir, { config: config ?? current.config, soul: soul ?? current.soul });
+      }
       return this.get(lower, userId);
     });
   }

@@ -10,7 +10,7 @@ import { checkConfigVersion } from "./config-version.js";
 import { getLogger } from "../logger.js";
 import { formatKeyPath, substituteEnv } from "./env-substitution.js";
 import { resolveConfigPath } from "./paths.js";
-import { CONFIG_QUIET_MS, WatchedFile } from "./watched-file.js";
+import { configStableMs, WatchedFile } from "./watched-file.js";
 import { AppConfigSchema, brandAppConfig, KNOWN_TOP_LEVEL_KEYS, STARTUP_ONLY_FIELDS, type AppConfig, type StartupOnlyField } from "./schema.js";
 
 export type { FileSignature } from "./watched-file.js";
@@ -21,6 +21,8 @@ export interface AppConfigStatus {
   path: string | null;
   /** Message of the last failed (re)load, or null when the served config matches the file. */
   error: string | null;
+  /** A changed config.yaml waits out its stability period (`DEER_FLOW_CONFIG_STABLE_MS`); the last good is served. */
+  pending: boolean;
 }
 
 /** The outcome of a reload of the config file: `success`, or `failure` (once per distinct failure). */
@@ -60,7 +62,7 @@ const file = new WatchedFile<AppConfig>({
     getLogger().info({ path }, "config reloaded");
     notifyReload("success");
   },
-  quietMs: CONFIG_QUIET_MS,
+  quietMs: () => configStableMs(),
 });
 /** A config installed with `setAppConfig` (served instead of the file until reset). */
 let injected: AppConfig | null = null;
@@ -210,7 +212,7 @@ export function applyReloadBoundary(previous: AppConfig, next: AppConfig): AppCo
 
 /** What `getAppConfig()` serves: the source path and the last reload error (null when healthy). */
 export function getAppConfigStatus(): AppConfigStatus {
-  return injected ? { path: null, error: null } : file.status();
+  return injected ? { path: null, error: null, pending: false } : file.status();
 }
 
 /** Installs `config` as the process config: `getAppConfig()` returns it and never touches the file until reset. */

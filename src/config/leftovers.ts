@@ -2,24 +2,23 @@
 // agent directories a pre-atomic create left without config.yaml, temp files of atomic writes, and upload parts.
 import { lstatSync, readdirSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
+import { strayVersionEntries } from "./agent-version.js";
+import { ATOMIC_TEMP, LEFTOVER_MIN_AGE_MS } from "./atomic-write.js";
 
-/** A temp file of `atomicWriteFile` (`.<name>.<hex>.tmp`). */
-const ATOMIC_TEMP = /^\..+\.[0-9a-f]{12}\.tmp$/;
 /** A staged upload or sandbox write (`.upload-<uuid>.part`, `.write-<uuid>.part`). */
 const PART_FILE = /^\.(upload|write)-.*\.part$/;
 /** Staging directory of an agent create (`.staging-<name>-<hex>`). */
 const AGENT_STAGING = /^\.staging-[a-z0-9-]+-[0-9a-f]{12}$/;
 
-/**
- * Leftovers younger than this are left alone, in ms: another process sharing the directories (cluster mode) may
- * still be writing them. Longer than the longest request (120 s, see `DEFAULT_SERVER_TIMEOUTS`).
- */
-export const LEFTOVER_MIN_AGE_MS = 10 * 60 * 1000;
+/** Leftovers younger than this are left alone, in ms (see atomic-write.ts). */
+export { LEFTOVER_MIN_AGE_MS };
 
 /** What {@link sweepLeftovers} removed (counts). */
 export interface SweepReport {
   agentStaging: number;
   agentDirs: number;
+  /** Agent versions a killed update left (not the current one) and half-swapped version pointers. */
+  agentVersions: number;
   tempFiles: number;
   uploadParts: number;
   bytes: number;
@@ -52,12 +51,13 @@ export function isLeftoverAgentDir(dir: string): boolean {
 /**
  * Removes, under the agents directory (`<agents>/<user>/<name>/`) and the runtime home
  * (`<home>/users/<user>/threads/<thread>/user-data/uploads/`), what crashed writers left and is older than
- * `minAgeMs`: agent staging directories, leftover agent directories ({@link isLeftoverAgentDir}), atomic-write
+ * `minAgeMs`: agent staging directories, leftover agent directories ({@link isLeftoverAgentDir}), agent versions no
+ * pointer names (`<name>/.versions/<hex>`, see agent-version.ts), atomic-write
  * temp files, and `.upload-*.part` / `.write-*.part` files. Never throws; unreadable entries are skipped.
  * @param now Current time in ms since the epoch (tests pass a later time instead of ageing files).
  */
 export function sweepLeftovers(agentsDir: string, home: string, minAgeMs = LEFTOVER_MIN_AGE_MS, now = Date.now()): SweepReport {
-  const report: SweepReport = { agentStaging: 0, agentDirs: 0, tempFiles: 0, uploadParts: 0, bytes: 0 };
+  const report: SweepReport = { agentStaging: 0, agentDirs: 0, agentVersions: 0, tempFiles: 0, uploadParts: 0, bytes: 0 };
   const old = (p: string) => {
     try {
       return now - lstatSync(p).mtimeMs >= minAgeMs;
@@ -87,6 +87,7 @@ export function sweepLeftovers(agentsDir: string, home: string, minAgeMs = LEFTO
         continue;
       }
       for (const inner of entries(full)) if (ATOMIC_TEMP.test(inner) && old(path.join(full, inner))) remove(path.join(full, inner), "tempFiles");
+      for (const stray of strayVersionEntries(full)) if (old(stray)) remove(stray, "agentVersions");
       if (isLeftoverAgentDir(full) && old(full)) remove(full, "agentDirs");
     }
   }

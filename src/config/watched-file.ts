@@ -17,11 +17,22 @@ export function sameSignature(a: FileSignature | null | undefined, b: FileSignat
 }
 
 /**
- * A file modified less than this long ago (ms) counts as still being written: an in-place edit (truncate, then
- * write in pieces) passes through states that are valid YAML but lack sections, and a stat taken in a pause between
- * two writes is stable. While a last good value exists, such a file is not read; the next call looks again.
+ * Default stability period of config.yaml, in ms: a changed file is adopted only once its last modification is at
+ * least this old (and it parses). An in-place edit (truncate, then write in pieces) passes through states that are
+ * valid YAML but lack sections; a pause between two writes shorter than this is never adopted. Meanwhile the last
+ * good config is served and health reports `reloading`. Set with `DEER_FLOW_CONFIG_STABLE_MS`.
  */
-export const CONFIG_QUIET_MS = 100;
+export const CONFIG_QUIET_MS = 1000;
+
+/**
+ * The config stability period from `DEER_FLOW_CONFIG_STABLE_MS` (a non-negative integer, ms), else
+ * {@link CONFIG_QUIET_MS}; an invalid value falls back to the default (this runs on every config read).
+ */
+export function configStableMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.DEER_FLOW_CONFIG_STABLE_MS?.trim();
+  const n = raw ? Number(raw) : NaN;
+  return Number.isInteger(n) && n >= 0 ? n : CONFIG_QUIET_MS;
+}
 
 /**
  * Whether a file's last modification is too recent to trust ({@link CONFIG_QUIET_MS}). An mtime more than a second
@@ -32,6 +43,9 @@ export function recentlyModified(mtimeMs: number, now = Date.now(), quietMs = CO
   const age = now - mtimeMs;
   return age > -1000 && age < quietMs;
 }
+
+/** The error of a read that never saw the file hold still (an edit in progress), not of a broken file. */
+export class FileInFlux extends Error {}
 
 /** How many times a read is retried when the file changes while it is read (an in-place edit in progress). */
 const STABLE_READ_ATTEMPTS = 5;
@@ -51,7 +65,7 @@ export function readStable(path: string): { text: string; signature: FileSignatu
       return { text: buf.toString("utf8"), signature: { mtimeMs: after.mtimeMs, size: after.size, sha256: createHash("sha256").update(buf).digest("hex") } };
     }
   }
-  throw new Error(`${path} is being written; try again`);
+  throw new FileInFlux(`${path} is being written; try again`);
 }
 
 /** The parts of a stat that change whenever a file's content can have changed. */
@@ -102,10 +116,11 @@ export interface WatchedFileOptions<T> {
   /** Served before the first successful load (and then the reads never throw); without it the first failure throws. */
   fallback?: T;
   /**
-   * A file modified less than this long ago (ms) keeps the last good value served (0, the default, reads at once;
-   * config.yaml uses {@link CONFIG_QUIET_MS} because editors write it in place).
+   * Stability period (ms, or a function read on each call): a changed file modified less than this long ago keeps
+   * the last good value served and the status `pending` (0, the default, reads at once; config.yaml uses
+   * {@link configStableMs} because editors write it in place).
    */
-  quietMs?: number;
+  quietMs?: number | (() => number);
 }
 
 /** What a {@link WatchedFile} serves. */
@@ -114,6 +129,8 @@ export interface WatchedFileStatus {
   path: string | null;
   /** The last failure (read or parse) since the served value was loaded, or null when the file is healthy. */
   error: string | null;
+  /** A changed file is waiting out its stability period (the last good value is served meanwhile). */
+  pending: boolean;
 }
 
 /**
@@ -129,6 +146,7 @@ export class WatchedFile<T> {
   private signature: FileSignature | null = null;
   private failedSignature: FileSignature | null = null;
   private error: string | null = null;
+  private pending = false;
   private readonly logged = new Set<string>();
   /** See {@link settledStatOf}: the stat that lets a read skip the file's content. */
   private settledStat: StatKey | null = null;
@@ -144,7 +162,7 @@ export class WatchedFile<T> {
 
   /** The served file and its health. */
   status(): WatchedFileStatus {
-    return { path: this.path, error: this.error };
+    return { path: this.path, error: this.error, pending: this.pending };
   }
 
   /**
@@ -169,12 +187,23 @@ export class WatchedFile<T> {
       // Unchanged since a read made well after its last change: serve it without reading and hashing again.
       if (this.value !== null && this.path === path && this.error === null && this.settledStat !== null && sameStat(this.settledStat, stat)) return this.value;
       // While the file is being written the last good value is served, without reading (or reporting) it.
-      const quietMs = this.options.quietMs ?? 0;
-      if (quietMs > 0 && this.value !== null && this.path === path && recentlyModified(stat.mtimeMs, Date.now(), quietMs)) return this.value;
+      const option = this.options.quietMs ?? 0;
+      const quietMs = typeof option === "function" ? option() : option;
+      if (quietMs > 0 && this.value !== null && this.path === path && recentlyModified(stat.mtimeMs, Date.now(), quietMs)) {
+        this.pending = true;
+        return this.value;
+      }
       ({ text, signature } = readStable(path));
     } catch (err) {
+      // A file that never held still during the read is an edit in progress, not a failure.
+      if (err instanceof FileInFlux && this.value !== null) {
+        this.pending = true;
+        return this.value;
+      }
+      this.pending = false;
       return this.fail(err);
     }
+    this.pending = false;
     const settled = this.settledStatOf(path);
     if (this.value !== null && this.path === path && sameSignature(this.signature, signature)) {
       // The good file is back unchanged (e.g. moved away and back): it is healthy again.
@@ -215,6 +244,7 @@ export class WatchedFile<T> {
   /** Forgets everything (tests, `resetAppConfig`). */
   reset(): void {
     this.settledStat = null;
+    this.pending = false;
     Object.assign(this, { value: this.options.fallback ?? null, path: null, signature: null, failedSignature: null });
     this.clearError();
   }

@@ -290,7 +290,7 @@ describe("getAppConfig: a broken reload keeps the last good config (decision 2, 
   it("keeps serving the last good object on a schema error, reports it, and recovers when fixed", () => {
     writeFileSync(file, `${MODEL("m")}loop_detection:\n  warn_threshold: 4\n  hard_limit: 6\n`);
     const x = getAppConfig();
-    expect(getAppConfigStatus()).toEqual({ path: file, error: null });
+    expect(getAppConfigStatus()).toEqual({ path: file, error: null, pending: false });
 
     rewrite(`${MODEL("m")}loop_detection: false\nagents_api: false\n`);
     expect(getAppConfig()).toBe(x);
@@ -346,7 +346,7 @@ describe("setAppConfig / resetAppConfig (CF-028)", () => {
     expect(getAppConfig()).toBe(injected);
     rewrite("log_level: debug\n");
     expect(getAppConfig().log_level).toBe("warning");
-    expect(getAppConfigStatus()).toEqual({ path: null, error: null });
+    expect(getAppConfigStatus()).toEqual({ path: null, error: null, pending: false });
     resetAppConfig();
     expect(getAppConfig().log_level).toBe("debug");
   });

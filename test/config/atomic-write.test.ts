@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -42,5 +42,51 @@ describe("atomicWriteFile", () => {
     child.kill("SIGKILL");
     await new Promise((r) => child.on("exit", r));
     expect(readFileSync(file, "utf8")).toBe("name: old\n");
+  });
+});
+
+// Issue 42 item 10: temp files of killed writes are removed in every directory the gateway writes atomically.
+describe("temp files of killed atomic writes", () => {
+  const hourAgo = () => new Date(Date.now() - 3600_000);
+
+  it("are removed by the first write to their directory from a later process, young ones are kept", async () => {
+    const sub = mkdtempSync(path.join(dir, "killed-"));
+    const file = path.join(sub, "memory.json");
+    const script = `
+      import { atomicWriteFile } from ${JSON.stringify(path.join(root, "src/config/atomic-write.ts"))};
+      atomicWriteFile(${JSON.stringify(file)}, "x".repeat(100000), {
+        beforeRename: () => { process.stdout.write("ready\\n"); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); },
+      });`;
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
+    await new Promise<void>((resolve) => child.stdout.on("data", (d) => String(d).includes("ready") && resolve()));
+    child.kill("SIGKILL");
+    await new Promise((r) => child.on("exit", r));
+    const [left] = readdirSync(sub).filter((f) => f.endsWith(".tmp"));
+    expect(left).toBeDefined();
+    utimesSync(path.join(sub, left), hourAgo(), hourAgo());
+    const young = path.join(sub, ".other.json.0123456789ab.tmp");
+    writeFileSync(young, "in progress elsewhere");
+    atomicWriteFile(path.join(sub, "USER.md"), "profile"); // this process's first write there
+    expect(readdirSync(sub).sort()).toEqual([".other.json.0123456789ab.tmp", "USER.md"]);
+  });
+
+  it("are swept through every writer, e.g. the memory store and the user profile", async () => {
+    const { FileMemoryStore } = await import("../../src/agents/memory/file-memory-store.js");
+    const { AgentStore } = await import("../../src/config/agent-store.js");
+    const memRoot = mkdtempSync(path.join(dir, "mem-"));
+    const memory = new FileMemoryStore(memRoot);
+    const memDir = path.dirname(memory.fileFor("u1", "a1"));
+    const agentsRoot = mkdtempSync(path.join(dir, "agents-"));
+    mkdirSync(memDir, { recursive: true });
+    const memTemp = path.join(memDir, ".a1.json.0123456789ab.tmp");
+    const profileTemp = path.join(agentsRoot, ".USER.md.0123456789ab.tmp");
+    for (const t of [memTemp, profileTemp]) {
+      writeFileSync(t, "killed");
+      utimesSync(t, hourAgo(), hourAgo());
+    }
+    new AgentStore(agentsRoot).writeUserProfile("me");
+    memory.save("u1", "a1", memory.load("u1", "a1"));
+    expect(existsSync(profileTemp)).toBe(false);
+    expect(readdirSync(memDir)).toEqual(["a1.json"]);
   });
 });
