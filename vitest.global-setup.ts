@@ -1,4 +1,6 @@
-// Vitest global setup: makes sure PostgreSQL and Redis are reachable for the scale-out tests. When
+// Vitest global setup: makes sure PostgreSQL and Redis are reachable for the scale-out tests, and that bubblewrap is
+// there for the host-bash isolation tests. Missing programs are installed with apt-get when this process may (root),
+// or the run stops with the one command that installs them (test/support/service-tools.ts). When
 // DEERFLOW_TEST_PG_URL / DEERFLOW_TEST_REDIS_URL are set (CI, `eval "$(npm run -s services start)"`), they are used
 // as they are; otherwise scripts/services.sh starts a private pair (own data dir, free loopback ports) for this run
 // and stops it afterwards, so concurrent runs never share or stop each other's servers. A service that cannot
@@ -9,14 +11,29 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "./test/support/gateway-process.js";
+import { ensureServiceTools, findPgBin } from "./test/support/service-tools.js";
 
 const script = path.join(path.dirname(fileURLToPath(import.meta.url)), "scripts", "services.sh");
 
 
 export default async function setup(): Promise<(() => void) | undefined> {
-  if (process.env.DEERFLOW_TEST_PG_URL && process.env.DEERFLOW_TEST_REDIS_URL) return undefined;
+  const given = Boolean(process.env.DEERFLOW_TEST_PG_URL && process.env.DEERFLOW_TEST_REDIS_URL);
+  try {
+    ensureServiceTools(process.env, { services: !given });
+  } catch (err) {
+    // One line that says what to run, not a stack trace into this file.
+    (err as Error).stack = (err as Error).message;
+    throw err;
+  }
+  if (given) return undefined;
   const dir = mkdtempSync(path.join(tmpdir(), "deerflow-test-services-"));
-  const env = { ...process.env, DEERFLOW_SERVICES_DIR: dir, DEERFLOW_PG_PORT: String(await freePort()), DEERFLOW_REDIS_PORT: String(await freePort()) };
+  const env = {
+    ...process.env,
+    DEERFLOW_PG_BIN: findPgBin(process.env) ?? "",
+    DEERFLOW_SERVICES_DIR: dir,
+    DEERFLOW_PG_PORT: String(await freePort()),
+    DEERFLOW_REDIS_PORT: String(await freePort()),
+  };
   const stop = () => {
     execFileSync("bash", [script, "stop"], { env, stdio: "inherit" });
     rmSync(dir, { recursive: true, force: true });

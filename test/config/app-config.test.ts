@@ -19,6 +19,7 @@ import {
 import { getModelConfig, getToolConfig, parseAppConfig, type AppConfig } from "../../src/config/schema.js";
 import { CONFIG_QUIET_MS, STAT_TRUST_MS, statSettled } from "../../src/config/watched-file.js";
 import { ConfigError } from "../../src/errors.js";
+import { until } from "../support/wait.js";
 import { getLogger, setLogger } from "../../src/logger.js";
 
 const FIXTURE = path.resolve(import.meta.dirname, "../fixtures/deerflow/config.example.yaml");
@@ -244,7 +245,7 @@ describe("getAppConfig: cache and hot reload (CF-018, CF-021)", () => {
     writeFileSync(file, MODEL("model-aa"));
     settle(file);
     // Past the window in which a file's timestamps cannot yet stand for its content (STAT_TRUST_MS).
-    await new Promise((resolve) => setTimeout(resolve, STAT_TRUST_MS + 100));
+    await until(() => statSettled(statSync(file)));
     const a = getAppConfig();
     expect(getAppConfig()).toBe(a);
     expect(getAppConfig()).toBe(a);
@@ -487,7 +488,7 @@ describe("getAppConfig: reads during a write (issue 13 item 5)", () => {
     writeFileSync(file, MODEL("second") + "title:\n  enabled: false\n");
     expect(getAppConfig()).toBe(good);
     // Once the file has been quiet for CONFIG_QUIET_MS it is read.
-    await new Promise((r) => setTimeout(r, CONFIG_QUIET_MS + 20));
+    await until(() => getAppConfig().models[0].name === "second", CONFIG_QUIET_MS + 5_000);
     const next = getAppConfig();
     expect(next.models[0].name).toBe("second");
     expect(next.title.enabled).toBe(false);

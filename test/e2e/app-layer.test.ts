@@ -1,10 +1,10 @@
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { closeMcpClients } from "../../src/tools/mcp-tools.js";
-import { echoReply, startFakeOpenAI, type FakeOpenAI, systemText } from "../support/fake-openai.js";
+import { echoReply, useFakeOpenAI, systemText } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse, type SseFrame } from "../support/sse.js";
 
@@ -14,7 +14,7 @@ const ENV_KEYS = ["DEER_FLOW_SKILLS_DIR", "DEER_FLOW_EXTENSIONS_CONFIG_PATH"] as
 const saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
 const work = mkdtempSync(path.join(tmpdir(), "app-layer-"));
 const MCP_SERVER = path.resolve("test/tools/fixtures/mcp-echo-server.mjs");
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 
 const config = (url: string) => `models:
@@ -38,12 +38,10 @@ beforeAll(async () => {
   }));
   process.env.DEER_FLOW_SKILLS_DIR = path.join(work, "skills");
   process.env.DEER_FLOW_EXTENSIONS_CONFIG_PATH = path.join(work, "extensions_config.json");
-  fake = await startFakeOpenAI();
   h = await startHarness(config(fake.url));
 });
 afterAll(async () => {
   await h.close();
-  await fake.close();
   await closeMcpClients();
   for (const k of ENV_KEYS) {
     if (saved[k] === undefined) delete process.env[k];
@@ -51,7 +49,6 @@ afterAll(async () => {
   }
   rmSync(work, { recursive: true, force: true });
 });
-afterEach(() => fake.reset());
 
 const toolNames = (body: Record<string, any>): string[] => (body.tools ?? []).map((t: any) => t.function.name);
 const lastUser = (body: Record<string, any>) => body.messages.filter((m: any) => m.role === "user").at(-1)?.content;

@@ -1,23 +1,20 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useFakeOpenAI } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
 // ask_clarification takes `fields`; a valid form is a version-2 `form` request,
 // a broken one degrades whole to options / free text. Over HTTP against the fake OpenAI server.
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
   h = await startHarness(`models:
   - {name: fake-gpt, use: "langchain_openai:ChatOpenAI", model: gpt-test, api_key: sk-test, base_url: "${fake.url}"}
 `);
 });
 afterAll(async () => {
   await h.close();
-  await fake.close();
 });
-afterEach(() => fake.reset());
 
 /** Runs one turn in which the model calls ask_clarification with `args`; returns the clarification tool message. */
 async function clarify(args: Record<string, unknown>): Promise<any> {

@@ -1,17 +1,16 @@
 import { utimesSync } from "node:fs";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makePdf } from "../support/documents.js";
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
+import { useFakeOpenAI, type FakeReply } from "../support/fake-openai.js";
 import { postJson, startHarness, uploadFiles, type Harness } from "../support/harness.js";
 
 // Earlier turns' uploads are not listed in the prompt; the lead agent discovers them
 // with the built-in `list_uploaded_files` tool, over HTTP against the fake OpenAI server.
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
   h = await startHarness(`models:
   - {name: fake-gpt, use: "langchain_openai:ChatOpenAI", model: gpt-test, api_key: sk-test, base_url: "${fake.url}"}
 uploads:
@@ -20,9 +19,7 @@ uploads:
 });
 afterAll(async () => {
   await h.close();
-  await fake.close();
 });
-afterEach(() => fake.reset());
 
 const upload = async (threadId: string, files: [string, Buffer | string][]) => expect((await uploadFiles(h.url, threadId, files)).status).toBe(200);
 const uploadsDir = (thread: string) => path.join(h.dir, ".deer-flow", "users", "default", "threads", thread, "user-data", "uploads");

@@ -1,11 +1,11 @@
 import { createServer } from "node:net";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { captureLogs } from "../support/capture-logs.js";
-import { echoReply, startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
+import { echoReply, useFakeOpenAI, type FakeReply } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 let logs: ReturnType<typeof captureLogs>;
 let deadUrl: string;
@@ -31,7 +31,6 @@ const config = (url: string) =>
   entry("retrying", "flaky-id", url, "    fallbacks: [backup]\n").replace("max_retries: 0", "max_retries: 1");
 
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
   deadUrl = await closedPortUrl();
   logs = captureLogs();
   h = await startHarness(config(fake.url));
@@ -39,9 +38,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await h.close();
   logs.restore();
-  await fake.close();
 });
-afterEach(() => fake.reset());
 
 /** The primary (`flaky-id`) answers `fail`; the backup echoes. */
 const primaryFails = (fail: FakeReply) => (body: Record<string, any>) => (body.model === "flaky-id" ? { content: "partial answer from primary", ...fail } : echoReply(body));

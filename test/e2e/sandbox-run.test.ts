@@ -1,13 +1,13 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useFakeOpenAI, type FakeReply } from "../support/fake-openai.js";
 import { postJson, startHarness, uploadFiles, type Harness } from "../support/harness.js";
 
 // Agents that work on files, end to end: the fake OpenAI server plays the model and calls the sandbox tools over
 // the real HTTP API; the client uploads, runs and downloads.
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 
 const model = (name: string, url: string, extra = "") => `  - name: ${name}\n    use: langchain_openai:ChatOpenAI\n    model: ${name}-id\n    api_key: sk-test\n    base_url: ${url}\n${extra}`;
@@ -22,14 +22,11 @@ const configFor = (url: string) =>
   "  - name: bash\n    group: bash\n    use: deerflow.sandbox.tools:bash_tool\n";
 
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
   h = await startHarness(configFor(fake.url));
 });
 afterAll(async () => {
   await h.close();
-  await fake.close();
 });
-afterEach(() => fake.reset());
 
 /** Replies in order, one per model call (a call is recognised by how many tool results it already carries). */
 const script = (replies: FakeReply[]) => (body: Record<string, any>): FakeReply => {

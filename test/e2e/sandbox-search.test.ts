@@ -1,10 +1,10 @@
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { captureLogs } from "../support/capture-logs.js";
 import { applyPromptTemplate } from "../../src/agents/lead-agent/prompt.js";
-import { startFakeOpenAI, systemText, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
+import { useFakeOpenAI, systemText, type FakeReply } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
 // glob and grep, skills at /mnt/skills and sandbox.mounts, driven over HTTP by the fake OpenAI server calling tools.
@@ -12,7 +12,7 @@ const work = mkdtempSync(path.join(tmpdir(), "sandbox-search-"));
 const ro = path.join(work, "reference");
 const rw = path.join(work, "scratch");
 const saved = process.env.DEER_FLOW_SKILLS_DIR;
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 let logs: ReturnType<typeof captureLogs>;
 
@@ -38,18 +38,15 @@ beforeAll(async () => {
   cpSync(path.resolve("test/fixtures/deerflow/skills/data-analysis"), path.join(work, "skills", "public", "data-analysis"), { recursive: true });
   process.env.DEER_FLOW_SKILLS_DIR = path.join(work, "skills");
   logs = captureLogs();
-  fake = await startFakeOpenAI();
   h = await startHarness(configFor(fake.url));
 });
 afterAll(async () => {
   logs.restore();
   await h.close();
-  await fake.close();
   if (saved === undefined) delete process.env.DEER_FLOW_SKILLS_DIR;
   else process.env.DEER_FLOW_SKILLS_DIR = saved;
   rmSync(work, { recursive: true, force: true });
 });
-afterEach(() => fake.reset());
 
 /** Makes the model call `calls` one per turn, then answer "done"; returns the tool results in order. */
 async function runTools(calls: { name: string; args: Record<string, unknown> }[]): Promise<string[]> {

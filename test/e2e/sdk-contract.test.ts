@@ -48,10 +48,17 @@ describe("assistants", () => {
 });
 
 describe("a thread's life through the SDK", () => {
-  const T = uuid();
-  let runId = "";
+  /** Each case's own thread, with one finished run ("hi" -> "You said: hi"): no case leans on another's. */
+  async function threadWithRun(): Promise<{ T: string; runId: string }> {
+    const T = uuid();
+    await c.threads.create({ threadId: T });
+    let runId = "";
+    await drain(c.runs.stream(T, "lead_agent", { input: human("hi"), onRunCreated: (m) => (runId = m.run_id) }));
+    return { T, runId };
+  }
 
   it("creates threads (idempotent with an id) and 404s an unknown one", async () => {
+    const T = uuid();
     const t = await c.threads.create();
     expect(t).toMatchObject({ status: "idle", metadata: {}, values: {} });
     expect(typeof t.thread_id).toBe("string");
@@ -62,6 +69,7 @@ describe("a thread's life through the SDK", () => {
   });
 
   it("streams a run: metadata first, message tuples with ids, final values, end", async () => {
+    const T = (await c.threads.create()).thread_id;
     let meta: { run_id: string; thread_id?: string } | undefined;
     const parts = await drain(c.runs.stream(T, "lead_agent", { input: human("hi"), streamMode: ["values", "messages-tuple", "updates"], onRunCreated: (m) => (meta = m) }));
     expect(parts[0].event).toBe("metadata");
@@ -72,10 +80,10 @@ describe("a thread's life through the SDK", () => {
     expect(parts.filter((p) => p.event === "values").at(-1).data.messages.at(-1)).toMatchObject({ type: "ai", content: "You said: hi" });
     expect(parts.some((p) => p.event === "error")).toBe(false);
     expect(parts.at(-1).event).toBe("end");
-    runId = meta!.run_id;
   });
 
   it("gets and lists the run", async () => {
+    const { T, runId } = await threadWithRun();
     expect((await c.runs.get(T, runId)).status).toBe("success");
     const list = await c.runs.list(T);
     expect(list[0].run_id).toBe(runId);
@@ -83,6 +91,7 @@ describe("a thread's life through the SDK", () => {
   });
 
   it("reads state, history and updates the title", async () => {
+    const { T } = await threadWithRun();
     const state = await c.threads.getState<{ messages: any[] }>(T);
     expect(state.values.messages).toHaveLength(2);
     expect(state.values.messages.at(-1).type).toBe("ai");
@@ -101,21 +110,27 @@ describe("a thread's life through the SDK", () => {
   });
 
   it("finds the thread by search, with only the title in values", async () => {
+    const { T } = await threadWithRun();
+    await c.threads.updateState(T, { values: { title: "Renamed" } });
     const found = await c.threads.search({ limit: 50 });
     const mine = found.find((t) => t.thread_id === T)!;
     expect(mine.values).toEqual({ title: "Renamed" });
-    await c.threads.update(T, { metadata: { agent_name: "x" } });
-    expect((await c.threads.search({ metadata: { agent_name: "x" } })).map((t) => t.thread_id)).toEqual([T]);
+    // An agent name no other case (or earlier run of this one) uses, so the search can only find this thread.
+    const agent = `x-${uuid()}`;
+    await c.threads.update(T, { metadata: { agent_name: agent } });
+    expect((await c.threads.search({ metadata: { agent_name: agent } })).map((t) => t.thread_id)).toEqual([T]);
     expect((await postJson(`${h.url}/threads/search`, { limit: 0 })).status).toBe(422);
   });
 
   it("waits for a run and returns the final values", async () => {
+    const { T } = await threadWithRun();
     const values = (await c.runs.wait(T, "lead_agent", { input: human("again") })) as { messages: any[] };
     expect(values.messages).toHaveLength(4);
     expect(values.messages.at(-1).content).toBe("You said: again");
   });
 
   it("joins a finished run's stream without hanging, and joins a background run as JSON", async () => {
+    const { T, runId } = await threadWithRun();
     const replay = await drain(c.runs.joinStream(T, runId, { lastEventId: "-1" }));
     expect(replay.at(-1).event).toBe("end");
     const run = await c.runs.create(T, "lead_agent", { input: human("bg") });
@@ -125,14 +140,17 @@ describe("a thread's life through the SDK", () => {
   });
 
   it("rejects unsupported stream modes with 422 before any part", async () => {
+    const T = (await c.threads.create()).thread_id;
     await expect(drain(c.runs.stream(T, "lead_agent", { input: human("x"), streamMode: ["events" as never] }))).rejects.toMatchObject({ status: 422 });
   });
 
   it("refuses to cancel a finished run (409)", async () => {
+    const { T, runId } = await threadWithRun();
     await expect(c.runs.cancel(T, runId)).rejects.toMatchObject({ status: 409 });
   });
 
   it("deletes the thread", async () => {
+    const { T } = await threadWithRun();
     await c.threads.delete(T);
     await expect(c.threads.get(T)).rejects.toMatchObject({ status: 404 });
   });

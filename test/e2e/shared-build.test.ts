@@ -2,12 +2,12 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { MemorySaver } from "@langchain/langgraph";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { makeLeadAgent } from "../../src/agents/lead-agent/agent.js";
 import { buildCacheSize, clearBuildCache } from "../../src/agents/lead-agent/build-cache.js";
 import { parseAppConfig } from "../../src/config/schema.js";
 import { signUp, type Session } from "../support/auth-client.js";
-import { echoReply, startFakeOpenAI, systemText, type FakeOpenAI } from "../support/fake-openai.js";
+import { echoReply, useFakeOpenAI, systemText } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 
@@ -18,7 +18,7 @@ const ENV_KEYS = ["DEER_FLOW_SKILLS_DIR", "DEER_FLOW_EXTENSIONS_CONFIG_PATH"] as
 const saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
 const work = mkdtempSync(path.join(tmpdir(), "shared-build-"));
 const PASSWORD = "correct-horse-battery";
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 
 const config = (url: string, modelId = "gpt-a") => `models:
   - name: fake-gpt
@@ -38,10 +38,8 @@ beforeAll(async () => {
   writeFileSync(path.join(work, "extensions_config.json"), JSON.stringify({ mcpServers: {}, skills: {} }));
   process.env.DEER_FLOW_SKILLS_DIR = path.join(work, "skills");
   process.env.DEER_FLOW_EXTENSIONS_CONFIG_PATH = path.join(work, "extensions_config.json");
-  fake = await startFakeOpenAI();
 });
 afterAll(async () => {
-  await fake.close();
   for (const k of ENV_KEYS) {
     if (saved[k] === undefined) delete process.env[k];
     else process.env[k] = saved[k];
@@ -49,7 +47,6 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 beforeEach(() => clearBuildCache());
-afterEach(() => fake.reset());
 
 /** Streams one run on a new thread of `h` (as `session` when given); returns the final values and the thread id. */
 async function run(h: Harness, text: string, context: Record<string, unknown> = {}, session?: Session) {

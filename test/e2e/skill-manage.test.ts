@@ -1,10 +1,10 @@
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Session, signUp } from "../support/auth-client.js";
 import { captureLogs } from "../support/capture-logs.js";
-import { startFakeOpenAI, systemText, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
+import { useFakeOpenAI, systemText, type FakeReply } from "../support/fake-openai.js";
 import { startHarness, type Harness } from "../support/harness.js";
 
 // Issue 14 item 4: the agent manages the user's custom skills with skill_manage (DeerFlow's skill self-evolution),
@@ -15,7 +15,7 @@ vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 const work = mkdtempSync(path.join(tmpdir(), "skill-manage-"));
 const savedSkillsDir = process.env.DEER_FLOW_SKILLS_DIR;
 const PASSWORD = "correct-horse-battery";
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 let a: Session;
 let b: Session;
@@ -39,7 +39,6 @@ beforeAll(async () => {
   cpSync(path.resolve("skills/public/plain-language"), path.join(work, "skills", "public", "plain-language"), { recursive: true });
   process.env.DEER_FLOW_SKILLS_DIR = path.join(work, "skills");
   logs = captureLogs();
-  fake = await startFakeOpenAI();
   h = await startHarness(configFor(fake.url, true), { authDisabled: false });
   a = await signUp(h.url, "alice@example.com", PASSWORD, "initialize");
   b = await signUp(h.url, "bob@example.com", PASSWORD);
@@ -48,12 +47,10 @@ beforeAll(async () => {
 afterAll(async () => {
   logs.restore();
   await h.close();
-  await fake.close();
   if (savedSkillsDir === undefined) delete process.env.DEER_FLOW_SKILLS_DIR;
   else process.env.DEER_FLOW_SKILLS_DIR = savedSkillsDir;
   rmSync(work, { recursive: true, force: true });
 });
-afterEach(() => fake.reset());
 
 type Call = { name: string; args: Record<string, unknown> };
 

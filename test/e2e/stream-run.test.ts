@@ -1,10 +1,10 @@
 import { Client } from "@langchain/langgraph-sdk";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeOpenAI, systemText } from "../support/fake-openai.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useFakeOpenAI, systemText } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 
 const configFor = (url: string, first = "fake-gpt") => {
@@ -19,14 +19,11 @@ const configFor = (url: string, first = "fake-gpt") => {
 };
 
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
   h = await startHarness(configFor(fake.url));
 });
 afterAll(async () => {
   await h.close();
-  await fake.close();
 });
-afterEach(() => fake.reset());
 
 const client = () => new Client({ apiUrl: h.url, apiKey: null, callerOptions: { maxRetries: 0 } });
 const human = (content: string) => ({ messages: [{ type: "human", content }] });

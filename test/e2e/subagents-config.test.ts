@@ -1,13 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getSubagentTypes } from "../../src/agents/lead-agent/subagent-types.js";
 import { parseAppConfigText } from "../../src/config/app-config.js";
-import { startFakeOpenAI, systemText, type FakeOpenAI } from "../support/fake-openai.js";
+import { useFakeOpenAI, systemText } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse, type SseFrame } from "../support/sse.js";
 
 // Subagents as configured (`subagents:` in config.yaml), over HTTP against the fake OpenAI server: how many run at
 // once, per-type deadlines that abort the child, custom types with their own prompt, tools and model.
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 
 const config = (url: string, extra = "") => `models:
@@ -41,14 +41,11 @@ subagents:
 ${extra}`;
 
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
   h = await startHarness(config(fake.url));
 });
 afterAll(async () => {
   await h.close();
-  await fake.close();
 });
-afterEach(() => fake.reset());
 
 const isChild = (body: Record<string, any>, marker: string) => systemText(body).includes(marker);
 const toolNames = (body: Record<string, any>): string[] => (body.tools ?? []).map((t: any) => t.function.name);

@@ -1,16 +1,15 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useFakeOpenAI, type FakeReply } from "../support/fake-openai.js";
 import { makeDocx, makePdf } from "../support/documents.js";
 import { postJson, startHarness, uploadFiles, type Harness } from "../support/harness.js";
 
 // Uploaded documents get a Markdown twin the agent reads (uploads.auto_convert_documents), over HTTP.
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
   h = await startHarness(`models:
   - {name: fake-gpt, use: "langchain_openai:ChatOpenAI", model: gpt-test, api_key: sk-test, base_url: "${fake.url}"}
 tools:
@@ -21,9 +20,7 @@ uploads:
 });
 afterAll(async () => {
   await h.close();
-  await fake.close();
 });
-afterEach(() => fake.reset());
 
 const upload = (threadId: string, files: [string, Buffer | string][]) => uploadFiles(h.url, threadId, files);
 

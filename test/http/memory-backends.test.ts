@@ -3,23 +3,18 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { parseAppConfigText } from "../../src/config/app-config.js";
 import { MEMORY_UPDATE_MARKER } from "../../src/agents/memory/extraction.js";
 import { ACCEPTED_WITHOUT_EFFECT_KEYS, DeerMemConfigSchema, MEMORY_SHARED_KEYS } from "../../src/agents/memory/memory-config.js";
-import { echoReply, startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from "../support/fake-openai.js";
+import { echoReply, useFakeOpenAI, type RecordedRequest } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness | undefined;
-beforeAll(async () => {
-  fake = await startFakeOpenAI();
-});
-afterAll(async () => fake.close());
 afterEach(async () => {
   await h?.close();
   h = undefined;
-  fake.reset();
 });
 
 const fakeModel = () => `models:\n  - name: chat\n    use: langchain_openai:ChatOpenAI\n    model: gpt-chat\n    api_key: sk-test\n    base_url: ${fake.url}\n    max_retries: 0\n`;

@@ -2,23 +2,18 @@
 // the extraction call after a turn, the stored facts, and the memory in the next thread's prompt.
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { MEMORY_UPDATE_MARKER } from "../../src/agents/memory/extraction.js";
 import { captureLogs } from "../support/capture-logs.js";
-import { echoReply, startFakeOpenAI, type FakeOpenAI, type FakeReply, type RecordedRequest } from "../support/fake-openai.js";
+import { echoReply, useFakeOpenAI, type FakeReply, type RecordedRequest } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { signUp } from "../support/auth-client.js";
 
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness | undefined;
-beforeAll(async () => {
-  fake = await startFakeOpenAI();
-});
-afterAll(async () => fake.close());
 afterEach(async () => {
   await h?.close();
   h = undefined;
-  fake.reset();
 });
 
 const models = () =>

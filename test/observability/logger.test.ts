@@ -20,6 +20,8 @@ interface Child {
   /** Stops / restarts reading the child's stdout (a stalled log shipper). */
   pause(): void;
   resume(): void;
+  /** Resolves once the child has written `text` to stderr (its scripts say there how far they got). */
+  said(text: string): Promise<void>;
 }
 
 /** Runs `body` in a child that has `log = createLogger("info")`; the child exits when its stdin closes. */
@@ -29,12 +31,18 @@ function run(body: string): Child {
     const log = createLogger("info");
     process.stdin.on("data", () => {}).on("end", () => process.exit(0));
     ${body}`;
-  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: root, stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, NODE_ENV: "production" } });
+  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: root, stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, NODE_ENV: "production" } });
   children.add(child);
   let out = "";
   const waiters: (() => void)[] = [];
   child.stdout.setEncoding("utf8").on("data", (d: string) => {
     out += d;
+    for (const w of waiters.splice(0)) w();
+  });
+  let err = "";
+  child.stderr.setEncoding("utf8").on("data", (d: string) => {
+    err += d;
+    process.stderr.write(d);
     for (const w of waiters.splice(0)) w();
   });
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => {
@@ -62,6 +70,15 @@ function run(body: string): Child {
     exited,
     pause: () => child.stdout.pause(),
     resume: () => child.stdout.resume(),
+    said: (text) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (err.includes(text)) resolve();
+          else if (done) reject(new Error(`exited without saying ${JSON.stringify(text)}`));
+          else waiters.push(check);
+        };
+        check();
+      }),
   };
 }
 
@@ -100,9 +117,14 @@ describe("createLogger (stdout)", () => {
       const { hostname } = await import("node:os");
       const base = JSON.stringify({ level: 30, time: Date.now(), pid: process.pid, hostname: hostname(), i: "00", pad: "", msg: "big" }).length + 1;
       for (let i = 0; i < 65; i++) log.info({ i: String(i).padStart(2, "0"), pad: "x".repeat(4096 - base) }, "big");
-      setTimeout(() => log.info("LAST"), 300);`);
+      const { LOG_FLUSH_INTERVAL_MS } = await import(${JSON.stringify(path.join(root, "src/logger.ts"))});
+      setTimeout(() => {
+        log.info("LAST");
+        // A periodic flush has come and gone while the pipe was still stalled.
+        setTimeout(() => process.stderr.write("flush passed"), LOG_FLUSH_INTERVAL_MS + 50);
+      }, 300);`);
     child.pause();
-    await new Promise((r) => setTimeout(r, 1200));
+    await child.said("flush passed");
     child.resume();
     const lines = await child.lines(66);
     expect(lines.slice(0, 65).every((l) => l.length === 4095)).toBe(true);

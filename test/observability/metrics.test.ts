@@ -1,24 +1,21 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useFakeOpenAI } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 import { until } from "../support/wait.js";
 
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 
 const config = (url: string, extra = "") =>
   `models:\n  - name: fake-gpt\n    use: langchain_openai:ChatOpenAI\n    model: gpt-test\n    api_key: sk-test\n    base_url: ${url}\n    max_retries: 0\n${extra}`;
 
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
   h = await startHarness(config(fake.url));
 });
 afterAll(async () => {
   await h.close();
-  await fake.close();
 });
-afterEach(() => fake.reset());
 
 /** The value of one series in a Prometheus text exposition (0 when absent). */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number {

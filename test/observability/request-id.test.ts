@@ -1,27 +1,24 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { captureLogs } from "../support/capture-logs.js";
-import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
+import { useFakeOpenAI } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 import { until } from "../support/wait.js";
 
 const waitFor = (check: () => boolean) => until(async () => check());
 
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 let logs: ReturnType<typeof captureLogs>;
 
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
   logs = captureLogs();
   h = await startHarness(`models:\n  - name: fake-gpt\n    use: langchain_openai:ChatOpenAI\n    model: gpt-test\n    api_key: sk-test\n    base_url: ${fake.url}\n    max_retries: 0\n`);
 });
 afterAll(async () => {
   await h.close();
   logs.restore();
-  await fake.close();
 });
-afterEach(() => fake.reset());
 
 const body = (text: string) => ({ input: { messages: [{ role: "user", content: text }] }, stream_mode: ["values"] });
 

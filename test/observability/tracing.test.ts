@@ -2,24 +2,23 @@ import { createServer } from "node:net";
 import { Writable } from "node:stream";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { createGatewayTracing, startTracing } from "../../src/observability/tracing.js";
-import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
+import { useFakeOpenAI } from "../support/fake-openai.js";
 import { postJson, startHarness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 const config = (url: string) =>
   `title:\n  enabled: false\nmodels:\n  - name: fake-gpt\n    use: langchain_openai:ChatOpenAI\n    model: gpt-test\n    api_key: sk-test\n    base_url: ${url}\n    max_retries: 0\n` +
   "tools:\n  - name: ls\n    group: file:read\n    use: deerflow.sandbox.tools:ls_tool\ntool_groups:\n  - name: file:read\n";
 
-beforeAll(async () => {
-  fake = await startFakeOpenAI();
+// The fixture restores the echo reply after each test, so each test gets this one afresh.
+beforeEach(() => {
   // First call: a tool call; after the tool result: the answer.
   fake.respond = (body) =>
     body.messages.some((m: any) => m.role === "tool") ? { content: "done listing" } : { toolCalls: [{ name: "ls", args: { path: "/mnt/user-data" }, id: "call_ls_1" }] };
 });
-afterAll(async () => fake.close());
 
 const body = { input: { messages: [{ role: "user", content: "list my files" }] }, stream_mode: ["values"] };
 

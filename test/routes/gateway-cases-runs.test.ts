@@ -1,24 +1,21 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useFakeOpenAI } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 import { until } from "../support/wait.js";
 
 // The gateway's run-lifecycle acceptance cases (streaming, waiting, cancelling, joining; the GW-* ids) over HTTP,
 // against the fake OpenAI server (its streamed reply stands in for the fixture's "echo" graph; an HTTP 400 for "boom").
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
   h = await startHarness(`models:
   - {name: m-default, use: "langchain_openai:ChatOpenAI", model: gpt-test, api_key: sk-test, base_url: "${fake.url}", max_retries: 0}
 `);
 });
 afterAll(async () => {
   await h.close();
-  await fake.close();
 });
-afterEach(() => fake.reset());
 
 /** One expectation of a case, reported with its id and what was seen; the other checks of the case still run. */
 const check = (label: string, ok: unknown, seen: unknown) => expect.soft(Boolean(ok), `${label}: ${JSON.stringify(seen)?.slice(0, 600)}`).toBe(true);

@@ -1,19 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
+import { useFakeOpenAI } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
   h = await startHarness(`models:
   - {name: m-default, use: "langchain_openai:ChatOpenAI", model: gpt-test, api_key: sk-test, base_url: "${fake.url}"}
   - {name: m-think, use: "langchain_openai:ChatOpenAI", model: gpt-think, api_key: sk-test, base_url: "${fake.url}", supports_thinking: true}
 agents_api: {enabled: true}
 `);
 });
-afterAll(async () => { await h.close(); await fake.close(); });
+afterAll(async () => { await h.close(); });
 /** One expectation of a case, reported with its id and what was seen; the other checks of the case still run. */
 const check = (label: string, ok: unknown, seen: unknown) => expect.soft(Boolean(ok), `${label}: ${JSON.stringify(seen)?.slice(0, 400)}`).toBe(true);
 const get = async (p: string) => { const r = await fetch(h.url + p); return { s: r.status, b: await r.text() }; };

@@ -1,10 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useFakeOpenAI } from "../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
 // The Run JSON carries DeerFlow's counters (token totals by caller, model calls, messages added,
 // stop reason). The fake OpenAI server reports 11 input and 7 output tokens for every call.
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 let h: Harness;
 
 const CONFIG = (url: string) =>
@@ -14,14 +14,11 @@ const CONFIG = (url: string) =>
   "tools:\n  - name: ls\n    group: file:read\n    use: deerflow.sandbox.tools:ls_tool\nloop_detection:\n  enabled: true\n";
 
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
   h = await startHarness(CONFIG(fake.url));
 });
 afterAll(async () => {
   await h.close();
-  await fake.close();
 });
-afterEach(() => fake.reset());
 
 const run = async (threadId: string, text: string) => {
   const res = await postJson(`${h.url}/threads/${threadId}/runs`, { input: { messages: [{ role: "user", content: text }] } });

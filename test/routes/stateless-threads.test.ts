@@ -60,8 +60,7 @@ describe("stateless run threads", () => {
     expect((await fetch(`${h.url}/threads/named-rollback/runs/${run.run_id}/cancel?action=rollback`, { method: "POST" })).status).toBe(202);
     open();
     expect(await until(async () => (await get(`/threads/named-rollback/runs/${run.run_id}`)).status === "error")).toBe(true);
-    await new Promise((r) => setTimeout(r, 100));
-    expect((await get("/threads/named-rollback")).status).toBe("idle");
+    expect(await until(async () => (await get("/threads/named-rollback")).status === "idle")).toBe(true);
   });
 
   it("a run on a named thread that another run used before its admission is busy while it runs, and its rollback keeps the other run's messages", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { MemoryStreamBridge, PACK_DELAY_MS, PACK_GROUP_MAX, type BridgeItem } from "../../src/runtime/stream-bridge.js";
+import { until } from "../support/wait.js";
+import { MemoryStreamBridge, PACK_GROUP_MAX, type BridgeItem } from "../../src/runtime/stream-bridge.js";
 
 async function collect(items: AsyncIterable<BridgeItem>): Promise<BridgeItem[]> {
   const out: BridgeItem[] = [];
@@ -105,8 +106,8 @@ describe("MemoryStreamBridge retention of finished runs", () => {
     bridge.packPending();
     expect(held.get("late")!.packed).toBeUndefined();
     await reader.return(undefined);
-    await new Promise((resolve) => setTimeout(resolve, PACK_DELAY_MS + 50));
-    expect(held.get("late")!.packed).toBeDefined();
+    // Packed once PACK_DELAY_MS has passed since the reader let go.
+    await until(() => held.get("late")!.packed !== undefined);
     expect(eventsOf(await collect(bridge.subscribe("late")))).toEqual([["messages", [{ content: "late token 0" }]], ["end"]]);
     bridge.close();
   });

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { until } from "../support/wait.js";
 import { runHostCommand, toHostCommand, truncateMiddle, validateBashCommand } from "../../src/sandbox/host-bash.js";
 import { SandboxPathError } from "../../src/sandbox/paths.js";
 
@@ -63,8 +64,7 @@ describe("runHostCommand", () => {
     expect(r.output).toContain("started");
     expect(Date.now() - started).toBeLessThan(5000);
     const child = Number(readFileSync(path.join(cwd, "child.pid"), "utf8"));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(isAlive(child)).toBe(false);
+    await until(() => !isAlive(child));
   });
 
   it("stops at an abort signal and does not wait for background jobs holding the pipes", async () => {

@@ -1,22 +1,29 @@
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { migratePostgres, PgRunStore, PgThreadStore } from "../../src/runtime/pg-stores.js";
 import type { RunRecord } from "../../src/runtime/repositories.js";
 import { createTestDatabase } from "../support/services.js";
 
 // The PostgreSQL repositories against a real server: migrations, and the same semantics as the SQLite stores.
+// Each case gets its own empty database, so none sees another's rows or depends on another having migrated it.
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let pool: pg.Pool;
-beforeAll(async () => {
+beforeEach(async () => {
   db = await createTestDatabase();
   pool = new pg.Pool({ connectionString: db.url, max: 8 });
   // DROP DATABASE ... WITH (FORCE) ends connections the pool is still closing; that is expected here.
   pool.on("error", () => undefined);
 });
-afterAll(async () => {
+afterEach(async () => {
   await pool?.end();
   await db?.drop();
 });
+
+/** The pool on this case's database, with the schema migrated. */
+async function migrated(): Promise<pg.Pool> {
+  await migratePostgres(pool);
+  return pool;
+}
 
 const run = (id: string, threadId: string, status: RunRecord["status"], at: string): RunRecord => ({
   run_id: id,
@@ -39,7 +46,7 @@ describe("PostgreSQL stores", () => {
   });
 
   it("creates threads idempotently, strips server-owned metadata and merges patches", async () => {
-    const threads = new PgThreadStore(pool);
+    const threads = new PgThreadStore(await migrated());
     const created = await threads.create("t-1", { a: 1, user_id: "mallory" });
     expect(created).toMatchObject({ thread_id: "t-1", status: "idle", metadata: { a: 1 } });
     expect(created.metadata).not.toHaveProperty("user_id");
@@ -57,7 +64,7 @@ describe("PostgreSQL stores", () => {
   });
 
   it("creates a run's thread busy once: a second creation, or another user's, changes nothing", async () => {
-    const threads = new PgThreadStore(pool);
+    const threads = new PgThreadStore(await migrated());
     const results = await Promise.all([threads.createForRun("run-t", "alice"), threads.createForRun("run-t", "bob")]);
     expect(results.sort()).toEqual([false, true]);
     const stored = (await threads.get("run-t"))!;
@@ -68,7 +75,7 @@ describe("PostgreSQL stores", () => {
   });
 
   it("searches by metadata with JSON type equality, status and ids, sorted and paged", async () => {
-    const threads = new PgThreadStore(pool);
+    const threads = new PgThreadStore(await migrated());
     await threads.create("s-1", { n: 1, tag: { x: [1] } });
     await threads.create("s-2", { n: "1" });
     await threads.create("s-3", { n: 1 });
@@ -85,7 +92,7 @@ describe("PostgreSQL stores", () => {
   });
 
   it("stores runs, lists them newest first with a status filter, and interrupts only the given orphans", async () => {
-    const runs = new PgRunStore(pool);
+    const runs = new PgRunStore(await migrated());
     await runs.save(run("r-1", "T", "success", "2026-01-01T00:00:01.000Z"));
     await runs.save(run("r-2", "T", "running", "2026-01-01T00:00:02.000Z"));
     await runs.save(run("r-3", "T", "pending", "2026-01-01T00:00:03.000Z"));

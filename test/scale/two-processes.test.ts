@@ -118,12 +118,13 @@ describe("two gateway processes on one PostgreSQL and one Redis", () => {
     // A confirmed the abort before B answered, and stored the status.
     expect((await getRun(b, threadId, run.run_id)).status).toBe("interrupted");
     const atCancel = await replay(b, threadId, run.run_id);
-    await new Promise((r) => setTimeout(r, 500));
+    // Once the thread is idle on A the run has let go of it: nothing more can be published for it.
+    await until(async () => (await getThread(a, threadId)).status === "idle", 5_000);
+    await until(async () => (await getThread(b, threadId)).status === "idle", 5_000);
     const later = await replay(b, threadId, run.run_id);
     expect(later).toEqual(atCancel);
     expect(later.at(-1)).toEqual({ event: "end", data: null });
     expect(streamedText(later).length).toBeLessThan(`You said: ${words(40)}`.length);
-    await until(async () => (await getThread(b, threadId)).status === "idle", 5_000);
   });
 
   it("reject answers 409 on B while A runs; enqueue on B waits for A's run, then runs", async () => {

@@ -2,6 +2,7 @@
 // of every request body, so tests can assert exactly what @langchain/openai sent.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterAll, afterEach, beforeAll } from "vitest";
 
 /** One chat-completions request as received. */
 export interface RecordedRequest {
@@ -59,6 +60,28 @@ let counter = 0;
 
 /** Starts the fake on a random loopback port. */
 export async function startFakeOpenAI(): Promise<FakeOpenAI> {
+  const { fake, listen } = createFakeOpenAI();
+  await listen();
+  return fake;
+}
+
+/**
+ * The fake as a per-file fixture: registers vitest hooks that start it before the file's first test, reset it
+ * (recorded requests, counters, the echo reply) after each test, and close it after the file's last. Call it at
+ * the top of a test file, before the hooks that use it: `after` hooks run in reverse order, so a harness started
+ * in a later `beforeAll` is closed before the fake goes away.
+ * @returns The fake; its `url` is set once the first `beforeAll` ran (read it inside hooks and tests only).
+ */
+export function useFakeOpenAI(): FakeOpenAI {
+  const { fake, listen } = createFakeOpenAI();
+  beforeAll(listen);
+  afterEach(() => fake.reset());
+  afterAll(() => fake.close());
+  return fake;
+}
+
+/** The fake's object (usable at once, `url` empty) and `listen()`, which binds it and fills in `url`. */
+function createFakeOpenAI(): { fake: FakeOpenAI; listen(): Promise<void> } {
   const fake: FakeOpenAI = {
     url: "",
     requests: [],
@@ -146,7 +169,9 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     if (body.stream_options?.include_usage) res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: body.model, choices: [], usage })}\n\n`);
     res.end("data: [DONE]\n\n");
   };
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  return fake;
+  const listen = async () => {
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  };
+  return { fake, listen };
 }

@@ -3,27 +3,19 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import Fastify from "fastify";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { installErrorHandlers } from "../../../routes/errors.js";
 import { DEFAULT_PRINCIPAL, type Principal } from "../../../src/auth/principal.js";
 import { parseAppConfig } from "../../../src/config/schema.js";
 import { registerRateLimit } from "../../../src/runtime/limits/rate-limit.js";
 import { UsageLedger } from "../../../src/runtime/limits/usage-ledger.js";
-import { startFakeOpenAI, echoReply, type FakeOpenAI } from "../../support/fake-openai.js";
+import { useFakeOpenAI, echoReply } from "../../support/fake-openai.js";
 import { postJson, startHarness, type Harness } from "../../support/harness.js";
 import { until } from "../../support/wait.js";
 
-let fake: FakeOpenAI;
+const fake = useFakeOpenAI();
 const model = (url: string) => `models:\n  - name: fake-gpt\n    use: langchain_openai:ChatOpenAI\n    model: gpt-test\n    api_key: sk-test\n    base_url: ${url}\n    max_retries: 0\ntitle:\n  enabled: false\n`;
 const body = (text: string, extra: Record<string, unknown> = {}) => ({ input: { messages: [{ role: "user", content: text }] }, ...extra });
-
-beforeAll(async () => {
-  fake = await startFakeOpenAI();
-});
-afterAll(async () => {
-  await fake.close();
-});
-afterEach(() => fake.reset());
 
 describe("request rate limits", () => {
   let h: Harness;

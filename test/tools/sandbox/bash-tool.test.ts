@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { until } from "../../support/wait.js";
 import { bubblewrapStatus } from "../../../src/sandbox/bubblewrap.js";
 import { bashTool } from "../../../src/tools/sandbox/index.js";
 import { createSandboxFixture, type SandboxFixture } from "./helpers.js";
@@ -74,8 +75,7 @@ describe("bash (host bash, local sandbox)", () => {
     // A duration no other test uses, to find the background job among the host's processes (inside bubblewrap
     // it has another pid than the one `$!` shows).
     await expect(bash("sleep 23.25 & wait", ALLOWED, controller.signal)).rejects.toThrow(/abort/i);
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const alive = readdirSync("/proc").filter((pid) => {
+    const alive = () => readdirSync("/proc").filter((pid) => {
       if (!/^\d+$/.test(pid)) return false;
       try {
         const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
@@ -85,7 +85,7 @@ describe("bash (host bash, local sandbox)", () => {
         return false;
       }
     });
-    expect(alive).toEqual([]);
+    await until(() => alive().length === 0);
   });
 
   it("middle-truncates output to bash_output_max_chars", async () => {
