@@ -6,6 +6,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError, NotFoundError, ValidationError } from "../errors.js";
 import { formatKeyPath } from "./env-substitution.js";
+import { readAgentPair } from "./agent-version.js";
 import { getAgentsDir } from "./paths.js";
 
 /** DeerFlow's agent-name rule (`agents_config.py:23`). */
@@ -80,9 +81,32 @@ function readOptional(file: string): string | null {
  */
 export function loadAgentConfig(name: string, userId = "default", agentsDir = getAgentsDir()): AgentConfig {
   const dir = agentDir(name, userId, agentsDir);
-  const file = path.join(dir, "config.yaml");
-  const text = readOptional(file);
+  const text = readOptional(path.join(dir, "config.yaml"));
   if (text === null) throw new NotFoundError(`Agent '${name.toLowerCase()}' not found`);
+  return parseAgentConfig(text, dir, agentsDir);
+}
+
+/**
+ * A custom agent's config and soul read as one pair: from a single version directory when an update through the
+ * API has versioned the agent (see `agent-version.ts`), so a run that overlaps an update sees the old pair or the
+ * new one, never one file of each. The soul is trimmed; blank means none.
+ * @throws as {@link loadAgentConfig}.
+ */
+export function loadCustomAgent(name: string, userId = "default", agentsDir = getAgentsDir()): { config: AgentConfig; soul: string | null } {
+  const dir = agentDir(name, userId, agentsDir);
+  let pair: { config: string; soul: string };
+  try {
+    pair = readAgentPair(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") throw new NotFoundError(`Agent '${name.toLowerCase()}' not found`);
+    throw err;
+  }
+  return { config: parseAgentConfig(pair.config, dir, agentsDir), soul: pair.soul.trim() || null };
+}
+
+function parseAgentConfig(text: string, dir: string, agentsDir: string): AgentConfig {
+  const file = path.join(dir, "config.yaml");
   // Shown relative to the store, so messages that reach clients carry no host paths.
   const shown = path.relative(agentsDir, file);
   let raw: unknown;

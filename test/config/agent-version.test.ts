@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
+import { loadCustomAgent } from "../../src/config/agent-config.js";
 import { AgentStore } from "../../src/config/agent-store.js";
 
 // Issue 42 item 9: an agent update replaces config.yaml and SOUL.md as one change, so a writer killed at any
@@ -108,6 +109,33 @@ describe("agent update under SIGKILL", () => {
     await store.delete("pair");
     expect(existsSync(agentDir())).toBe(false);
   });
+});
+
+describe("reading an agent while it is updated", () => {
+  it("gives a run the config and soul of one version, never one file of each, while a writer updates in a loop", async () => {
+    const store = new AgentStore(agents);
+    await store.create({ name: "pair", description: "v0", soul: "soul of v0" });
+    let stop: (() => void) | undefined;
+    const started = new Promise<void>((resolve) => {
+      void runWriter({ loop: true, onStarted: (kill) => ((stop = kill), resolve()) });
+    });
+    await started;
+    const versions = new Set<string>();
+    let reads = 0;
+    try {
+      // Until the writer has been seen to publish 20 versions (bounded by the test timeout), each read is one pair.
+      while (versions.size < 20) {
+        const { config, soul } = loadCustomAgent("pair", "default", agents);
+        expect(soul, `read ${reads}: config ${config.description}`).toBe(`soul of ${config.description}`);
+        versions.add(config.description!);
+        reads++;
+        if (reads % 50 === 0) await new Promise((r) => setImmediate(r));
+      }
+    } finally {
+      stop?.();
+    }
+    expect(versions.size).toBeGreaterThanOrEqual(20);
+  }, 60_000);
 });
 
 describe("start-up sweep of agent versions", () => {

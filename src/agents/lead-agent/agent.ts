@@ -4,7 +4,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { ReducedValue, StateSchema } from "@langchain/langgraph";
 import { z } from "zod";
 import { getAppConfig } from "../../config/app-config.js";
-import { loadAgentConfig, loadAgentSoul, validateAgentName, type AgentConfig } from "../../config/agent-config.js";
+import { loadAgentSoul, loadCustomAgent, validateAgentName, type AgentConfig } from "../../config/agent-config.js";
 import { getModelConfig, type AppConfig } from "../../config/schema.js";
 import { NotFoundError } from "../../errors.js";
 import { getLogger } from "../../logger.js";
@@ -151,7 +151,9 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
   const { userId, subagent } = runContext;
   const isBootstrap = Boolean(options.is_bootstrap) && !subagent;
   const branch = subagent ? "subagent" : isBootstrap ? "bootstrap" : agentName ? "custom" : "default";
-  const agentConfig: AgentConfig | null = branch === "custom" ? loadAgentConfig(agentName!, userId) : null;
+  // A custom agent's config and soul come from one read of the pair, so an update racing this run cannot mix them.
+  const customAgent = branch === "custom" ? loadCustomAgent(agentName!, userId) : null;
+  const agentConfig: AgentConfig | null = customAgent?.config ?? null;
 
   const requested = (options.model_name || options.model || agentConfig?.model || null) as string | null;
   const modelName = resolveModelName(requested, appConfig);
@@ -183,7 +185,7 @@ export async function _makeLeadAgent(config: LeadAgentConfig, { appConfig }: { a
         : null;
   const missing = [...(allowlist ?? [])].filter((name) => !skills.some((s) => s.name === name));
   if (missing.length) log.warn({ agent: agentName ?? "default", skills: missing }, `skill(s) ${missing.map((m) => `'${m}'`).join(", ")} allowed for agent '${agentName ?? "default"}' are not installed; ignoring them`);
-  const soul = subagent ? null : loadAgentSoul(branch === "custom" ? agentName : null, userId);
+  const soul = subagent ? null : customAgent ? customAgent.soul : loadAgentSoul(null, userId);
   const memoryManager = runContext.memoryManager;
   const nonInteractive = Boolean(options.non_interactive);
   const channelName = typeof options.channel_name === "string" ? options.channel_name : null;
