@@ -4,7 +4,7 @@ import { AIMessage } from "@langchain/core/messages";
 import { FakeListChatModel } from "@langchain/core/utils/testing";
 import { Annotation, MessagesAnnotation, StateGraph } from "@langchain/langgraph";
 import { afterAll, describe, expect, it } from "vitest";
-import { installLinearCallbackCopy, uninstallLinearCallbackCopy } from "../../src/runtime/callback-copy.js";
+import { installLinearCallbackCopy, uninstallLinearCallbackCopy } from "../../src/perf/callback-copy.js";
 
 class Named extends BaseCallbackHandler {
   constructor(readonly name: string) {

@@ -1,4 +1,6 @@
 // One langchain wrapModelCall layer (two, see below) for a run of the gateway's own middlewares instead of one each.
+// A fenced speed patch (src/perf/patches.ts: pinned to langchain 1.5.14, whose per-layer rules it re-implements):
+// createDeerflowAgent fuses only where the server switched it on.
 //
 // langchain 1.5's AgentNode composes `wrapModelCall` hooks one layer per middleware, and every layer, on every
 // model call, re-parses the middleware's state schema, builds a runtime and request copy, rebuilds a Map of the
@@ -11,7 +13,7 @@ import { AIMessage, SystemMessage, type BaseMessage } from "@langchain/core/mess
 import { Runnable } from "@langchain/core/runnables";
 import { Command, getCurrentTaskInput, isCommand, StateSchema } from "@langchain/langgraph";
 import { MiddlewareError, type AgentMiddleware } from "langchain";
-import { DeerflowMiddleware } from "./middlewares/base.js";
+import { DeerflowMiddleware } from "../agents/middlewares/base.js";
 
 /** The fields of a model request the chain reads or rewrites (langchain's ModelRequest). */
 interface Request {

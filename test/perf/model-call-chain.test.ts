@@ -6,7 +6,7 @@ import { createAgent, MiddlewareError, type AgentMiddleware, type ModelRequest }
 import { describe, expect, it } from "vitest";
 import { createDeerflowAgent } from "../../src/agents/factory.js";
 import { DeerflowMiddleware } from "../../src/agents/middlewares/base.js";
-import { fuseModelCallWrappers } from "../../src/agents/model-call-chain.js";
+import { fuseModelCallWrappers } from "../../src/perf/model-call-chain.js";
 import { ThreadState, ThreadStateFields } from "../../src/agents/thread-state.js";
 
 type Handler = (r: ModelRequest) => unknown;
