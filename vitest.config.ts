@@ -21,8 +21,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["./vitest.global-setup.ts"],
-    // The server process's speed-only patches (src/runtime/process-tuning.ts), so the suite runs what it runs.
-    setupFiles: ["./test/support/process-tuning.ts"],
+    // The server process's speed patches (src/perf/patches.ts), so the suite runs what it runs.
+    setupFiles: ["./test/support/perf-patches.ts"],
     pool: "forks",
     testTimeout: 20_000,
     // As the server runs them (src/config/process-env-defaults.ts applyCallbackEnvDefault): handlers inline.

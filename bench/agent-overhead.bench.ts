@@ -16,7 +16,7 @@ import { buildRunContext } from "../src/agents/run-context.js";
 import { loadAppConfig, setAppConfig } from "../src/config/app-config.js";
 import { parseAppConfig, type AppConfig } from "../src/config/schema.js";
 import { ScriptedChatModel } from "../src/models/scripted-chat-model.js";
-import { tuneServerProcess } from "../src/runtime/process-tuning.js";
+import { installPerfPatches } from "../src/perf/patches.js";
 import { GroupCommitSqliteSaver } from "../src/runtime/group-commit-saver.js";
 import { WAL_AUTOCHECKPOINT_PAGES } from "../src/runtime/persistence.js";
 import { openSqlite } from "../src/runtime/sqlite.js";
@@ -90,12 +90,12 @@ async function cpuMs(fn: () => Promise<void>): Promise<number> {
  * title call and memory; the lead agent on a SQLite checkpointer file, as the gateway stores runs; and, with
  * {@link CONCURRENCY} runs in flight, the lead agent on upstream's `SqliteSaver` and on the gateway's group-commit
  * saver. Each row's samples are the rounds' CPU per run ({@link ROUNDS} rounds of {@link RUNS_PER_ROUND} runs,
- * interleaved). Applies the server's process patches ({@link tuneServerProcess}) first.
+ * interleaved). Applies the server's speed patches ({@link installPerfPatches}) first.
  */
 export async function runAgentOverheadBench(): Promise<BenchSuite> {
   // The server's process patches (no result changes; they cut LangSmith placeholders and copies every agent pays),
   // so the rows cost what they cost in the gateway. They stay in place for the suites after this one.
-  const tuned = tuneServerProcess();
+  const tuned = installPerfPatches();
   const home = mkdtempSync(path.join(tmpdir(), "deerflow-overhead-"));
   const full = shippedConfig();
   const lean = shippedConfig({ title: { enabled: false }, memory: { enabled: false } });
@@ -144,7 +144,7 @@ export async function runAgentOverheadBench(): Promise<BenchSuite> {
       `rows: CPU per run of each of ${ROUNDS} interleaved rounds of ${RUNS_PER_ROUND} runs (${WARMUP_RUNS} warm-up runs per variant first); one process, no HTTP, runs one at a time unless ${CONCURRENCY} are in flight`,
       `group commit with ${CONCURRENCY} runs in flight: ${(summarize(perRun.get(variants[5].name)!).p50 / summarize(perRun.get(variants[4].name)!).p50).toFixed(2)}x upstream SqliteSaver's CPU per run (p50 / p50)`,
       ...variants.slice(1).map((v) => `${v.name}: ${(summarize(perRun.get(v.name)!).p50 / bare).toFixed(2)}x the bare createAgent (p50 / p50)`),
-      `process patches as in the server: ${Object.entries(tuned).map(([k, v]) => `${k} ${v ? "on" : "off"}`).join(", ")}`,
+      `speed patches as in the server: ${Object.entries(tuned).map(([k, v]) => `${k} ${v}`).join(", ")}`,
       "issue 16 asks the whole gateway (HTTP, SSE, SQLite, this agent) for <= 2x the bare agent's CPU per run, aiming for 1.3x",
     ],
   };

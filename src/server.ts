@@ -10,17 +10,18 @@ import { readServerEnv } from "./config/server-env.js";
 import { watchAppConfig } from "./config/watcher.js";
 import { createLogger, setLogger } from "./logger.js";
 import { startTracing } from "./observability/tracing.js";
-import { tuneServerProcess } from "./runtime/process-tuning.js";
+import { installPerfPatches } from "./perf/patches.js";
 
 async function main(): Promise<void> {
-  // Speed-only patches of the platform and @langchain/core (src/runtime/process-tuning.ts).
-  tuneServerProcess();
   // Before the config is read: the shipped config references these, whatever started the process.
   applyProviderEnvDefaults();
   applyCallbackEnvDefault();
   const env = readServerEnv();
   const logger = createLogger(env.logLevel);
   setLogger(logger);
+  // Speed-only patches of dependency internals (src/perf/, docs/performance-patches.md), before any agent is built;
+  // one line says which are on, which are switched off and which stood down after an upgrade.
+  logger.info({ perf_patches: installPerfPatches(env.perfPatches) }, "performance patches");
   try {
     getAppConfig();
   } catch (err) {

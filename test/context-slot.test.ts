@@ -2,16 +2,18 @@ import { RunnableLambda } from "@langchain/core/runnables";
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 import { Annotation, getConfig, MemorySaver, StateGraph } from "@langchain/langgraph";
 import { traceable } from "langsmith/traceable";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { ContextSlot } from "../src/context-slot.js";
-import { installLeanRunnableScope, uninstallLeanRunnableScope } from "../src/runtime/runnable-scope.js";
+import { installLeanRunnableScope, uninstallLeanRunnableScope } from "../src/perf/runnable-scope.js";
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 1));
 /** How many AsyncLocalStorage stores Node copied onto a promise made here (one per enabled storage). */
 const storesOnPromises = () => Object.getOwnPropertySymbols(Promise.resolve()).filter((s) => s.description === "kResourceStore").length;
 
 describe("ContextSlot", () => {
-  afterEach(() => uninstallLeanRunnableScope());
+  // Each case starts from langchain's own scope; the file leaves the server's patch in place as it found it.
+  beforeEach(() => uninstallLeanRunnableScope());
+  afterAll(() => void installLeanRunnableScope());
 
   it("carries a value through awaits, timers and nested scopes, and restores the outer one", async () => {
     const slot = new ContextSlot<string>("test.value");

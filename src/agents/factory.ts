@@ -6,7 +6,6 @@ import { createAgent, type AgentMiddleware } from "langchain";
 import { DeerflowError } from "../errors.js";
 import { assembleFromFeatures, insertExtra, type NamedTool } from "./chain.js";
 import { RuntimeFeatures, type RuntimeFeaturesInit } from "./features.js";
-import { fuseModelCallWrappers } from "./model-call-chain.js";
 import { isMiddleware } from "./middlewares/base.js";
 import { ThreadState } from "./thread-state.js";
 
@@ -75,18 +74,13 @@ export function createDeerflowAgent(model: BaseChatModel, tools: NamedTool[] | n
     const names = new Set(finalTools.map((t) => t.name));
     for (const t of assembled.featureTools) if (!names.has(t.name)) finalTools.push(t);
   }
-  const agent = createAgent({
+  return createAgent({
     model,
     tools: (finalTools.length ? finalTools : undefined) as never,
-    // The graph is built with the gateway's model-call wrappers fused (see model-call-chain.ts) ...
-    middleware: fuseModelCallWrappers(middleware, finalTools) as never,
+    middleware: middleware as never,
     stateSchema: (options.stateSchema ?? ThreadState) as never,
     systemPrompt: options.systemPrompt,
     checkpointer: options.checkpointer,
     name: options.name ?? "default",
   }) as unknown as DeerflowAgent;
-  // ... and `options.middleware` still lists the chain as assembled (a rebuild from it fuses nothing, same behaviour).
-  const built = agent as unknown as { options: { middleware?: AgentMiddleware[] } };
-  built.options = { ...built.options, middleware };
-  return agent;
 }

@@ -1,10 +1,6 @@
 // The one way a built agent is run: the gateway worker and the `task` subagent runtime both call streamAgent(), so
 // the context, metadata, tracing callbacks, recursion limit and abort signal reach LangGraph the same way.
 import type { Callbacks } from "@langchain/core/callbacks/manager";
-import { ensureConfig, type RunnableConfig } from "@langchain/core/runnables";
-import { AsyncGeneratorWithSetup } from "@langchain/core/utils/stream";
-import { getConfig } from "@langchain/langgraph";
-import { Pregel } from "@langchain/langgraph/pregel";
 import type { RunContext } from "./run-context.js";
 
 /** A graph that can be streamed (a `createAgent` result, or any LangGraph compiled graph). */
@@ -55,92 +51,9 @@ export function streamAgent(agent: StreamableAgent, input: unknown, options: Str
   // The compiled graph carries the agent's static config (`withConfig`), so nothing else changes.
   const graph = (agent as { graph?: unknown }).graph;
   const target = isStreamable(graph) ? graph : agent;
-  return target instanceof Pregel ? streamPregel(target as unknown as GraphChunks, input, config) : target.stream(input, config);
-}
-
-/** The part of a compiled graph (`Pregel`) that {@link streamPregel} uses. */
-interface GraphChunks {
-  config?: { recursionLimit?: number };
-  _streamIterator(input: unknown, options: unknown): AsyncGenerator<unknown>;
-}
-
-/**
- * What `Pregel.stream()` returns, without its two web streams. LangGraph 1.7's `stream()` wraps the graph's chunk
- * generator (`_streamIterator`) in `Runnable.stream`'s `IterableReadableStream` and then in an
- * `IterableReadableStreamWithAbortSignal` that pumps the first into itself: every chunk crossed three web streams
- * (the loop's own, then these two), each a chain of promises, and building the two streams per run cost Node 20's
- * transferable set-up. Iterating the generator directly, with everything else `stream()` does kept, cut the
- * lead agent's CPU per run by 8-10% (in process, 64 runs in flight, paired batches in one process).
- *
- * Kept, in `Pregel.stream()`'s order: the configurable of an enclosing graph run when called from inside one (a
- * subagent in a tool call); the graph's own recursion limit as default; a run-local abort controller joined to
- * `options.signal`, aborted when the consumer stops early so the loop does not run on unread; `ensureConfig`; and
- * `AsyncGeneratorWithSetup`, which runs the graph to its first chunk before returning (a failure before it rejects
- * here, as `stream()` does) and every step inside the run's async-local config; and, when the consumer stops early,
- * the graph's own error handling, which reports the aborted root run to the callbacks (`stream()`'s web stream always
- * had a read in flight, so its generator met the abort). One difference: the listener joining `options.signal` is
- * removed when the run ends, where `stream()` left it on the caller's signal.
- */
-async function streamPregel(graph: GraphChunks, input: unknown, options: Record<string, unknown>): Promise<AsyncIterableIterator<unknown>> {
-  let config = options as RunnableConfig & { signal?: AbortSignal };
-  // A call from inside a running graph (its task config carries `__pregel_read`) joins that run's configurable.
-  const ambient = getConfig()?.configurable;
-  if (ambient?.__pregel_read !== undefined && config.configurable?.__pregel_read === undefined) {
-    config = { ...config, configurable: { ...ambient, ...config.configurable } };
-  }
-  const abort = new AbortController();
-  const caller = config.signal;
-  const onCallerAbort = () => abort.abort(caller?.reason);
-  if (caller?.aborted) abort.abort(caller.reason);
-  else caller?.addEventListener("abort", onCallerAbort, { once: true });
-  const release = () => caller?.removeEventListener("abort", onCallerAbort);
-  const runConfig = ensureConfig({ recursionLimit: graph.config?.recursionLimit, ...config, signal: abort.signal });
-  const generator = graph._streamIterator(input, runConfig);
-  const chunks = new AsyncGeneratorWithSetup<unknown, unknown>({ generator, config: runConfig });
-  // Stopping early (the consumer's break, an abort between two reads, an error downstream) must still run the
-  // generator's own `catch` and `finally`: they report the root run's error to the callbacks (tracers close it)
-  // and wait for the loop. `return()` would skip the `catch`, and an abort makes `chunks.next()` throw without
-  // resuming the generator. So the loop is aborted and the generator read to its end, its chunks dropped.
-  let finishing: Promise<void> | undefined;
-  const finish = (): Promise<void> =>
-    (finishing ??= (async () => {
-      abort.abort();
-      release();
-      try {
-        while (!(await generator.next()).done);
-      } catch {
-        // The abort (or the failure already thrown to the consumer), now reported to the callbacks.
-      }
-    })());
-  try {
-    await chunks.setup;
-  } catch (err) {
-    release();
-    throw err;
-  }
-  const iterator: AsyncIterableIterator<unknown> = {
-    next: () =>
-      chunks.next().then(
-        (result) => {
-          if (result.done) release();
-          return result;
-        },
-        async (err: unknown) => {
-          await finish();
-          throw err;
-        },
-      ),
-    return: async (value?: unknown) => {
-      await finish();
-      return { done: true, value };
-    },
-    throw: async (err?: unknown) => {
-      await finish();
-      throw err;
-    },
-    [Symbol.asyncIterator]: () => iterator,
-  };
-  return iterator;
+  // Through the graph's public stream(): iterating its internal chunk generator instead measured no CPU gain beyond
+  // the pairs' spread (docs/performance-patches.md), so nothing reaches into LangGraph here.
+  return target.stream(input, config);
 }
 
 function isStreamable(value: unknown): value is StreamableAgent {

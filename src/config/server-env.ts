@@ -1,4 +1,5 @@
 // Process-level settings read from the environment at start-up (not part of config.yaml).
+import { PERF_PATCH_NAMES, type PerfPatchName } from "../perf/state.js";
 
 /** Server settings: bind address, port, log level, SSE heartbeat interval (ms), allowed CORS origins. */
 export interface ServerEnv {
@@ -18,6 +19,8 @@ export interface ServerEnv {
   otlpHeaders: Record<string, string>;
   /** Gateway processes to run on this machine (`WORKERS`, default 1); more than one needs Redis and PostgreSQL. */
   workers: number;
+  /** The speed patches to install (`DEER_FLOW_PERF_PATCHES`, see {@link parsePerfPatches}); default all. */
+  perfPatches: Set<PerfPatchName>;
 }
 
 /** Origins allowed when `DEER_FLOW_CORS_ORIGINS` is unset: local development front ends on any port. */
@@ -32,8 +35,9 @@ export const DEFAULT_CORS_ORIGINS = ["http://localhost", "http://127.0.0.1", "ht
  * OpenTelemetry variables: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the full URL), else `OTEL_EXPORTER_OTLP_ENDPOINT`
  * + `/v1/traces`; off when neither is set or `OTEL_TRACES_EXPORTER=none`; `OTEL_SERVICE_NAME` (default
  * `deerflow-gateway`), `OTEL_EXPORTER_OTLP_HEADERS`.
- * `WORKERS` (processes sharing the port, default 1).
- * @throws Error when `PORT` or `DEER_FLOW_HEARTBEAT_MS` is not a non-negative integer, or `WORKERS` not >= 1.
+ * `WORKERS` (processes sharing the port, default 1). `DEER_FLOW_PERF_PATCHES`: see {@link parsePerfPatches}.
+ * @throws Error when `PORT` or `DEER_FLOW_HEARTBEAT_MS` is not a non-negative integer, `WORKERS` not >= 1, or
+ *   `DEER_FLOW_PERF_PATCHES` names an unknown patch.
  */
 export function readServerEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
   const int = (name: string, fallback: number, min: number): number => {
@@ -49,6 +53,7 @@ export function readServerEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     logLevel: env.LOG_LEVEL?.trim() || "info",
     heartbeatMs: int("DEER_FLOW_HEARTBEAT_MS", 15_000, 0),
     workers: int("WORKERS", 1, 1),
+    perfPatches: parsePerfPatches(env.DEER_FLOW_PERF_PATCHES),
     corsOrigins: env.DEER_FLOW_CORS_ORIGINS?.trim()
       ? env.DEER_FLOW_CORS_ORIGINS.split(",").map((o) => o.trim().replace(/\/+$/, "")).filter(Boolean)
       : DEFAULT_CORS_ORIGINS,
@@ -71,4 +76,31 @@ function otlpEndpoint(env: NodeJS.ProcessEnv): string | null {
   if (traces) return traces;
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
   return base ? `${base.replace(/\/+$/, "")}/v1/traces` : null;
+}
+
+/**
+ * `DEER_FLOW_PERF_PATCHES`: which speed patches of dependency internals the server installs
+ * (docs/performance-patches.md). Unset, empty, `on` or `all`: every patch; `off` or `none`: none; otherwise a
+ * comma-separated list of patch names to install (`runnable-scope`), or of names each prefixed with
+ * `-` to install all but those (`-runnable-scope`). Case and spaces around names are ignored.
+ * @throws Error naming the unknown entry and the known patch names, or when names and `-names` are mixed.
+ */
+export function parsePerfPatches(raw: string | undefined): Set<PerfPatchName> {
+  const value = raw?.trim().toLowerCase() ?? "";
+  if (value === "" || value === "on" || value === "all") return new Set(PERF_PATCH_NAMES);
+  if (value === "off" || value === "none") return new Set();
+  const entries = value.split(",").map((e) => e.trim()).filter(Boolean);
+  const excluding = entries.every((e) => e.startsWith("-"));
+  if (!excluding && entries.some((e) => e.startsWith("-"))) {
+    throw new Error(`DEER_FLOW_PERF_PATCHES lists patches to install or, each with '-', patches to leave out, not both: got '${raw}'`);
+  }
+  const names = new Set<PerfPatchName>();
+  for (const entry of entries) {
+    const name = excluding ? entry.slice(1) : entry;
+    if (!(PERF_PATCH_NAMES as readonly string[]).includes(name)) {
+      throw new Error(`DEER_FLOW_PERF_PATCHES: unknown patch '${name}' (known: ${PERF_PATCH_NAMES.join(", ")}; or on, off)`);
+    }
+    names.add(name as PerfPatchName);
+  }
+  return excluding ? new Set(PERF_PATCH_NAMES.filter((n) => !names.has(n))) : names;
 }

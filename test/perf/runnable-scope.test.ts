@@ -9,7 +9,7 @@ import { Annotation, Command, getConfig, interrupt, MemorySaver, MessagesAnnotat
 import { isRunTree, RunTree } from "langsmith/run_trees";
 import { getCurrentRunTree, traceable } from "langsmith/traceable";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { installLeanRunnableScope, uninstallLeanRunnableScope } from "../../src/runtime/runnable-scope.js";
+import { installLeanRunnableScope, uninstallLeanRunnableScope } from "../../src/perf/runnable-scope.js";
 
 const store = () => AsyncLocalStorageProviderSingleton.getInstance().getStore() as Record<PropertyKey, unknown> | undefined;
 const hasOwn = (o: object | undefined, k: string) => o !== undefined && Object.prototype.hasOwnProperty.call(o, k);

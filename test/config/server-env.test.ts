@@ -1,0 +1,23 @@
+import { describe, expect, it } from "vitest";
+import { parsePerfPatches, readServerEnv } from "../../src/config/server-env.js";
+import { PERF_PATCH_NAMES } from "../../src/perf/state.js";
+
+const sorted = (s: Set<string>) => [...s].sort();
+
+describe("DEER_FLOW_PERF_PATCHES", () => {
+  it("turns every patch on when unset, empty, on or all, and none when off or none", () => {
+    for (const raw of [undefined, "", " on ", "ALL"]) expect(sorted(parsePerfPatches(raw))).toEqual([...PERF_PATCH_NAMES].sort());
+    for (const raw of ["off", "None"]) expect(sorted(parsePerfPatches(raw))).toEqual([]);
+    expect(sorted(readServerEnv({ DEER_FLOW_PERF_PATCHES: "off" }).perfPatches)).toEqual([]);
+  });
+
+  it("takes a list of patches to install, or of patches to leave out", () => {
+    expect(sorted(parsePerfPatches(" runnable-scope "))).toEqual(["runnable-scope"]);
+    expect(sorted(parsePerfPatches("-runnable-scope"))).toEqual([]);
+  });
+
+  it("refuses an unknown name or a mixed list, naming the entry and the known patches", () => {
+    expect(() => parsePerfPatches("callback-copy")).toThrow("DEER_FLOW_PERF_PATCHES: unknown patch 'callback-copy' (known: runnable-scope; or on, off)");
+    expect(() => parsePerfPatches("runnable-scope,-runnable-scope")).toThrow(/not both/);
+  });
+});

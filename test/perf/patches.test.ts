@@ -1,0 +1,48 @@
+// The fence around the speed patches (src/perf/patches.ts): each installs under the version it is pinned to, stands
+// down (changing nothing) under any other, and can be switched off; an upgrade that makes one stand down fails here.
+import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
+import { afterEach, describe, expect, it } from "vitest";
+import { installedVersion, installPerfPatches, PERF_PATCH_NAMES, PERF_PATCHES, perfPatchesOn, uninstallPerfPatches } from "../../src/perf/patches.js";
+
+const scopeOf = () => (AsyncLocalStorageProviderSingleton as unknown as { runWithConfig: unknown }).runWithConfig;
+
+// Each case may uninstall: the file leaves the server's patches in place, as the test setup made them.
+afterEach(() => void installPerfPatches());
+
+describe("speed patches", () => {
+  it("are pinned to the installed versions and all install there (an upgrade makes this fail: re-measure, re-pin)", () => {
+    for (const patch of PERF_PATCHES) expect(`${patch.name}: ${installedVersion(patch.package)}`).toBe(`${patch.name}: ${patch.version}`);
+    uninstallPerfPatches();
+    const report = installPerfPatches();
+    expect(report).toEqual(Object.fromEntries(PERF_PATCH_NAMES.map((name) => [name, "on"])));
+    expect(perfPatchesOn()).toEqual([...PERF_PATCH_NAMES]);
+  });
+
+  it("put the library's own code back when uninstalled, and replace it when installed", () => {
+    uninstallPerfPatches();
+    const scope = scopeOf();
+    installPerfPatches();
+    expect(scopeOf()).not.toBe(scope);
+    uninstallPerfPatches();
+    expect(scopeOf()).toBe(scope);
+  });
+
+  it("stand down under any other version of their package, changing nothing", () => {
+    uninstallPerfPatches();
+    const scope = scopeOf();
+    const report = installPerfPatches(undefined, (pkg) => (pkg === "@langchain/core" ? "1.4.1" : null));
+    expect(report["runnable-scope"]).toBe("stood down: @langchain/core 1.4.1 is not 1.4.0");
+    expect(perfPatchesOn()).toEqual([]);
+    expect(scopeOf()).toBe(scope);
+  });
+
+  it("install only the ones switched on", () => {
+    uninstallPerfPatches();
+    const scope = scopeOf();
+    expect(installPerfPatches(new Set())).toEqual(Object.fromEntries(PERF_PATCH_NAMES.map((name) => [name, "off"])));
+    expect(scopeOf()).toBe(scope);
+    expect(installPerfPatches(new Set(["runnable-scope"]))).toEqual({ "runnable-scope": "on" });
+    expect(scopeOf()).not.toBe(scope);
+    expect(perfPatchesOn()).toEqual(["runnable-scope"]);
+  });
+});
