@@ -5,6 +5,7 @@ import path from "node:path";
 import picomatch from "picomatch";
 import { isWithin } from "./paths.js";
 import { compareCodePoints } from "../code-point-order.js";
+import { compileLinearRegex, escapeRegexSource } from "../linear-regex.js";
 
 /** Names never descended into or returned (DeerFlow `IGNORE_PATTERNS`). */
 export const IGNORE_PATTERNS = [
@@ -98,12 +99,12 @@ const cut = (line: string) => (line.length <= LINE_SUMMARY_LENGTH ? line : `${li
  * Lines matching `pattern` in `root` (a file, or every text file below a directory that passes the `glob`
  * filter). Skipped: files over {@link GREP_MAX_FILE_BYTES}, binary files (a NUL in the first 8 KiB), symlinks,
  * and lines longer than ten times {@link LINE_SUMMARY_LENGTH} (a guard against catastrophic regexes on minified
- * files, as upstream). Case-insensitive unless `caseSensitive`. Mirrors DeerFlow `find_grep_matches`.
- * @throws SyntaxError for an invalid regular expression; ENOENT for a missing root.
+ * files, as upstream). Case-insensitive unless `caseSensitive`. Mirrors DeerFlow `find_grep_matches`, except that the
+ * pattern runs on RE2 (linear time, see {@link compileLinearRegex}): backreferences and lookaround are refused.
+ * @throws SyntaxError for an invalid or unsupported regular expression; ENOENT for a missing root.
  */
 export async function findGrepMatches(root: string, pattern: string, options: GrepOptions): Promise<{ matches: GrepMatch[]; truncated: boolean }> {
-  const source = options.literal ? pattern.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") : pattern;
-  const regex = new RegExp(source, options.caseSensitive ? "" : "i");
+  const regex = compileLinearRegex(options.literal ? escapeRegexSource(pattern) : pattern, !options.caseSensitive);
   const info = await stat(root);
   const filter = options.glob ? globMatcher(options.glob) : null;
   const realRoot = await realpath(root);

@@ -21,7 +21,9 @@ export async function buildMemoryManager(memory: MemoryConfig, getAppConfig: () 
   let manager: MemoryManager;
   if (memory.manager_class === "deermem") {
     const { DeerMemManager } = await import("./deermem-manager.js");
-    manager = new DeerMemManager(init);
+    const deermem = new DeerMemManager(init);
+    await deermem.warmUp().catch(() => undefined); // A table that cannot load leaves the estimate (tokenCounter logs it).
+    manager = deermem;
   } else if (memory.manager_class === "noop") {
     const { NoopMemoryManager } = await import("./noop-manager.js");
     manager = new NoopMemoryManager();

@@ -96,6 +96,16 @@ export class DeerMemManager implements MemoryManager {
     DeerMemConfigSchema.parse(init.backendConfig ?? {});
   }
 
+  /**
+   * Loads the tiktoken table now when memory is injected and counted with tiktoken. Building it takes 300-500 ms of
+   * CPU (seconds on a busy host) in one synchronous step: at startup that delays readiness, while at a user's first
+   * large memory it would stall every request of every user. Costs ~55 MB resident for the process's life.
+   */
+  async warmUp(): Promise<void> {
+    const memory = this.init.getAppConfig().memory;
+    if (memory.enabled && memory.injection_enabled && this.config.token_counting === "tiktoken") await tokenCounter("tiktoken");
+  }
+
   /** The knobs now: the live config's `backend_config` when it still selects deermem, else the one built with. */
   get config(): DeerMemConfig {
     try {
@@ -179,8 +189,7 @@ export class DeerMemManager implements MemoryManager {
     if (doc.facts.length || Object.values({ ...doc.user, ...doc.history }).some((s) => s.summary.trim())) {
       const options = { maxTokens: cfg.max_injection_tokens, guaranteedCategories: cfg.guaranteed_categories, guaranteedTokenBudget: cfg.guaranteed_token_budget };
       // A token is at least one UTF-8 byte, so memory whose whole text fits both budgets in bytes is injected whole
-      // without counting: the tiktoken table (~55 MB resident, 300-500 ms to load) is loaded only for a memory
-      // large enough for the budgets to matter.
+      // without counting (the tiktoken table is loaded at startup: see warmUp).
       const whole = formatMemoryForInjection(doc, { ...options, maxTokens: Number.MAX_SAFE_INTEGER, guaranteedTokenBudget: Number.MAX_SAFE_INTEGER, count: utf8Bytes });
       const fits = cfg.token_counting === "tiktoken" && utf8Bytes(whole) <= Math.min(cfg.max_injection_tokens, cfg.guaranteed_token_budget || cfg.max_injection_tokens);
       text = fits ? whole : formatMemoryForInjection(doc, { ...options, count: await tokenCounter(cfg.token_counting) });

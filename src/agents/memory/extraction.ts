@@ -3,7 +3,7 @@
 // the answer (write gate, confidence threshold, duplicates, capacity). The prompt text is our own.
 import { AIMessage, HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
 import { hasToolCallIntent, textOf } from "../middlewares/message-utils.js";
-import { coerceConfidence, factKey, HISTORY_SECTIONS, newFactId, USER_SECTIONS, type MemoryDocument, type MemoryFact } from "./memory-document.js";
+import { capText, coerceConfidence, factKey, HISTORY_SECTIONS, MAX_FACT_CHARS, MAX_SUMMARY_CHARS, newFactId, USER_SECTIONS, type MemoryDocument, type MemoryFact } from "./memory-document.js";
 import { escapeMemoryText } from "./injection.js";
 
 /** First line of the extraction system prompt; the offline scripted model recognises the request by it. */
@@ -148,7 +148,7 @@ export function applyUpdate(doc: MemoryDocument, update: MemoryUpdate, source: s
       return null;
     }
     report.sections++;
-    return { summary: s.summary.trim(), updatedAt: now };
+    return { summary: capText(s.summary.trim(), MAX_SUMMARY_CHARS), updatedAt: now };
   };
   for (const k of USER_SECTIONS) doc.user[k] = gatedSection(obj(update.user), k) ?? doc.user[k];
   for (const k of HISTORY_SECTIONS) doc.history[k] = gatedSection(obj(update.history), k) ?? doc.history[k];
@@ -166,8 +166,8 @@ export function applyUpdate(doc: MemoryDocument, update: MemoryUpdate, source: s
     const key = factKey(f.content);
     if (known.has(key)) continue;
     known.add(key);
-    const fact: MemoryFact = { id: newFactId(), content: f.content.trim(), category: (typeof f.category === "string" && f.category.trim()) || "context", confidence, createdAt: now, source };
-    if (fact.category === "correction" && typeof f.sourceError === "string" && f.sourceError.trim()) fact.sourceError = f.sourceError.trim();
+    const fact: MemoryFact = { id: newFactId(), content: capText(f.content.trim(), MAX_FACT_CHARS), category: (typeof f.category === "string" && f.category.trim()) || "context", confidence, createdAt: now, source };
+    if (fact.category === "correction" && typeof f.sourceError === "string" && f.sourceError.trim()) fact.sourceError = capText(f.sourceError.trim(), MAX_FACT_CHARS);
     doc.facts.push(fact);
     report.added++;
   }

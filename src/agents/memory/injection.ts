@@ -3,18 +3,24 @@
 import { Tiktoken } from "js-tiktoken/lite";
 import { getLogger } from "../../logger.js";
 import { coerceConfidence, HISTORY_SECTIONS, USER_SECTIONS, type MemoryDocument, type MemoryFact } from "./memory-document.js";
+import { createPieceCounter, estimateTokens, type CountTokens } from "./token-count.js";
+
+export { estimateTokens, type CountTokens };
 
 /** How tokens are counted: `tiktoken` (cl100k_base) or `char` (estimate). */
 export type TokenCounting = "tiktoken" | "char";
 
-let encoder: Tiktoken | null | undefined;
+let encoder: CountTokens | null | undefined;
 
-/** The cl100k_base encoder, loaded once (its ranks ship inside js-tiktoken: no download). Null when it cannot load. */
-async function loadEncoder(): Promise<Tiktoken | null> {
+/**
+ * The cl100k_base counter, loaded once (its ranks ship inside js-tiktoken: no download), bounded per piece (see
+ * {@link createPieceCounter}). Null when it cannot load.
+ */
+async function loadEncoder(): Promise<CountTokens | null> {
   if (encoder !== undefined) return encoder;
   try {
     const ranks = (await import("js-tiktoken/ranks/cl100k_base")).default;
-    encoder = new Tiktoken(ranks);
+    encoder = createPieceCounter(new Tiktoken(ranks), ranks.pat_str);
   } catch (err) {
     getLogger().warn({ err: (err as Error).message }, "tiktoken encoding unavailable; memory budget uses the character estimate");
     encoder = null;
@@ -23,24 +29,11 @@ async function loadEncoder(): Promise<Tiktoken | null> {
 }
 
 /**
- * Network-free token estimate (DeerMem `_char_based_token_estimate`): 4 characters per token, but 2 per token for
- * CJK ideographs, kana and hangul, which are denser.
- */
-export function estimateTokens(text: string): number {
-  let cjk = 0;
-  for (const ch of text) {
-    if ((ch >= "\u4e00" && ch <= "\u9fff") || (ch >= "\u3040" && ch <= "\u30ff") || (ch >= "\uac00" && ch <= "\ud7a3")) cjk++;
-  }
-  return Math.floor(([...text].length - cjk) / 4) + Math.floor(cjk / 2);
-}
-
-/**
  * A counter for `mode`: tiktoken (its cl100k_base table is loaded on the first call: 300-500 ms of CPU and ~55 MB
- * resident, once per process), else the estimate.
+ * resident, once per process; pieces over 32 characters are estimated), else the estimate.
  */
-export async function tokenCounter(mode: TokenCounting): Promise<(text: string) => number> {
-  const enc = mode === "tiktoken" ? await loadEncoder() : null;
-  return enc ? (text) => enc.encode(text).length : estimateTokens;
+export async function tokenCounter(mode: TokenCounting): Promise<CountTokens> {
+  return (mode === "tiktoken" ? await loadEncoder() : null) ?? estimateTokens;
 }
 
 /** Escapes `<`, `>` and `&`, so stored text cannot close the `<memory>` block it is rendered into. */
@@ -60,26 +53,30 @@ export function formatFactLine(fact: MemoryFact): string | null {
 /** Options of {@link formatMemoryForInjection}. */
 export interface InjectionOptions {
   maxTokens: number;
-  count: (text: string) => number;
+  /** Token counter; it is always given a limit, so a bounded counter does work in proportion to the budget. */
+  count: CountTokens;
   /** Categories injected first, from their own budget. */
   guaranteedCategories?: readonly string[];
   guaranteedTokenBudget?: number;
 }
 
 /** Lines taken greedily in rank order until the next one would pass `budget` (a later short line never jumps a skipped one). */
-function takeLines(facts: MemoryFact[], budget: number, count: (t: string) => number): { lines: string[]; used: number } {
+function takeLines(facts: MemoryFact[], budget: number, count: CountTokens): { lines: string[]; used: number } {
   const lines: string[] = [];
   let used = 0;
   for (const fact of facts) {
     const line = formatFactLine(fact);
     if (line === null) continue;
-    const cost = count(lines.length ? `\n${line}` : line);
+    const cost = count(lines.length ? `\n${line}` : line, budget - used);
     if (used + cost > budget) break;
     lines.push(line);
     used += cost;
   }
   return { lines, used };
 }
+
+/** Characters per token of the widest text measured to place the cut of over-budget summaries. */
+const PROBE_UNITS_PER_TOKEN = 8;
 
 const byConfidence = (a: MemoryFact, b: MemoryFact) => coerceConfidence(b.confidence, 0) - coerceConfidence(a.confidence, 0);
 
@@ -110,7 +107,7 @@ export function formatMemoryForInjection(doc: MemoryDocument, options: Injection
     const guaranteed = takeLines(facts.filter(isGuaranteed).sort(byConfidence), options.guaranteedTokenBudget ?? 0, count);
     guaranteedUsed = guaranteed.used;
     const base = sections.join("\n\n");
-    const used = (base ? count(base) : 0) + count(header) + guaranteed.used + (guaranteed.lines.length ? count("\n") : 0);
+    const used = (base ? count(base, maxTokens) : 0) + count(header) + guaranteed.used + (guaranteed.lines.length ? count("\n") : 0);
     const regular = maxTokens - used > 0 ? takeLines(facts.filter((f) => !isGuaranteed(f)).sort(byConfidence), maxTokens - used, count).lines : [];
     factLines = [...guaranteed.lines, ...regular];
   }
@@ -119,17 +116,19 @@ export function formatMemoryForInjection(doc: MemoryDocument, options: Injection
   if (!all.length) return "";
   let result = all.join("\n\n");
   const limit = maxTokens + guaranteedUsed;
-  const total = count(result);
+  const total = count(result, limit);
   if (total > limit) {
     // The facts block is a protected suffix; only the summaries before it are cut.
     const preceding = sections.join("\n\n");
-    const room = Math.max(0, limit - (factsBlock ? count(factsBlock) + count("\n\n") : 0));
+    const room = Math.max(0, limit - (factsBlock ? count(factsBlock, limit) + count("\n\n") : 0));
     let head = preceding;
-    if (preceding && count(preceding) > room) {
-      const perToken = preceding.length / Math.max(count(preceding), 1);
+    if (preceding && count(preceding, room) > room) {
+      // Characters per token, measured on a prefix a few times the room: the whole text may be far longer.
+      const probe = preceding.slice(0, (room + 1) * PROBE_UNITS_PER_TOKEN);
+      const perToken = probe.length / Math.max(count(probe), 1);
       head = room > 0 ? `${preceding.slice(0, Math.floor(room * perToken * 0.95)).trimEnd()}\n...` : "";
       // The ratio is an estimate: trim further until the head fits.
-      while (head && count(head) > room) head = head.length > 8 ? `${head.slice(0, Math.floor(head.length * 0.9)).trimEnd()}\n...` : "";
+      while (head && count(head, room) > room) head = head.length > 8 ? `${head.slice(0, Math.floor(head.length * 0.9)).trimEnd()}\n...` : "";
     }
     result = [head, factsBlock].filter(Boolean).join("\n\n");
   }

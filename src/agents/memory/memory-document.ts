@@ -2,6 +2,18 @@
 // category and confidence), which the web app's memory routes read and write as is.
 import { randomUUID } from "node:crypto";
 
+/** Most UTF-16 units of a stored summary (what `POST /api/memory/import` accepts; extraction is cut to it too). */
+export const MAX_SUMMARY_CHARS = 100_000;
+/** Most UTF-16 units of a stored fact's content or `sourceError` (import, the fact routes and extraction alike). */
+export const MAX_FACT_CHARS = 10_000;
+
+/** `text` cut to at most `max` UTF-16 units, never inside a surrogate pair. */
+export function capText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const code = text.charCodeAt(max - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
+}
+
 /** One summary section (`workContext`, `recentMonths`...). `updatedAt` ISO-8601 or "". */
 export interface MemorySection {
   summary: string;

@@ -9,6 +9,7 @@ import { z } from "zod";
 import { escapePromptText } from "../../agents/prompt-text.js";
 import { toolCallIdOf } from "./write-todos.js";
 import { compareCodePoints } from "../../code-point-order.js";
+import { compileLinearRegex, escapeRegexSource, type LinearRegex } from "../../linear-regex.js";
 
 /** A tool's OpenAI function schema: what `tool_search` returns and what the catalog hash covers. */
 export interface FunctionSchema {
@@ -55,8 +56,8 @@ export function buildDeferredCatalog(tools: readonly StructuredToolInterface[]):
 /**
  * Finds deferred tools for a query, at most `limit` (except `select:`): `select:a,b` picks exact names; `+req rest`
  * keeps names containing `req`, ranked by how many words of `rest` the name and description contain; anything
- * else is a case-insensitive regular expression (a literal match when it does not compile) over name and
- * description, name matches first.
+ * else is a case-insensitive regular expression (RE2, linear time: a literal match when it does not compile) over
+ * name and description, name matches first.
  */
 export function searchCatalog(schemas: readonly FunctionSchema[], query: string, limit = 5): FunctionSchema[] {
   const q = query.trim();
@@ -70,11 +71,11 @@ export function searchCatalog(schemas: readonly FunctionSchema[], query: string,
     const score = (s: FunctionSchema) => words.filter((w) => `${s.name} ${s.description}`.toLowerCase().includes(w)).length;
     return schemas.filter((s) => s.name.toLowerCase().includes(req.toLowerCase())).sort((a, b) => score(b) - score(a)).slice(0, limit);
   }
-  let re: RegExp;
+  let re: LinearRegex;
   try {
-    re = new RegExp(q, "i");
+    re = compileLinearRegex(q, true);
   } catch {
-    re = new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "i");
+    re = compileLinearRegex(escapeRegexSource(q), true);
   }
   const byName = schemas.filter((s) => re.test(s.name));
   const byDescription = schemas.filter((s) => !byName.includes(s) && re.test(s.description));

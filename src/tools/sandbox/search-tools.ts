@@ -68,7 +68,8 @@ export const globTool = tool(
 /**
  * `grep`: lines matching a regex (or a literal string) in a file or the text files under a directory, as "Found N
  * matches under <root>" and `<virtual path>:<line>: <text>` lines, or "No matches found under <root>"; at most
- * `max_results` (default 100, at most 500). An invalid regex is "Error: Invalid regex pattern: ...".
+ * `max_results` (default 100, at most 500). An invalid regex, or one RE2 cannot run in linear time (backreferences,
+ * lookaround), is "Error: Invalid regex pattern: ...": a result the model reads, not a failed run.
  */
 export const grepTool = tool(
   async ({ pattern, path, glob, literal, case_sensitive, max_results }, config) =>
@@ -87,7 +88,7 @@ export const grepTool = tool(
     description: "Search for matching lines inside a text file or files under a root directory.",
     schema: z.object({
       description,
-      pattern: z.string().describe("The string or regex pattern to search for."),
+      pattern: z.string().describe("The string or regex pattern to search for (RE2 syntax: no backreferences or lookaround)."),
       path: z.string().describe("The **absolute** file or root directory to search."),
       glob: z.string().nullish().describe("Optional glob filter for candidate files, for example `**/*.py`."),
       literal: z.boolean().nullish().describe("Whether to treat `pattern` as a plain string. Default is False."),
