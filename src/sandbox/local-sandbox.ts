@@ -10,6 +10,7 @@ import { findMount, mountVirtualPath, readOnlyMountError, type SandboxMount } fr
 import { checkPathText, parseVirtualPath, resolveExisting, resolveForWrite, SandboxPathError, toHostPath, toVirtualPath, VIRTUAL_ROOT, type SandboxDirs } from "./paths.js";
 import { lstatBeneath, openBeneath, symlinkRefused, openDirBeneath, openTrustedDir, readdirBeneath, withHandle, writeAtomicBeneath } from "./safe-fs.js";
 import { compareCodePoints } from "../code-point-order.js";
+import type { SearchRoot } from "./search.js";
 
 /** Largest file `readFile` loads, in bytes; longer files are read up to this size and flagged. */
 export const MAX_READ_BYTES = 10 * 1024 * 1024;
@@ -136,6 +137,21 @@ export class LocalSandbox {
     await handle.close();
     if (info.isDirectory()) throw Object.assign(new Error(`Is a directory: ${virtualPath}`), { code: "EISDIR" });
     throw Object.assign(new Error(`Not a regular file: ${virtualPath}`), { code: "EINVAL" });
+  }
+
+  /**
+   * Opens where a glob/grep search starts: the directory at `virtualPath`, or (for grep) the regular file there,
+   * symlinks refused in every component (see {@link openDir}). The caller closes `handle`.
+   * @throws SandboxPathError; ENOENT when missing.
+   */
+  async openSearchRoot(virtualPath: string): Promise<SearchRoot> {
+    const hostPath = this.locate(virtualPath, "list").hostPath;
+    try {
+      return { kind: "dir", handle: await this.openDir(virtualPath, "list"), hostPath };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOTDIR") throw err;
+    }
+    return { kind: "file", handle: await this.openFile(virtualPath), hostPath };
   }
 
   /** Virtual path of a host path inside the sandbox. */

@@ -1,9 +1,12 @@
 // Port of DeerFlow sandbox/search.py (find_glob_matches, find_grep_matches): tree walks for the glob and grep
-// tools, with upstream's ignore list, size and line limits. Glob matching is picomatch's.
-import { open, readdir, realpath, stat } from "node:fs/promises";
+// tools, with upstream's ignore list, size and line limits. Glob matching is picomatch's. Sandboxed code can write
+// the trees searched, so the walk holds a directory handle per level and opens every entry relative to it with
+// O_NOFOLLOW (safe-fs.ts): a directory swapped for a symlink mid-walk is skipped, never followed out of the thread.
+import type { Dirent } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import picomatch from "picomatch";
-import { isWithin } from "./paths.js";
+import { openBeneath, openDirBeneath, readdirBeneath } from "./safe-fs.js";
 import { compareCodePoints } from "../code-point-order.js";
 import { compileLinearRegex, escapeRegexSource } from "../linear-regex.js";
 
@@ -36,41 +39,68 @@ export function globMatcher(pattern: string): (relPath: string) => boolean {
   return (rel) => full(rel) || Boolean(base?.(rel)) || Boolean(rest?.(rel));
 }
 
-/** Walks `root` depth-first in name order, skipping ignored names and symlinks; yields files (and dirs when asked). */
-async function* walk(root: string, includeDirs: boolean): AsyncGenerator<{ full: string; rel: string; dir: boolean }> {
-  const stack: [string, string][] = [[root, ""]];
-  while (stack.length) {
-    const [dir, relDir] = stack.pop()!;
-    let entries;
+/**
+ * Where a search starts: a directory, or (grep only) a single file, opened by the caller through the sandbox's
+ * safe opens, with its host path (for the results' paths). The caller closes the handle.
+ */
+export type SearchRoot = { kind: "dir" | "file"; handle: FileHandle; hostPath: string };
+
+interface WalkEntry {
+  full: string;
+  rel: string;
+  dir: boolean;
+  /** The held directory the entry is in, and its name there: files are opened relative to it. */
+  parent: FileHandle;
+  name: string;
+}
+
+/**
+ * Walks the held directory depth-first in name order (each directory's entries, then its subdirectories), skipping
+ * ignored names and symlinks; yields files (and dirs when asked). A subdirectory is opened relative to its parent's
+ * handle, so one replaced by a symlink meanwhile is skipped; at most one handle per level is open.
+ */
+async function* walk(dir: FileHandle, host: string, relDir: string, includeDirs: boolean): AsyncGenerator<WalkEntry> {
+  let entries: Dirent[];
+  try {
+    entries = (await readdirBeneath(dir)).sort((a, b) => compareCodePoints(a.name, b.name));
+  } catch {
+    return; // An unreadable subdirectory is skipped, as os.walk does.
+  }
+  const subdirs: Dirent[] = [];
+  for (const e of entries) {
+    if (shouldIgnoreName(e.name) || e.isSymbolicLink()) continue;
+    const full = path.join(host, e.name);
+    const rel = relDir ? `${relDir}/${e.name}` : e.name;
+    if (e.isDirectory()) {
+      if (includeDirs) yield { full, rel, dir: true, parent: dir, name: e.name };
+      subdirs.push(e);
+    } else if (e.isFile()) yield { full, rel, dir: false, parent: dir, name: e.name };
+  }
+  for (const e of subdirs) {
+    let sub: FileHandle;
     try {
-      entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => compareCodePoints(a.name, b.name));
+      sub = await openDirBeneath(dir, [e.name]);
     } catch {
-      continue; // An unreadable subdirectory is skipped, as os.walk does.
+      continue; // Gone, or swapped for a symlink since the listing: not followed.
     }
-    const subdirs: [string, string][] = [];
-    for (const e of entries) {
-      if (shouldIgnoreName(e.name) || e.isSymbolicLink()) continue;
-      const full = path.join(dir, e.name);
-      const rel = relDir ? `${relDir}/${e.name}` : e.name;
-      if (e.isDirectory()) {
-        if (includeDirs) yield { full, rel, dir: true };
-        subdirs.push([full, rel]);
-      } else if (e.isFile()) yield { full, rel, dir: false };
+    try {
+      yield* walk(sub, path.join(host, e.name), relDir ? `${relDir}/${e.name}` : e.name, includeDirs);
+    } finally {
+      await sub.close().catch(() => undefined);
     }
-    for (const s of subdirs.reverse()) stack.push(s);
   }
 }
 
 /**
- * Host paths under `root` (a real directory) whose root-relative path matches `pattern`, in walk order, at most
+ * Host paths under the directory `root` whose root-relative path matches `pattern`, in walk order, at most
  * `maxResults`; `truncated` when more would follow. Mirrors DeerFlow `find_glob_matches`.
- * @throws ENOENT / ENOTDIR errors for a missing root or a file.
+ * @throws an ENOTDIR error when `root` is a file.
  */
-export async function findGlobMatches(root: string, pattern: string, options: { includeDirs?: boolean; maxResults: number }): Promise<{ matches: string[]; truncated: boolean }> {
-  if (!(await stat(root)).isDirectory()) throw Object.assign(new Error(`Not a directory: ${root}`), { code: "ENOTDIR" });
+export async function findGlobMatches(root: SearchRoot, pattern: string, options: { includeDirs?: boolean; maxResults: number }): Promise<{ matches: string[]; truncated: boolean }> {
+  if (root.kind !== "dir") throw Object.assign(new Error(`Not a directory: ${root.hostPath}`), { code: "ENOTDIR" });
   const matches: string[] = [];
   const match = globMatcher(pattern);
-  for await (const entry of walk(root, options.includeDirs ?? false)) {
+  for await (const entry of walk(root.handle, root.hostPath, "", options.includeDirs ?? false)) {
     if (!match(entry.rel)) continue;
     if (matches.length >= options.maxResults) return { matches, truncated: true };
     matches.push(entry.full);
@@ -103,34 +133,35 @@ const cut = (line: string) => (line.length <= LINE_SUMMARY_LENGTH ? line : `${li
  * pattern runs on RE2 (linear time, see {@link compileLinearRegex}): backreferences and lookaround are refused.
  * @throws SyntaxError for an invalid or unsupported regular expression; ENOENT for a missing root.
  */
-export async function findGrepMatches(root: string, pattern: string, options: GrepOptions): Promise<{ matches: GrepMatch[]; truncated: boolean }> {
+export async function findGrepMatches(root: SearchRoot, pattern: string, options: GrepOptions): Promise<{ matches: GrepMatch[]; truncated: boolean }> {
   const regex = compileLinearRegex(options.literal ? escapeRegexSource(pattern) : pattern, !options.caseSensitive);
-  const info = await stat(root);
   const filter = options.glob ? globMatcher(options.glob) : null;
-  const realRoot = await realpath(root);
-  const candidates = info.isFile()
-    ? (async function* () {
-        yield { full: root, rel: path.basename(root) };
-      })()
-    : walk(root, false);
+  const candidates: AsyncIterable<{ full: string; rel: string; open: () => Promise<FileHandle | null> }> =
+    root.kind === "file"
+      ? (async function* () {
+          yield { full: root.hostPath, rel: path.basename(root.hostPath), open: async () => null };
+        })()
+      : (async function* () {
+          for await (const e of walk(root.handle, root.hostPath, "", false)) yield { full: e.full, rel: e.rel, open: () => openBeneath(e.parent, e.name) };
+        })();
   const matches: GrepMatch[] = [];
   const maxLine = LINE_SUMMARY_LENGTH * 10;
   for await (const c of candidates) {
     if (filter && !filter(c.rel)) continue;
     let text: string;
     try {
-      const real = await realpath(c.full);
-      if (!info.isFile() && !isWithin(realRoot, real)) continue;
-      const handle = await open(real, "r");
+      // Opened relative to its directory's handle with O_NOFOLLOW|O_NONBLOCK: no symlink, no FIFO hang.
+      const opened = await c.open();
+      const handle = opened ?? root.handle;
       try {
         const st = await handle.stat();
-        if (st.size > GREP_MAX_FILE_BYTES) continue;
+        if (!st.isFile() || st.size > GREP_MAX_FILE_BYTES) continue;
         const buf = Buffer.alloc(st.size);
-        await handle.read(buf, 0, st.size, 0);
+        const { bytesRead } = await handle.read(buf, 0, st.size, 0);
         if (buf.subarray(0, 8192).includes(0)) continue;
-        text = buf.toString("utf8");
+        text = buf.subarray(0, bytesRead).toString("utf8");
       } finally {
-        await handle.close();
+        if (opened) await opened.close();
       }
     } catch {
       continue; // Unreadable files are skipped, as upstream's OSError branch.

@@ -13,7 +13,9 @@ const CONFIG =
   "models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n" +
   "sandbox:\n  allow_host_bash: true\n" +
   "tool_groups:\n  - name: bash\n" +
-  "tools:\n  - name: bash\n    group: bash\n    use: deerflow.sandbox.tools:bash_tool\n";
+  "tools:\n  - name: bash\n    group: bash\n    use: deerflow.sandbox.tools:bash_tool\n" +
+  "  - name: grep\n    group: bash\n    use: deerflow.sandbox.tools:grep_tool\n" +
+  "  - name: glob\n    group: bash\n    use: deerflow.sandbox.tools:glob_tool\n";
 const SECRET = "TOP-SECRET-RACE-7d1e";
 const ATTEMPTS = 400;
 const CONCURRENCY = 8;
@@ -105,6 +107,35 @@ describe.runIf(status.available)("sandboxed code swapping a directory for a syml
     for (const r of results.filter((x) => x.status !== 200)) expect(JSON.parse(r.body).detail).not.toContain(h.dir);
     expect(results.some((r) => r.status === 200)).toBe(true);
   }, 180_000);
+
+  it("never lets grep or glob walk through the symlink (their results never show the target's files)", async () => {
+    await postJson(`${h.url}/threads`, { thread_id: "race-grep" });
+    const outside = path.join(h.dir, "gateway-private-grep");
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(path.join(outside, "secret-name.txt"), SECRET);
+    writeFileSync(path.join(outside, "f.txt"), `TOP-SECRET ${SECRET}`);
+    mkdirSync(path.join(userData("race-grep"), "outputs", "d"), { recursive: true });
+    mkdirSync(path.join(userData("race-grep"), "workspace"), { recursive: true });
+    writeFileSync(path.join(userData("race-grep"), "outputs", "d", "f.txt"), "TOP-SECRET-inside");
+    const swapper = await startSwapper("race-grep", "/mnt/user-data/outputs", "d", outside);
+    const calls = [
+      `!call grep ${JSON.stringify({ description: "d", pattern: "TOP-SECRET", path: "/mnt/user-data/outputs" })}`,
+      `!call grep ${JSON.stringify({ description: "d", pattern: "TOP-SECRET", path: "/mnt/user-data/outputs/d" })}`,
+      `!call glob ${JSON.stringify({ description: "d", pattern: "**/*.txt", path: "/mnt/user-data/outputs" })}`,
+    ];
+    const results: string[] = [];
+    // Each attempt is a whole run on the thread (model, tool, checkpoint), one at a time: fewer than the HTTP races.
+    for (let i = 0; i < 120; i++) {
+      const res = await postJson(`${h.url}/threads/race-grep/runs/wait`, { input: { messages: [{ role: "user", content: calls[i % calls.length] }] } });
+      const values = await res.json();
+      results.push(String(values.messages?.filter((m: { type: string }) => m.type === "tool").at(-1)?.content));
+    }
+    const run = await swapper.stop();
+    const escapes = results.filter((r) => r.includes(SECRET) || r.includes("secret-name")).length;
+    console.log(`grep/glob race: ${results.length} runs, ${escapes} escapes; swapper ${run.output.trim()}; e.g. ${JSON.stringify(results.slice(0, 3))}`);
+    expect(escapes).toBe(0);
+    expect(results.some((r) => r.includes("TOP-SECRET-inside") || r.includes("f.txt"))).toBe(true);
+  }, 240_000);
 
   it("shows the sandbox no host path in /proc/self/mountinfo (or anywhere in /proc)", async () => {
     await postJson(`${h.url}/threads`, { thread_id: "mounts" });

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { runContextOf } from "../../agents/run-context.js";
 import { findGlobMatches, findGrepMatches } from "../../sandbox/search.js";
 import type { LocalSandbox } from "../../sandbox/local-sandbox.js";
+import { withHandle } from "../../sandbox/safe-fs.js";
 import { threadSandbox, toolErrorText, type ToolRuntimeConfig } from "./runtime.js";
 
 /** Default and upper bound of `max_results` (DeerFlow `_DEFAULT_GLOB_MAX_RESULTS` / `_MAX_GLOB_MAX_RESULTS`, grep alike). */
@@ -43,9 +44,9 @@ const description = z.string().describe("Explain why you are searching in short 
 export const globTool = tool(
   async ({ pattern, path, include_dirs, max_results }, config) =>
     search(config, path, "searching paths", async (sandbox) => {
-      const root = await sandbox.resolve(path, "list");
       const max = effectiveMax(config, "glob", max_results ?? undefined, GLOB_MAX_RESULTS);
-      const { matches, truncated } = await findGlobMatches(root, pattern, { includeDirs: include_dirs ?? false, maxResults: max });
+      const root = await sandbox.openSearchRoot(path);
+      const { matches, truncated } = await withHandle(root.handle, () => findGlobMatches(root, pattern, { includeDirs: include_dirs ?? false, maxResults: max }));
       if (!matches.length) return `No files matched under ${path}`;
       const lines = [`Found ${matches.length} paths under ${path}${truncated ? ` (showing first ${matches.length})` : ""}`];
       matches.forEach((m, i) => lines.push(`${i + 1}. ${sandbox.toVirtual(m)}`));
@@ -74,9 +75,9 @@ export const globTool = tool(
 export const grepTool = tool(
   async ({ pattern, path, glob, literal, case_sensitive, max_results }, config) =>
     search(config, path, "searching file contents", async (sandbox) => {
-      const root = await sandbox.resolve(path, "list");
       const max = effectiveMax(config, "grep", max_results ?? undefined, GREP_MAX_RESULTS);
-      const { matches, truncated } = await findGrepMatches(root, pattern, { glob, literal: literal ?? false, caseSensitive: case_sensitive ?? false, maxResults: max });
+      const root = await sandbox.openSearchRoot(path);
+      const { matches, truncated } = await withHandle(root.handle, () => findGrepMatches(root, pattern, { glob, literal: literal ?? false, caseSensitive: case_sensitive ?? false, maxResults: max }));
       if (!matches.length) return `No matches found under ${path}`;
       const lines = [`Found ${matches.length} matches under ${path}${truncated ? ` (showing first ${matches.length})` : ""}`];
       for (const m of matches) lines.push(`${sandbox.toVirtual(m.path)}:${m.lineNumber}: ${m.line}`);
