@@ -14,8 +14,17 @@ describe("view_image and symlinks", () => {
     for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
     writeFileSync(path.join(root, "secret.png"), PNG);
     symlinkSync(path.join(root, "secret.png"), path.join(dirs.uploads_path, "leak.png"));
-    expect(inspectImage("/mnt/user-data/uploads/leak.png", dirs)).toEqual({ error: "Error: Image path leaves the thread's directories: /mnt/user-data/uploads/leak.png" });
+    expect(inspectImage("/mnt/user-data/uploads/leak.png", dirs)).toEqual({ error: "Error: Image path leaves the thread's directories (symlinks are not followed): /mnt/user-data/uploads/leak.png" });
+    // A directory on the way that is a symlink (what sandboxed code swaps in mid-check) is refused too, and so is
+    // the area directory itself.
+    mkdirSync(path.join(root, "elsewhere"), { recursive: true });
+    writeFileSync(path.join(root, "elsewhere", "x.png"), PNG);
+    symlinkSync(path.join(root, "elsewhere"), path.join(dirs.uploads_path, "sub"));
+    expect(inspectImage("/mnt/user-data/uploads/sub/x.png", dirs, { read: true })).toEqual({ error: "Error: Image path leaves the thread's directories (symlinks are not followed): /mnt/user-data/uploads/sub/x.png" });
+    symlinkSync(path.join(root, "elsewhere"), path.join(root, "t/outputs-link"));
+    expect(inspectImage("/mnt/user-data/outputs/x.png", { ...dirs, outputs_path: path.join(root, "t/outputs-link") })).toMatchObject({ error: expect.stringContaining("symlinks are not followed") });
     writeFileSync(path.join(dirs.uploads_path, "ok.png"), PNG);
+    expect(inspectImage("/mnt/user-data/uploads/ok.png", dirs, { read: true })).toEqual({ mime_type: "image/png", size: PNG.length, data: PNG });
     expect(inspectImage("/mnt/user-data/uploads/ok.png", dirs)).toMatchObject({ mime_type: "image/png", size: PNG.length });
   });
 });

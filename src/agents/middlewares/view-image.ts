@@ -1,5 +1,4 @@
 // Port of DeerFlow agents/middlewares/view_image_middleware.py (ViewImageMiddleware).
-import { readFileSync } from "node:fs";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { StateSchema } from "@langchain/langgraph";
 import type { ModelRequest } from "langchain";
@@ -17,7 +16,7 @@ type Block = { type: "text"; text: string } | { type: "image_url"; image_url: { 
  * The content blocks showing `images` to the model: "Here are the images you've viewed:", then per image a line
  * with its path and MIME type and an `image_url` block with a base64 data URL. Each image is re-resolved from its
  * virtual path in the thread's directories `dirs` (recomputed by the caller from the run's ids) with every check of
- * `view_image` (confinement after symlinks, type, size, magic bytes); a recorded `actual_path` is never read. An
+ * `view_image` (no symlinks, type, size, magic bytes) on the same open file it then reads; a recorded `actual_path` is never read. An
  * image that is missing, changed size, fails a check or cannot be read gets an "unavailable or changed" note.
  * No images: one "No images have been viewed." block.
  */
@@ -27,9 +26,10 @@ export function imageContextBlocks(images: Record<string, ViewedImage>, dirs: Th
   const blocks: Block[] = [{ type: "text", text: "Here are the images you've viewed:" }];
   for (const [virtualPath, img] of entries) {
     try {
-      const found = inspectImage(virtualPath, dirs);
-      if ("error" in found || found.size !== img.size || found.mime_type !== img.mime_type) throw new Error("changed");
-      const data = readFileSync(found.actual_path).toString("base64");
+      // Checked and read through one open file, so the bytes shown are the bytes checked.
+      const found = inspectImage(virtualPath, dirs, { read: true });
+      if ("error" in found || found.size !== img.size || found.mime_type !== img.mime_type || !found.data) throw new Error("changed");
+      const data = found.data.toString("base64");
       blocks.push({ type: "text", text: `- ${virtualPath} (${found.mime_type})` }, { type: "image_url", image_url: { url: `data:${found.mime_type};base64,${data}` } });
     } catch {
       blocks.push({ type: "text", text: `- ${virtualPath}: image unavailable or changed since it was viewed` });

@@ -1,5 +1,5 @@
 // Port of DeerFlow tools/builtins/view_image_tool.py (view_image).
-import { closeSync, openSync, readSync, realpathSync, statSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import path from "node:path";
 import { ToolMessage } from "@langchain/core/messages";
 import { Command } from "@langchain/langgraph";
@@ -40,52 +40,71 @@ export interface ViewImageToolOptions {
 
 type ToolConfig = { context?: Record<string, unknown>; configurable?: Record<string, unknown> };
 
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
 /**
- * Resolves a virtual `/mnt/user-data/{workspace,uploads,outputs}/...` path to the host file, or returns the error
- * text for the model. Checks, in order: location, existence, is-a-file, no symlink escape (realpath), extension (jpg, jpeg, png, webp, gif),
- * size (at most 20 MiB), magic bytes.
+ * Opens `segments` below the directory `root` one component at a time, each relative to the descriptor of the one
+ * before (`/proc/self/fd/<fd>/<name>`) with O_NOFOLLOW, so sandboxed code that swaps a directory for a symlink
+ * cannot redirect the open (the synchronous twin of `sandbox/safe-fs.ts`). Returns the file's descriptor.
+ * @throws ELOOP / ENOTDIR for a symlink on the way, ENOENT when missing.
  */
-export function inspectImage(virtualPath: string, dirs: ThreadData | null): { error: string } | { mime_type: string; size: number; actual_path: string } {
+function openBeneathSync(root: string, segments: readonly string[]): number {
+  let dir = openSync(root, DIR_FLAGS);
+  try {
+    for (const segment of segments.slice(0, -1)) {
+      const next = openSync(`/proc/self/fd/${dir}/${segment}`, DIR_FLAGS);
+      closeSync(dir);
+      dir = next;
+    }
+    return openSync(`/proc/self/fd/${dir}/${segments.at(-1)}`, FILE_FLAGS);
+  } finally {
+    closeSync(dir);
+  }
+}
+
+/**
+ * Checks a virtual `/mnt/user-data/{workspace,uploads,outputs}/...` image in the thread's directories and, with
+ * `read`, returns its bytes from the same open file, or returns the error text for the model. Checks, in order:
+ * location, existence, no symlink in any component (the file is opened beneath the thread's `user-data`, so a swap
+ * during the check cannot lead elsewhere), is-a-file, extension (jpg, jpeg, png, webp, gif), size (at most 20 MiB),
+ * magic bytes.
+ */
+export function inspectImage(virtualPath: string, dirs: ThreadData | null, options: { read?: boolean } = {}): { error: string } | { mime_type: string; size: number; data?: Buffer } {
   const normalized = path.posix.normalize(virtualPath);
   const [, mnt, userData, area, ...rest] = normalized.split("/");
   const key = AREAS[area as keyof typeof AREAS];
-  if (`/${mnt}/${userData}` !== VIRTUAL_ROOT || !key || rest.length === 0) {
+  if (`/${mnt}/${userData}` !== VIRTUAL_ROOT || !key || rest.length === 0 || rest.some((r) => !r || r === "." || r === "..")) {
     return { error: `Error: Only images under ${VIRTUAL_ROOT}/{workspace,uploads,outputs} can be viewed: ${virtualPath}` };
   }
   if (!dirs) return { error: "Error: Thread data is not available: no thread id in the runtime context" };
-  const actual = path.join(dirs[key], ...rest);
-  let stat;
+  const ext = path.extname(normalized).toLowerCase();
+  const mime = IMAGE_MIME_TYPES[ext];
+  let fd: number;
   try {
-    stat = statSync(actual);
-  } catch {
+    // The area directories live in the thread's user-data, which sandboxed code can change: start above them.
+    fd = openBeneathSync(path.dirname(dirs[key]), [path.basename(dirs[key]), ...rest]);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ELOOP" || code === "ENOTDIR") return { error: `Error: Image path leaves the thread's directories (symlinks are not followed): ${virtualPath}` };
+    if (code === "EISDIR") return { error: `Error: Path is not a file: ${virtualPath}` };
     return { error: `Error: Image file not found: ${virtualPath}` };
   }
-  if (!stat.isFile()) return { error: `Error: Path is not a file: ${virtualPath}` };
-  // A symlink inside the thread's directories must not lead the model to a file outside them.
-  const real = realpathSync(actual);
-  const roots = Object.values(AREAS).flatMap((k) => {
-    try {
-      return [realpathSync(dirs[k])];
-    } catch {
-      return [];
-    }
-  });
-  if (!roots.some((root) => real === root || real.startsWith(root + path.sep))) {
-    return { error: `Error: Image path leaves the thread's directories: ${virtualPath}` };
-  }
-  const ext = path.extname(actual).toLowerCase();
-  const mime = IMAGE_MIME_TYPES[ext];
-  if (!mime) return { error: `Error: Unsupported image type '${ext || "(none)"}': use jpg, jpeg, png, webp or gif` };
-  if (stat.size > MAX_IMAGE_BYTES) return { error: `Error: Image is too large (${stat.size} bytes; the limit is 20 MiB): ${virtualPath}` };
-  const head = Buffer.alloc(12);
-  const fd = openSync(actual, "r");
   try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) return { error: `Error: Path is not a file: ${virtualPath}` };
+    if (!mime) return { error: `Error: Unsupported image type '${ext || "(none)"}': use jpg, jpeg, png, webp or gif` };
+    if (stat.size > MAX_IMAGE_BYTES) return { error: `Error: Image is too large (${stat.size} bytes; the limit is 20 MiB): ${virtualPath}` };
+    const head = Buffer.alloc(12);
     readSync(fd, head, 0, 12, 0);
+    if (!matchesMagic(mime, head)) return { error: `Error: File content does not match its ${ext} extension: ${virtualPath}` };
+    if (!options.read) return { mime_type: mime, size: stat.size };
+    const data = Buffer.alloc(stat.size);
+    const n = readSync(fd, data, 0, stat.size, 0);
+    return { mime_type: mime, size: stat.size, data: data.subarray(0, n) };
   } finally {
     closeSync(fd);
   }
-  if (!matchesMagic(mime, head)) return { error: `Error: File content does not match its ${ext} extension: ${virtualPath}` };
-  return { mime_type: mime, size: stat.size, actual_path: real };
 }
 
 /** Arguments of `view_image` (built once: a zod schema compiles its parser per instance). */

@@ -26,7 +26,7 @@ afterEach(() => rmSync(base, { recursive: true, force: true }));
 
 describe("view_image tool (agent-factory.md §7)", () => {
   it("accepts a real image under /mnt/user-data and reports its metadata", () => {
-    expect(inspectImage("/mnt/user-data/uploads/chart.png", dirs)).toEqual({ mime_type: "image/png", size: PNG.length, actual_path: path.join(dirs.uploads_path, "chart.png") });
+    expect(inspectImage("/mnt/user-data/uploads/chart.png", dirs)).toEqual({ mime_type: "image/png", size: PNG.length });
   });
 
   it.each([
