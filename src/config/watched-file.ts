@@ -150,6 +150,8 @@ export class WatchedFile<T> {
   private readonly logged = new Set<string>();
   /** See {@link settledStatOf}: the stat that lets a read skip the file's content. */
   private settledStat: StatKey | null = null;
+  /** The stat of the file as last read: a recent mtime with this very stat is not an edit (nothing to settle). */
+  private readStat: StatKey | null = null;
 
   constructor(private readonly options: WatchedFileOptions<T>) {
     this.value = options.fallback ?? null;
@@ -182,6 +184,7 @@ export class WatchedFile<T> {
   read(path: string): T {
     let text: string;
     let signature: FileSignature;
+    let seen: StatKey;
     try {
       const stat = statSync(path);
       // Unchanged since a read made well after its last change: serve it without reading and hashing again.
@@ -190,9 +193,12 @@ export class WatchedFile<T> {
       const option = this.options.quietMs ?? 0;
       const quietMs = typeof option === "function" ? option() : option;
       if (quietMs > 0 && this.value !== null && this.path === path && recentlyModified(stat.mtimeMs, Date.now(), quietMs)) {
-        this.pending = true;
+        // Written recently, but exactly as it was read (e.g. the start-up read of a file written just before):
+        // nothing is being edited, so health stays as it is.
+        this.pending = !(this.readStat !== null && this.error === null && sameStat(this.readStat, stat));
         return this.value;
       }
+      seen = { ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs };
       ({ text, signature } = readStable(path));
     } catch (err) {
       // A file that never held still during the read is an edit in progress, not a failure.
@@ -209,6 +215,7 @@ export class WatchedFile<T> {
       // The good file is back unchanged (e.g. moved away and back): it is healthy again.
       if (this.error !== null) this.clearError();
       this.settledStat = settled;
+      this.readStat = seen;
       return this.value;
     }
     if (this.value !== null && this.error !== null && sameSignature(this.failedSignature, signature)) return this.value;
@@ -218,6 +225,7 @@ export class WatchedFile<T> {
       Object.assign(this, { value: next, path, signature, failedSignature: null });
       this.clearError();
       this.settledStat = settled;
+      this.readStat = seen;
       if (previous !== null) this.options.onReload?.(path);
       return next;
     } catch (err) {
@@ -244,6 +252,7 @@ export class WatchedFile<T> {
   /** Forgets everything (tests, `resetAppConfig`). */
   reset(): void {
     this.settledStat = null;
+    this.readStat = null;
     this.pending = false;
     Object.assign(this, { value: this.options.fallback ?? null, path: null, signature: null, failedSignature: null });
     this.clearError();
