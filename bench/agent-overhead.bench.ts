@@ -17,10 +17,10 @@ import { loadAppConfig, setAppConfig } from "../src/config/app-config.js";
 import { parseAppConfig, type AppConfig } from "../src/config/schema.js";
 import { ScriptedChatModel } from "../src/models/scripted-chat-model.js";
 import { installPerfPatches } from "../src/perf/patches.js";
-import { GroupCommitSqliteSaver } from "../src/runtime/group-commit-saver.js";
-import { WAL_AUTOCHECKPOINT_PAGES } from "../src/runtime/persistence.js";
-import { openSqlite } from "../src/runtime/sqlite.js";
-import { withStatementCache } from "../src/runtime/statement-cache.js";
+import { GroupCommitSqliteSaver } from "../src/runtime/persistence/sqlite/group-commit-saver.js";
+import { WAL_AUTOCHECKPOINT_PAGES } from "../src/runtime/persistence/persistence.js";
+import { openSqlite } from "../src/runtime/persistence/sqlite/sqlite.js";
+import { withStatementCache } from "../src/runtime/persistence/sqlite/statement-cache.js";
 import { summarize, type BenchSuite } from "./stats.js";
 
 /** Runs per variant and round; rounds interleave the variants so a slow stretch of the host hits all of them. */

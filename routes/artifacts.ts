@@ -3,7 +3,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { ConflictError } from "../src/errors.js";
 import { openArtifact } from "../src/sandbox/artifacts.js";
-import { artifactEtag, etagMatches, parseRange, saveArtifact } from "../src/runtime/web/artifact-files.js";
+import { artifactEtag, etagMatches, parseRange, saveArtifact } from "../src/runtime/webapp/artifact-files.js";
 import { doc, validInput } from "./openapi.js";
 import { requireThread, threadOf } from "./guards.js";
 

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { AgentRecord } from "../src/config/agent-store.js";
 import { NotFoundError } from "../src/errors.js";
-import { assistantIdToAgentName } from "../src/runtime/run-config.js";
+import { assistantIdToAgentName } from "../src/runtime/runs/run-config.js";
 import { principalOf } from "../src/auth/principal.js";
 import { doc, validInput } from "./openapi.js";
 

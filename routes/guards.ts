@@ -2,8 +2,8 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { principalOf } from "../src/auth/principal.js";
 import { NotFoundError } from "../src/errors.js";
-import { assertThreadId } from "../src/runtime/run-service.js";
-import type { ThreadRecord } from "../src/runtime/repositories.js";
+import { assertThreadId } from "../src/runtime/runs/run-service.js";
+import type { ThreadRecord } from "../src/runtime/persistence/repositories.js";
 
 declare module "fastify" {
   interface FastifyRequest {

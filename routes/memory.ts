@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
 import { ConflictError, ValidationError } from "../src/errors.js";
-import { FactCreateSchema, FactPatchSchema, importedDocument, memoryConfigView, memoryOperation as op, memoryView, MemoryImportSchema, type MemoryScope } from "../src/runtime/web/memory-view.js";
+import { FactCreateSchema, FactPatchSchema, importedDocument, memoryConfigView, memoryOperation as op, memoryView, MemoryImportSchema, type MemoryScope } from "../src/runtime/webapp/memory-view.js";
 import { doc, validInput } from "./openapi.js";
 
 const AgentQuery = z.looseObject({ agent_name: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/).optional() });

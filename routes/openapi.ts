@@ -10,7 +10,7 @@ import { fastifySwaggerUi } from "@fastify/swagger-ui";
 import type { FastifyInstance, FastifySchema, RouteOptions } from "fastify";
 import { z } from "zod";
 import { ValidationError } from "../src/errors.js";
-import { zodIssuesToDetail } from "../src/runtime/run-request.js";
+import { zodIssuesToDetail } from "../src/runtime/runs/run-request.js";
 import { ROUTE_REQUESTS, ROUTE_RESPONSES } from "./openapi-responses.js";
 
 /** The JSON Schema of a zod schema (`io` input for request parts, output for responses), without `$schema`. */

@@ -3,8 +3,8 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
-import { ensureInitialCheckpoint } from "../src/runtime/rollback.js";
-import { branchThread, prepareEditRegenerate, prepareRegenerate } from "../src/runtime/web/replay.js";
+import { ensureInitialCheckpoint } from "../src/runtime/threads/rollback.js";
+import { branchThread, prepareEditRegenerate, prepareRegenerate } from "../src/runtime/webapp/replay.js";
 import { doc, validInput } from "./openapi.js";
 import { ownedThread } from "./thread-access.js";
 

@@ -3,10 +3,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { ConflictError, NotFoundError } from "../src/errors.js";
-import { isTerminal, type ActiveRun, type RunStatus } from "../src/runtime/run-manager.js";
-import { RunCreateSchema, type RunCreate } from "../src/runtime/run-request.js";
+import { isTerminal, type ActiveRun, type RunStatus } from "../src/runtime/runs/run-manager.js";
+import { RunCreateSchema, type RunCreate } from "../src/runtime/runs/run-request.js";
 import { principalOf } from "../src/auth/principal.js";
-import { CancelActionSchema, RunStatusSchema } from "../src/runtime/wire-enums.js";
+import { CancelActionSchema, RunStatusSchema } from "../src/runtime/wire/wire-enums.js";
 import { requireThread } from "./guards.js";
 import { doc, validInput } from "./openapi.js";
 import { streamRunEvents } from "./sse.js";

@@ -4,8 +4,8 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
 import { DeerflowError, ForbiddenError, NotFoundError } from "../src/errors.js";
-import { customSkillView, skillView, userSkillStorage } from "../src/runtime/web/custom-skills.js";
-import { currentExtensions, maskedServers, replaceMcpServers, resetMcpToolCache, setMcpServerEnabled, setSkillEnabled } from "../src/runtime/web/extensions-admin.js";
+import { customSkillView, skillView, userSkillStorage } from "../src/runtime/webapp/custom-skills.js";
+import { currentExtensions, maskedServers, replaceMcpServers, resetMcpToolCache, setMcpServerEnabled, setSkillEnabled } from "../src/runtime/webapp/extensions-admin.js";
 import { doc, validInput } from "./openapi.js";
 
 const SkillToggle = z.looseObject({ enabled: z.boolean() });

@@ -1,7 +1,7 @@
 // The one SSE writer: streams a run's bridge events in the LangGraph wire format.
 import type { FastifyReply } from "fastify";
-import type { ActiveRun } from "../src/runtime/run-manager.js";
-import type { StreamBridge } from "../src/runtime/stream-bridge.js";
+import type { ActiveRun } from "../src/runtime/runs/run-manager.js";
+import type { StreamBridge } from "../src/runtime/stream/stream-bridge.js";
 
 /** A payload already serialized to JSON (a bridge event's `json`): {@link sseSerializer} writes it as it is. */
 export class SerializedJson {

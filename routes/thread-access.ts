@@ -4,8 +4,8 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { principalOf } from "../src/auth/principal.js";
 import { NotFoundError } from "../src/errors.js";
-import { assertThreadId } from "../src/runtime/run-service.js";
-import type { RunRecord, ThreadRecord } from "../src/runtime/repositories.js";
+import { assertThreadId } from "../src/runtime/runs/run-service.js";
+import type { RunRecord, ThreadRecord } from "../src/runtime/persistence/repositories.js";
 
 /**
  * The thread `threadId` if it exists and belongs to the caller.

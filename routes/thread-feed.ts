@@ -5,10 +5,10 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
-import { readThreadState } from "../src/runtime/thread-state-reader.js";
-import { compactThread } from "../src/runtime/web/compact.js";
-import { FeedbackStore } from "../src/runtime/web/feedback-store.js";
-import { aggregateTokenUsage, loadThreadMessageRows, pageRows } from "../src/runtime/web/thread-messages.js";
+import { readThreadState } from "../src/runtime/threads/thread-state-reader.js";
+import { compactThread } from "../src/runtime/webapp/compact.js";
+import { FeedbackStore } from "../src/runtime/webapp/feedback-store.js";
+import { aggregateTokenUsage, loadThreadMessageRows, pageRows } from "../src/runtime/webapp/thread-messages.js";
 import { doc, validInput } from "./openapi.js";
 import { ownedRun, ownedThread } from "./thread-access.js";
 

@@ -2,14 +2,14 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { BadRequestError, ConflictError } from "../src/errors.js";
-import { ensureInitialCheckpoint } from "../src/runtime/rollback.js";
-import { assertThreadId } from "../src/runtime/run-service.js";
-import { readThreadState, readThreadStateAt } from "../src/runtime/thread-state-reader.js";
-import type { ThreadRecord } from "../src/runtime/repositories.js";
+import { ensureInitialCheckpoint } from "../src/runtime/threads/rollback.js";
+import { assertThreadId } from "../src/runtime/runs/run-service.js";
+import { readThreadState, readThreadStateAt } from "../src/runtime/threads/thread-state-reader.js";
+import type { ThreadRecord } from "../src/runtime/persistence/repositories.js";
 import { principalOf } from "../src/auth/principal.js";
-import { ThreadStatusSchema } from "../src/runtime/wire-enums.js";
+import { ThreadStatusSchema } from "../src/runtime/wire/wire-enums.js";
 import { loadThreadIfOwned, requireThread, threadOf } from "./guards.js";
-import { pendingThreadOwner } from "../src/runtime/web/pending-threads.js";
+import { pendingThreadOwner } from "../src/runtime/webapp/pending-threads.js";
 import { doc, validInput } from "./openapi.js";
 import { newId } from "../src/runtime/ids.js";
 

@@ -3,10 +3,10 @@ import { fastifyMultipart } from "@fastify/multipart";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { principalOf } from "../src/auth/principal.js";
 import { BadRequestError, NotFoundError, PayloadTooLargeError, DeerflowError } from "../src/errors.js";
-import { assertThreadId } from "../src/runtime/run-service.js";
+import { assertThreadId } from "../src/runtime/runs/run-service.js";
 import { requireThread, threadOf } from "./guards.js";
 import { convertUploads, deleteUpload, listUploads, UploadBatch } from "../src/sandbox/uploads.js";
-import { claimPendingThread, pendingThreadOwner } from "../src/runtime/web/pending-threads.js";
+import { claimPendingThread, pendingThreadOwner } from "../src/runtime/webapp/pending-threads.js";
 import { doc } from "./openapi.js";
 
 type ThreadParams = { Params: { thread_id: string } };

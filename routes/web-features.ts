@@ -5,7 +5,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { DeerflowError } from "../src/errors.js";
-import { parseJsonStringList, runOneshot } from "../src/runtime/web/oneshot.js";
+import { parseJsonStringList, runOneshot } from "../src/runtime/webapp/oneshot.js";
 import { doc, validInput } from "./openapi.js";
 import { ownedThread } from "./thread-access.js";
 

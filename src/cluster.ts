@@ -3,8 +3,8 @@
 import cluster from "node:cluster";
 import type { Logger } from "pino";
 import type { AppConfig } from "./config/schema.js";
-import { databaseUrl } from "./runtime/persistence.js";
-import { streamBridgeUrl } from "./runtime/scale-out.js";
+import { databaseUrl } from "./runtime/persistence/persistence.js";
+import { streamBridgeUrl } from "./runtime/stream/scale-out.js";
 
 /**
  * Why `workers` processes cannot serve this config, or null when they can (one process always can). Several

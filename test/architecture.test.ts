@@ -154,7 +154,7 @@ describe("architecture", () => {
   it("finds the source files (the test reads the real tree)", () => {
     expect(FILES).toContain("src/agents/factory.ts");
     expect(FILES).toContain("routes/runs.ts");
-    expect(importsOf("src/runtime/run-service.ts")).toContain("src/runtime/worker.ts");
+    expect(importsOf("src/runtime/runs/run-service.ts")).toContain("src/runtime/runs/worker.ts");
   });
 
   it("reads every form of import: value, type-only, re-export, dynamic import() and import() types", () => {
@@ -233,9 +233,16 @@ describe("architecture", () => {
   });
 
   it("opens every SQLite file through openSqlite (WAL, busy timeout, the bounded page cache)", () => {
-    const direct = FILES.filter((f) => f !== "src/runtime/sqlite.ts").flatMap((f) =>
+    const direct = FILES.filter((f) => f !== "src/runtime/persistence/sqlite/sqlite.ts").flatMap((f) =>
       [...readFileSync(path.join(ROOT, f), "utf8").matchAll(/new Database\(([^)]*)\)/g)].filter((m) => m[1] !== '":memory:"').map((m) => `${f}: ${m[0]}`),
     );
     expect(direct).toEqual([]);
+  });
+
+  it("keeps src/runtime/ grouped by job: no folder under it holds more than 10 files directly", () => {
+    const crowded = [...new Set(FILES.filter((f) => f.startsWith("src/runtime/")).map((f) => path.posix.dirname(f)))]
+      .map((dir) => [dir, FILES.filter((f) => path.posix.dirname(f) === dir).length] as const)
+      .filter(([, n]) => n > 10);
+    expect(crowded).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@
 // on the auth database) and the credential service (server-side sessions).
 import type { Logger } from "pino";
 import { assertAuthEnvAllowed, readAuthEnv } from "../config/auth-env.js";
-import type { Persistence } from "../runtime/persistence.js";
+import type { Persistence } from "../runtime/persistence/persistence.js";
 import type { AuthRuntime } from "./auth-plugin.js";
 import { AuthService } from "./auth-service.js";
 import { LoginLimiter } from "./login-limiter.js";

@@ -8,7 +8,7 @@ import { LoginLimiter, type LoginLimiterOptions } from "../../src/auth/login-lim
 import { PgLoginCounterStore } from "../../src/auth/pg-repositories.js";
 import type { LoginCounterStore } from "../../src/auth/repositories.js";
 import { SqliteLoginCounterStore } from "../../src/auth/sqlite-repositories.js";
-import { migratePostgres } from "../../src/runtime/pg-stores.js";
+import { migratePostgres } from "../../src/runtime/persistence/postgres/pg-stores.js";
 import { createTestDatabase } from "../support/services.js";
 
 // The lockout policy and its atomic check-and-count, on both stores. Two connections (SQLite) or two pools

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { z } from "zod";
 import { installErrorHandlers } from "../../routes/errors.js";
 import { doc, registerOpenApi, validInput } from "../../routes/openapi.js";
-import { RunCreateSchema } from "../../src/runtime/run-request.js";
+import { RunCreateSchema } from "../../src/runtime/runs/run-request.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
 let app: FastifyInstance;

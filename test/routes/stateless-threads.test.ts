@@ -3,7 +3,7 @@
 // may use a named thread before this run is admitted). Cases from an adversarial review of that change.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
-import { runTurns } from "../../src/runtime/run-scheduler.js";
+import { runTurns } from "../../src/runtime/runs/run-scheduler.js";
 
 const CONFIG = "models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n    token_delay_ms: 20\n";
 let h: Harness;

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFil
 import { request as httpRequest } from "node:http";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { claimPendingThread } from "../../src/runtime/web/pending-threads.js";
+import { claimPendingThread } from "../../src/runtime/webapp/pending-threads.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
 const CONFIG = "models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\nuploads:\n  max_files: 3\n  max_file_size: 100\n  max_total_size: 150\n";

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { makeLeadAgent, type LeadAgentConfig } from "../../src/agents/lead-agent/agent.js";
 import { getAppConfig } from "../../src/config/app-config.js";
 import { isAppConfig } from "../../src/config/schema.js";
-import type { AgentFactory } from "../../src/runtime/agent-factory.js";
+import type { AgentFactory } from "../../src/runtime/runs/agent-factory.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { parseSse } from "../support/sse.js";
 

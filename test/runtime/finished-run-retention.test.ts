@@ -5,10 +5,10 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ExpiryQueue } from "../../src/runtime/expiry-queue.js";
-import { RunManager } from "../../src/runtime/run-manager.js";
-import { RunStore } from "../../src/runtime/run-store.js";
-import { MemoryStreamBridge, PACK_DELAY_MS, PACK_GROUP_MAX } from "../../src/runtime/stream-bridge.js";
+import { ExpiryQueue } from "../../src/runtime/stream/expiry-queue.js";
+import { RunManager } from "../../src/runtime/runs/run-manager.js";
+import { RunStore } from "../../src/runtime/persistence/sqlite/run-store.js";
+import { MemoryStreamBridge, PACK_DELAY_MS, PACK_GROUP_MAX } from "../../src/runtime/stream/stream-bridge.js";
 
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;

@@ -7,10 +7,10 @@ import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseAppConfig } from "../../src/config/schema.js";
-import { GroupCommitSqliteSaver } from "../../src/runtime/group-commit-saver.js";
-import { openPersistence } from "../../src/runtime/persistence.js";
-import { openSqlite } from "../../src/runtime/sqlite.js";
-import { withStatementCache } from "../../src/runtime/statement-cache.js";
+import { GroupCommitSqliteSaver } from "../../src/runtime/persistence/sqlite/group-commit-saver.js";
+import { openPersistence } from "../../src/runtime/persistence/persistence.js";
+import { openSqlite } from "../../src/runtime/persistence/sqlite/sqlite.js";
+import { withStatementCache } from "../../src/runtime/persistence/sqlite/statement-cache.js";
 
 const homes: string[] = [];
 const closers: Array<() => void> = [];

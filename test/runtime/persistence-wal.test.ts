@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openPersistence, WAL_AUTOCHECKPOINT_PAGES } from "../../src/runtime/persistence.js";
+import { openPersistence, WAL_AUTOCHECKPOINT_PAGES } from "../../src/runtime/persistence/persistence.js";
 import { parseAppConfig } from "../../src/config/schema.js";
 
 const homes: string[] = [];

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { RunEventLog } from "../../src/runtime/web/run-event-log.js";
+import { RunEventLog } from "../../src/runtime/stream/run-event-log.js";
 
 let home: string;
 let dir: string;

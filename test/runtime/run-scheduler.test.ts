@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RunScheduler } from "../../src/runtime/run-scheduler.js";
+import { RunScheduler } from "../../src/runtime/runs/run-scheduler.js";
 
 describe("RunScheduler", () => {
   it("gives one turn per event-loop iteration, first come first served, so other callbacks run between turns", async () => {

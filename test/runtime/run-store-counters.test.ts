@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { RunStore } from "../../src/runtime/run-store.js";
+import { RunStore } from "../../src/runtime/persistence/sqlite/run-store.js";
 
 describe("RunStore (SQLite) counters", () => {
   it("adds the counters column to a database made before it existed; older rows read as all zero", async () => {

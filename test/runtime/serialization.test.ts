@@ -1,6 +1,6 @@
 import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
-import { serializeMessage } from "../../src/runtime/serialization.js";
+import { serializeMessage } from "../../src/runtime/wire/serialization.js";
 
 /** The wire form as LangChain's own serializer gives it: `{...toDict().data, type}` without `lc_*` keys. */
 function viaToDict(message: BaseMessage): Record<string, unknown> {

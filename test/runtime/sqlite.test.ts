@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { openSqlite, SQLITE_CACHE_KIB } from "../../src/runtime/sqlite.js";
+import { openSqlite, SQLITE_CACHE_KIB } from "../../src/runtime/persistence/sqlite/sqlite.js";
 
 const homes: string[] = [];
 afterEach(() => {

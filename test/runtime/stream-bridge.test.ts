@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { until } from "../support/wait.js";
-import { MemoryStreamBridge, PACK_GROUP_MAX, type BridgeItem } from "../../src/runtime/stream-bridge.js";
+import { MemoryStreamBridge, PACK_GROUP_MAX, type BridgeItem } from "../../src/runtime/stream/stream-bridge.js";
 
 async function collect(items: AsyncIterable<BridgeItem>): Promise<BridgeItem[]> {
   const out: BridgeItem[] = [];

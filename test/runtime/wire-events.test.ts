@@ -1,6 +1,6 @@
 import { AIMessageChunk } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
-import { toWireEvents, type WireEvent } from "../../src/runtime/wire-events.js";
+import { toWireEvents, type WireEvent } from "../../src/runtime/wire/wire-events.js";
 
 async function* chunks(items: unknown[]) {
   for (const item of items) yield item;

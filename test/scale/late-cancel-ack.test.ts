@@ -4,9 +4,9 @@ import Database from "better-sqlite3";
 import { Redis } from "ioredis";
 import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
-import { DistributedRunManager } from "../../src/runtime/distributed-run-manager.js";
-import { RunStore } from "../../src/runtime/run-store.js";
-import { ThreadStore } from "../../src/runtime/thread-store.js";
+import { DistributedRunManager } from "../../src/runtime/runs/distributed-run-manager.js";
+import { RunStore } from "../../src/runtime/persistence/sqlite/run-store.js";
+import { ThreadStore } from "../../src/runtime/persistence/sqlite/thread-store.js";
 import { serviceUrls, testPrefix } from "../support/services.js";
 
 const redis = new Redis(serviceUrls().redisUrl);

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { migratePostgres, PgRunStore, PgThreadStore } from "../../src/runtime/pg-stores.js";
-import type { RunRecord } from "../../src/runtime/repositories.js";
+import { migratePostgres, PgRunStore, PgThreadStore } from "../../src/runtime/persistence/postgres/pg-stores.js";
+import type { RunRecord } from "../../src/runtime/persistence/repositories.js";
 import { createTestDatabase } from "../support/services.js";
 
 // The PostgreSQL repositories against a real server: migrations, and the same semantics as the SQLite stores.

@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { parseAppConfig } from "../../src/config/schema.js";
-import { DEFAULT_STREAM_BRIDGE_REDIS_URL, streamBridgeUrl } from "../../src/runtime/scale-out.js";
+import { DEFAULT_STREAM_BRIDGE_REDIS_URL, streamBridgeUrl } from "../../src/runtime/stream/scale-out.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 import { serviceUrls } from "../support/services.js";
 import { parseSse } from "../support/sse.js";

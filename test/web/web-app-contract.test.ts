@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { claimPendingThread } from "../../src/runtime/web/pending-threads.js";
+import { claimPendingThread } from "../../src/runtime/webapp/pending-threads.js";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
 const CONFIG = "models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\nuploads:\n  max_files: 5\n  max_file_size: 1000\n  max_total_size: 3000\n";

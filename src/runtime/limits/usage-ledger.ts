@@ -1,6 +1,6 @@
 // The token usage ledger: tokens spent per user and UTC day, in the gateway database (the `token_usage` table).
 import type Database from "better-sqlite3";
-import { commitWith, type GroupCommit } from "../group-commit.js";
+import { commitWith, type GroupCommit } from "../persistence/sqlite/group-commit.js";
 
 /** One user's usage on one UTC day. */
 export interface DailyUsage {

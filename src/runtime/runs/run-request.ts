@@ -1,13 +1,13 @@
 // The run-creation body (LangGraph RunCreate) and its validation (LangGraph API `RunCreateStateful`; unknown keys rejected as upstream's pydantic model does).
 import { z } from "zod";
-import { refuseServerOwnedState } from "../agents/server-owned-state.js";
-import { ValidationError, type ValidationIssue } from "../errors.js";
+import { refuseServerOwnedState } from "../../agents/server-owned-state.js";
+import { ValidationError, type ValidationIssue } from "../../errors.js";
 
-import { MultitaskStrategySchema, OnDisconnectSchema, STREAM_MODES, type StreamModeName } from "./wire-enums.js";
+import { MultitaskStrategySchema, OnDisconnectSchema, STREAM_MODES, type StreamModeName } from "../wire/wire-enums.js";
 
 /** Stream modes a client may request (see {@link STREAM_MODES}). */
 export const SUPPORTED_STREAM_MODES = STREAM_MODES;
-export type { StreamModeName } from "./wire-enums.js";
+export type { StreamModeName } from "../wire/wire-enums.js";
 
 /** Options the SDK may send that this gateway does not support: any non-null value is a 422. */
 const UNSUPPORTED_WHEN_SET = ["webhook", "on_completion", "after_seconds", "feedback_keys"] as const;

@@ -1,9 +1,9 @@
 // Builds the stream bridge and run manager from the `stream_bridge` section: in memory for one process (the
 // default), or on Redis (`type: redis`) so that several gateway processes behave as one service.
 import type { Logger } from "pino";
-import { StreamBridgeConfigSchema, type AppConfig } from "../config/schema.js";
-import type { Persistence } from "./persistence.js";
-import { RunManager } from "./run-manager.js";
+import { StreamBridgeConfigSchema, type AppConfig } from "../../config/schema.js";
+import type { Persistence } from "../persistence/persistence.js";
+import { RunManager } from "../runs/run-manager.js";
 import { MemoryStreamBridge, type StreamBridge } from "./stream-bridge.js";
 
 /** The run-coordination services and how to stop them. */
@@ -58,7 +58,7 @@ export async function openRunCoordination(appConfig: AppConfig, persistence: Per
   }
   const { Redis } = await import("ioredis");
   const { RedisStreamBridge } = await import("./redis-stream-bridge.js");
-  const { DistributedRunManager } = await import("./distributed-run-manager.js");
+  const { DistributedRunManager } = await import("../runs/distributed-run-manager.js");
   const redis = new Redis(url, { enableAutoPipelining: true, lazyConnect: true, maxRetriesPerRequest: 3, connectTimeout: 5_000 });
   // Errors surface on the commands; without a listener ioredis would also log each reconnect attempt loudly.
   redis.on("error", () => undefined);

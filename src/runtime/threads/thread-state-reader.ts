@@ -1,7 +1,7 @@
 // Reads a thread's state straight from its newest checkpoint, in the LangGraph API's ThreadState shape.
 import type { BaseCheckpointSaver, CheckpointTuple } from "@langchain/langgraph";
-import { NotFoundError } from "../errors.js";
-import { serializeValues } from "./serialization.js";
+import { NotFoundError } from "../../errors.js";
+import { serializeValues } from "../wire/serialization.js";
 
 /** LangGraph checkpoint reference: `{thread_id, checkpoint_ns, checkpoint_id, checkpoint_map}`. */
 export interface CheckpointRef {

@@ -1,7 +1,7 @@
 // LangGraph stream chunks -> LangGraph API wire events (SSE frames as `@langchain/langgraph-api` sends them): a pure async generator, so the
 // worker, tests and any other consumer share one conversion.
 import { isBaseMessage } from "@langchain/core/messages";
-import type { StreamModeName } from "./run-request.js";
+import type { StreamModeName } from "../runs/run-request.js";
 import { serializeMessage, serializeValues, toWire } from "./serialization.js";
 import { UpdatesFrameWriter } from "./updates-frames.js";
 

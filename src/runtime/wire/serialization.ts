@@ -1,6 +1,6 @@
 // Serialization to the LangGraph wire format (what `@langchain/langgraph-api` and DeerFlow's `serialize_lc_object` send): messages become flat dicts.
 import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
-import { redactStateValues } from "../agents/server-owned-state.js";
+import { redactStateValues } from "../../agents/server-owned-state.js";
 
 /** A message as the wire carries it: `{type, id, content, ...}` (never LangChain's `{lc, kwargs}` form). */
 export type WireMessage = Record<string, unknown> & { type: string };

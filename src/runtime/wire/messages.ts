@@ -4,8 +4,8 @@
 import { randomUUID } from "node:crypto";
 import { coerceMessageLikeToMessage, isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { Command } from "@langchain/langgraph";
-import { BadRequestError } from "../errors.js";
-import type { RunRequest } from "./run-request.js";
+import { BadRequestError } from "../../errors.js";
+import type { RunRequest } from "../runs/run-request.js";
 
 export { serializeMessage, serializeValues, toWire, type WireMessage } from "./serialization.js";
 

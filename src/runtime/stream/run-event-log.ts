@@ -5,8 +5,8 @@
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { openSqlite } from "../sqlite.js";
-import type { BridgeItem, StreamBridge, SubscribeOptions } from "../stream-bridge.js";
+import { openSqlite } from "../persistence/sqlite/sqlite.js";
+import type { BridgeItem, StreamBridge, SubscribeOptions } from "./stream-bridge.js";
 
 /** One stored event. `seq` counts from 1 per run; `created_at` is ISO. */
 export interface RunEvent {

@@ -1,5 +1,5 @@
 // Port of DeerFlow's resolve_agent_factory: every assistant id is served by the one lead-agent factory.
-import { makeLeadAgent, type LeadAgentConfig } from "../agents/lead-agent/agent.js";
+import { makeLeadAgent, type LeadAgentConfig } from "../../agents/lead-agent/agent.js";
 
 /** A LangGraph-style graph factory: `(config) => graph` (sync or async). The graph must offer `stream`. */
 export type AgentFactory = (config: LeadAgentConfig) => Promise<StreamableGraph> | StreamableGraph;

@@ -1,11 +1,11 @@
 // The thread and run repositories on PostgreSQL (`database.backend: postgres`): every gateway process that points
 // at the same database sees the same threads and runs. Same contracts as the SQLite stores.
 import pg from "pg";
-import { DEFAULT_USER_ID } from "../agents/run-context.js";
-import type { RunListOptions, RunRepository, ThreadRepository, ThreadSearchQuery } from "./repositories.js";
-import type { RunRecord, ThreadRecord } from "./repositories.js";
-import { kwargsJson, runCountersOf } from "./run-counters.js";
-import { ThreadStore, type ThreadStatus } from "./thread-store.js";
+import { DEFAULT_USER_ID } from "../../../agents/run-context.js";
+import type { RunListOptions, RunRepository, ThreadRepository, ThreadSearchQuery } from "../repositories.js";
+import type { RunRecord, ThreadRecord } from "../repositories.js";
+import { kwargsJson, runCountersOf } from "../../runs/run-counters.js";
+import { ThreadStore, type ThreadStatus } from "../sqlite/thread-store.js";
 
 /**
  * Schema migrations, applied in order, each once (recorded in `deerflow_migrations`). Append only: a released

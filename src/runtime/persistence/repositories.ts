@@ -2,8 +2,8 @@
 // (thread-store.ts, run-store.ts; the embedded default) and PostgreSQL (pg-stores.ts; shared by several gateway
 // processes). The record types live here, not beside their stores, so the stores import this module and never the
 // reverse.
-import type { RunCounters } from "./run-counters.js";
-import type { MultitaskStrategy, RunStatus, ThreadStatus } from "./wire-enums.js";
+import type { RunCounters } from "../runs/run-counters.js";
+import type { MultitaskStrategy, RunStatus, ThreadStatus } from "../wire/wire-enums.js";
 
 /** The Run resource as the API returns it (LangGraph API `Run`). Timestamps are ISO strings. */
 export interface RunRecord extends Partial<RunCounters> {

@@ -1,9 +1,9 @@
 // The run table: finished and in-flight run records, durable next to the threads and checkpoints.
 import type Database from "better-sqlite3";
-import type { RunListOptions, RunRepository } from "./repositories.js";
-import type { RunRecord } from "./repositories.js";
-import type { RunStatus } from "./wire-enums.js";
-import { kwargsJson, runCountersOf } from "./run-counters.js";
+import type { RunListOptions, RunRepository } from "../repositories.js";
+import type { RunRecord } from "../repositories.js";
+import type { RunStatus } from "../../wire/wire-enums.js";
+import { kwargsJson, runCountersOf } from "../../runs/run-counters.js";
 import { commitWith, type GroupCommit } from "./group-commit.js";
 import { StatementCache } from "./statement-cache.js";
 

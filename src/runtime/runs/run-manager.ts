@@ -1,11 +1,11 @@
 // Port of DeerFlow's RunManager: run records, per-thread admission with multitask strategies, and cancellation.
-import { ConflictError, NotFoundError } from "../errors.js";
-import type { RunRecord, RunRepository } from "./repositories.js";
-import type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
+import { ConflictError, NotFoundError } from "../../errors.js";
+import type { RunRecord, RunRepository } from "../persistence/repositories.js";
+import type { CancelAction, MultitaskStrategy, RunStatus } from "../wire/wire-enums.js";
 import { emptyRunCounters } from "./run-counters.js";
-import { newId } from "./ids.js";
+import { newId } from "../ids.js";
 
-export type { CancelAction, MultitaskStrategy, RunStatus } from "./wire-enums.js";
+export type { CancelAction, MultitaskStrategy, RunStatus } from "../wire/wire-enums.js";
 
 /** A run in this process, plus what is needed to control it. */
 export interface ActiveRun {

@@ -3,18 +3,18 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
-import { GroupCommit } from "./group-commit.js";
-import { GroupCommitSqliteSaver } from "./group-commit-saver.js";
-import { withStatementCache } from "./statement-cache.js";
-import { openSqlite } from "./sqlite.js";
+import { GroupCommit } from "./sqlite/group-commit.js";
+import { GroupCommitSqliteSaver } from "./sqlite/group-commit-saver.js";
+import { withStatementCache } from "./sqlite/statement-cache.js";
+import { openSqlite } from "./sqlite/sqlite.js";
 import Database from "better-sqlite3";
-import type { AppConfig } from "../config/schema.js";
-import type { ApiKeyRepository, LoginCounterStore, SessionRepository, UserRepository } from "../auth/repositories.js";
-import { SqliteApiKeyRepository, SqliteLoginCounterStore, SqliteSessionRepository, SqliteUserRepository } from "../auth/sqlite-repositories.js";
+import type { AppConfig } from "../../config/schema.js";
+import type { ApiKeyRepository, LoginCounterStore, SessionRepository, UserRepository } from "../../auth/repositories.js";
+import { SqliteApiKeyRepository, SqliteLoginCounterStore, SqliteSessionRepository, SqliteUserRepository } from "../../auth/sqlite-repositories.js";
 import type { RunRepository, ThreadRepository } from "./repositories.js";
-import { RunStore } from "./run-store.js";
-import { ThreadStore } from "./thread-store.js";
-import { UsageLedger } from "./limits/usage-ledger.js";
+import { RunStore } from "./sqlite/run-store.js";
+import { ThreadStore } from "./sqlite/thread-store.js";
+import { UsageLedger } from "../limits/usage-ledger.js";
 
 /** The checkpointer, the thread and run repositories, and how to close them. */
 export interface Persistence {
@@ -133,8 +133,8 @@ const CHECKPOINTER_SETUP_LOCK = 0x0de3f11;
 
 async function openPostgres(url: string, section: AppConfig["checkpointer"], recover: boolean, home: string): Promise<Persistence> {
   const { default: pg } = await import("pg");
-  const { migratePostgres, PgRunStore, PgThreadStore } = await import("./pg-stores.js");
-  const { PgApiKeyRepository, PgLoginCounterStore, PgSessionRepository, PgUserRepository } = await import("../auth/pg-repositories.js");
+  const { migratePostgres, PgRunStore, PgThreadStore } = await import("./postgres/pg-stores.js");
+  const { PgApiKeyRepository, PgLoginCounterStore, PgSessionRepository, PgUserRepository } = await import("../../auth/pg-repositories.js");
   const pool = new pg.Pool({ connectionString: url, max: 20 });
   // An idle client that loses its server emits 'error' on the pool; without a listener that kills the process.
   pool.on("error", () => undefined);

@@ -1,6 +1,6 @@
 // Port of DeerFlow gateway services (build_run_config): the RunnableConfig a run starts from.
-import { validateAgentName } from "../config/agent-config.js";
-import { ValidationError } from "../errors.js";
+import { validateAgentName } from "../../config/agent-config.js";
+import { ValidationError } from "../../errors.js";
 import type { RunRequest } from "./run-request.js";
 
 /** `body.context` keys copied into both `configurable` and `context` (values already in `body.config` win). */

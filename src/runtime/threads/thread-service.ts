@@ -2,17 +2,17 @@
 // thread owns (checkpoints, runs, directories).
 import { rmSync } from "node:fs";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
-import { THREAD_STATE_FIELDS } from "../agents/thread-state.js";
-import { buildRunContext, type RunSandboxProvider } from "../agents/run-context.js";
-import { threadDir } from "../config/paths.js";
-import { refuseServerOwnedState } from "../agents/server-owned-state.js";
-import type { AppConfig } from "../config/schema.js";
-import { ConflictError, DeerflowError, NotFoundError, ValidationError } from "../errors.js";
-import type { AgentFactory } from "./agent-factory.js";
-import type { Persistence } from "./persistence.js";
-import type { RunManager } from "./run-manager.js";
-import { toMessages } from "./run-service.js";
-import type { ThreadRecord } from "./repositories.js";
+import { THREAD_STATE_FIELDS } from "../../agents/thread-state.js";
+import { buildRunContext, type RunSandboxProvider } from "../../agents/run-context.js";
+import { threadDir } from "../../config/paths.js";
+import { refuseServerOwnedState } from "../../agents/server-owned-state.js";
+import type { AppConfig } from "../../config/schema.js";
+import { ConflictError, DeerflowError, NotFoundError, ValidationError } from "../../errors.js";
+import type { AgentFactory } from "../runs/agent-factory.js";
+import type { Persistence } from "../persistence/persistence.js";
+import type { RunManager } from "../runs/run-manager.js";
+import { toMessages } from "../runs/run-service.js";
+import type { ThreadRecord } from "../persistence/repositories.js";
 import { checkpointToState, readThreadState, type ThreadStateResponse } from "./thread-state-reader.js";
 
 /** What {@link ThreadService} needs. */

@@ -1,12 +1,12 @@
 // The thread table (LangGraph "threads"): ids, status, metadata and timestamps. State lives in checkpoints.
 import type Database from "better-sqlite3";
-import { DEFAULT_USER_ID } from "../agents/run-context.js";
-import type { ThreadRecord, ThreadRepository, ThreadSearchQuery } from "./repositories.js";
-import type { ThreadStatus } from "./wire-enums.js";
+import { DEFAULT_USER_ID } from "../../../agents/run-context.js";
+import type { ThreadRecord, ThreadRepository, ThreadSearchQuery } from "../repositories.js";
+import type { ThreadStatus } from "../../wire/wire-enums.js";
 import { commitWith, type GroupCommit } from "./group-commit.js";
 import { StatementCache } from "./statement-cache.js";
 
-export type { ThreadStatus } from "./wire-enums.js";
+export type { ThreadStatus } from "../../wire/wire-enums.js";
 
 /** Metadata keys the server owns; callers cannot set them. */
 const SERVER_KEYS = ["user_id", "owner_id"];

@@ -3,8 +3,8 @@
 // (regenerate and edit-replay fork from an earlier checkpoint, so superseded turns are already gone), and the
 // oldest checkpoint that contains a message names the run that produced it.
 import type { BaseCheckpointSaver, CheckpointTuple } from "@langchain/langgraph";
-import { serializeMessage, type WireMessage } from "../serialization.js";
-import type { RunRecord } from "../repositories.js";
+import { serializeMessage, type WireMessage } from "../wire/serialization.js";
+import type { RunRecord } from "../persistence/repositories.js";
 
 /** One row of the feed, as the web app's `RunMessage` type reads it. `seq` is 1-based and thread-global. */
 export interface ThreadMessageRow {

@@ -4,13 +4,13 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { ConflictError } from "../errors.js";
-import type { RunRepository, ThreadRepository } from "./repositories.js";
-import { APPEND_END_SCRIPT, openKey, streamKey } from "./redis-stream-bridge.js";
+import { ConflictError } from "../../errors.js";
+import type { RunRepository, ThreadRepository } from "../persistence/repositories.js";
+import { APPEND_END_SCRIPT, openKey, streamKey } from "../stream/redis-stream-bridge.js";
 import { FINISHED_RUN_RETENTION_MS, RunManager, type ActiveRun, type AdmitInput, type CancelAction } from "./run-manager.js";
-import type { RunRecord } from "./repositories.js";
-import { ExpiryQueue } from "./expiry-queue.js";
-import { newId } from "./ids.js";
+import type { RunRecord } from "../persistence/repositories.js";
+import { ExpiryQueue } from "../stream/expiry-queue.js";
+import { newId } from "../ids.js";
 
 /**
  * Admits a run on a thread. KEYS: thread zset, in-flight hash, sequence. ARGV: run id, process id, strategy,

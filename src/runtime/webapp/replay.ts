@@ -8,8 +8,8 @@ import { lstatSync } from "node:fs";
 import { cp, stat } from "node:fs/promises";
 import { copyCheckpoint, uuid6, type BaseCheckpointSaver, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { ConflictError, NotFoundError } from "../../errors.js";
-import { serializeMessage, type WireMessage } from "../serialization.js";
-import type { RunRecord } from "../repositories.js";
+import { serializeMessage, type WireMessage } from "../wire/serialization.js";
+import type { RunRecord } from "../persistence/repositories.js";
 import { loadThreadMessageRows } from "./thread-messages.js";
 
 /** How far back the checkpoint history is searched (upstream REGENERATE_HISTORY_RAW_SCAN_LIMIT / branch limit). */

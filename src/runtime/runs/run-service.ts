@@ -1,23 +1,23 @@
 // The one run-creation path shared by every run route (DeerFlow gateway services.start_run): validation, thread
 // checks and admission; the run itself executes in the worker (worker.ts).
-import { DEFAULT_USER_ID } from "../agents/run-context.js";
-import { BadRequestError, NotFoundError, ValidationError } from "../errors.js";
-import { assertThreadId, newId } from "./ids.js";
-import { toGraphInput } from "./messages.js";
+import { DEFAULT_USER_ID } from "../../agents/run-context.js";
+import { BadRequestError, NotFoundError, ValidationError } from "../../errors.js";
+import { assertThreadId, newId } from "../ids.js";
+import { toGraphInput } from "../wire/messages.js";
 import { buildRunConfig } from "./run-config.js";
 import type { ActiveRun } from "./run-manager.js";
-import type { RunRecord } from "./repositories.js";
+import type { RunRecord } from "../persistence/repositories.js";
 import { checkRunRequest, type RunCreate, type RunRequest } from "./run-request.js";
-import { readThreadState } from "./thread-state-reader.js";
+import { readThreadState } from "../threads/thread-state-reader.js";
 import { runAgent, type RunJob, type WorkerDeps } from "./worker.js";
-import type { RunAdmission } from "./limits/run-admission.js";
-import { withRunScope } from "../observability/run-scope.js";
-import { withPinnedAppConfig } from "../config/app-config.js";
+import type { RunAdmission } from "../limits/run-admission.js";
+import { withRunScope } from "../../observability/run-scope.js";
+import { withPinnedAppConfig } from "../../config/app-config.js";
 
-export { assertThreadId, THREAD_ID_PATTERN } from "./ids.js";
-export { toGraphInput, toMessages } from "./messages.js";
+export { assertThreadId, THREAD_ID_PATTERN } from "../ids.js";
+export { toGraphInput, toMessages } from "../wire/messages.js";
 export { rootError } from "./worker.js";
-export { eventName, graphStreamModes } from "./wire-events.js";
+export { eventName, graphStreamModes } from "../wire/wire-events.js";
 
 /** What {@link RunService} needs: the worker's services, and the per-user run limits. */
 export type RunServiceDeps = WorkerDeps & {

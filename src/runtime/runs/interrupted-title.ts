@@ -2,10 +2,10 @@
 // its thread (the title middleware only runs after a model answer, which an interrupted turn may never get).
 import { BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
-import { userTypedText } from "../agents/middlewares/message-utils.js";
-import { fallbackTitle, isRealUserMessage, TitleConfigSchema } from "../agents/middlewares/title.js";
-import type { AppConfig } from "../config/schema.js";
-import { latestCheckpoint } from "./rollback.js";
+import { userTypedText } from "../../agents/middlewares/message-utils.js";
+import { fallbackTitle, isRealUserMessage, TitleConfigSchema } from "../../agents/middlewares/title.js";
+import type { AppConfig } from "../../config/schema.js";
+import { latestCheckpoint } from "../threads/rollback.js";
 
 /** The graph whose state gets the title (the run's compiled agent, or its `graph`). */
 interface TitleWritableGraph {
