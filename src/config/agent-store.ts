@@ -1,14 +1,14 @@
 // Port of DeerFlow's file agent store (persistence/agents/file.py) and the write side of agents_config.py:
 // custom agents under <agents dir>/<user_id>/<name>/{config.yaml,SOUL.md}.
 import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError, ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { getLogger } from "../logger.js";
 import { AgentReasoningEffortSchema, agentDir, loadAgentConfig, ModelSettingsSchema, validateAgentName } from "./agent-config.js";
-import { atomicWriteFile } from "./atomic-write.js";
+import { atomicWriteFile, fsyncDir } from "./atomic-write.js";
 import { readAgentPair, replaceAgentPair } from "./agent-version.js";
 import { isLeftoverAgentDir } from "./leftovers.js";
 import { getAgentsDir } from "./paths.js";
@@ -60,20 +60,6 @@ type Doc = Record<string, unknown>;
 
 /** Prefix of the staging directories of {@link AgentStore.create} (never a valid agent name: it starts with a dot). */
 export const STAGING_PREFIX = ".staging-";
-
-/** Makes a rename inside `dir` durable; a no-op where directories cannot be fsynced. */
-function fsyncDir(dir: string): void {
-  try {
-    const fd = openSync(dir, "r");
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // Not supported everywhere (some network filesystems); the rename itself is atomic.
-  }
-}
 
 /**
  * Refuses a soul over {@link MAX_SOUL_CHARS} or a description over {@link MAX_DESCRIPTION_CHARS} characters, for

@@ -3,6 +3,7 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeSync } from "node:fs";
 import path from "node:path";
+import { fsyncDir } from "./atomic-write.js";
 
 /**
  * Layout of an agent directory once it has been updated (DeerFlow readers that open `<name>/config.yaml` follow
@@ -34,19 +35,6 @@ export interface AgentPair {
 
 const hex = () => randomBytes(6).toString("hex");
 
-function fsyncPath(p: string): void {
-  try {
-    const fd = openSync(p, "r");
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // Directory fsync is not supported everywhere; the renames themselves are atomic.
-  }
-}
-
 function writeDurable(file: string, content: string): void {
   const fd = openSync(file, "wx", 0o644);
   try {
@@ -67,7 +55,7 @@ function swapLink(link: string, target: string, tempName: string): void {
     rmSync(temp, { force: true });
     throw err;
   }
-  fsyncPath(path.dirname(link));
+  fsyncDir(path.dirname(link));
 }
 
 /** Writes a new version directory holding `pair`; returns its name. Nothing points at it yet. */
@@ -77,8 +65,8 @@ function writeVersion(versions: string, pair: AgentPair): string {
   mkdirSync(dir);
   writeDurable(path.join(dir, "config.yaml"), pair.config);
   writeDurable(path.join(dir, "SOUL.md"), pair.soul);
-  fsyncPath(dir);
-  fsyncPath(versions);
+  fsyncDir(dir);
+  fsyncDir(versions);
   return name;
 }
 

@@ -89,14 +89,22 @@ export function atomicWriteFile(file: string, content: string, options: AtomicWr
     rmSync(temp, { force: true });
     throw err;
   }
+  fsyncDir(dir);
+}
+
+/**
+ * Makes the renames and creations inside directory `dir` durable (fsync of the directory); a no-op where
+ * directories cannot be fsynced (some network filesystems), since the rename itself is atomic either way.
+ */
+export function fsyncDir(dir: string): void {
   try {
-    const dirFd = openSync(dir, "r");
+    const fd = openSync(dir, "r");
     try {
-      fsyncSync(dirFd);
+      fsyncSync(fd);
     } finally {
-      closeSync(dirFd);
+      closeSync(fd);
     }
   } catch {
-    // Directory fsync is not supported everywhere (e.g. some network filesystems); the rename itself is atomic.
+    // Not supported everywhere; see above.
   }
 }
