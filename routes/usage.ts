@@ -26,7 +26,7 @@ export async function usageRoutes(app: FastifyInstance): Promise<void> {
   app.get("/usage", { schema: doc("usage", "The caller's token usage and limits", { querystring: UsageQuerySchema, response: { 200: UsageSchema } }) }, async (request) => {
     const query = validInput(UsageQuerySchema, request.query, "query");
     const userId = principalOf(request).id;
-    const { persistence, admission, getAppConfig } = app.deerflow;
+    const { persistence, quotas, getAppConfig } = app.deerflow;
     const limits = getAppConfig().limits;
     const today = persistence.usage.get(userId);
     const now = new Date();
@@ -36,7 +36,7 @@ export async function usageRoutes(app: FastifyInstance): Promise<void> {
       daily_token_quota: limits.daily_token_quota ?? null,
       remaining_tokens: limits.daily_token_quota ? Math.max(0, limits.daily_token_quota - today.total_tokens) : null,
       resets_at: new Date(now.getTime() + secondsToUtcMidnight(now) * 1000).toISOString(),
-      active_runs: admission.activeRuns(userId),
+      active_runs: quotas.activeRuns(userId),
       max_concurrent_runs: limits.max_concurrent_runs_per_user ?? null,
       days: persistence.usage.recent(userId, query.days, now),
     };

@@ -40,7 +40,7 @@ import { createGatewayMetrics, type GatewayMetrics } from "./observability/metri
 import { genRequestId } from "./observability/request-id.js";
 import { createRunObserver } from "./observability/run-observer.js";
 import type { GatewayTracing } from "./observability/tracing.js";
-import { RunAdmission } from "./runtime/limits/run-admission.js";
+import { RunQuotas } from "./runtime/limits/run-quotas.js";
 import { registerRateLimit } from "./runtime/limits/rate-limit.js";
 
 /** Options of {@link buildApp}; every field has a production default. */
@@ -99,8 +99,8 @@ export interface GatewayServices {
   runEvents: RunEventLog;
   /** The memory backend (`memory.manager_class`); the memory routes read and write through it. */
   memoryManager: MemoryManager;
-  /** Per-user run limits and their counts (src/limits). */
-  admission: RunAdmission;
+  /** Per-user run quotas (concurrent runs, daily tokens) and their counts (src/runtime/limits/run-quotas.ts). */
+  quotas: RunQuotas;
   /** True when runs and their events are shared with other gateway processes (Redis bridge). */
   distributed: boolean;
   /** Aborted when the process starts shutting down: new requests get 503, SSE streams are cut (src/server.ts). */
@@ -153,7 +153,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const closing = new AbortController();
   const sandbox = createSandboxProvider(appConfig, home, getSkillsRoot(appConfig.skills));
   const metrics = options.metrics ?? createGatewayMetrics();
-  const admission = new RunAdmission(persistence.usage, metrics);
+  const quotas = new RunQuotas(persistence.usage, metrics);
   const runService = new RunService({
     bridge,
     runs,
@@ -165,7 +165,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     memoryManager,
     sandboxProvider: sandbox,
     observer: createRunObserver({ metrics, tracing: options.tracing, onTokens: (userId, tokens) => persistence.usage.add(userId, tokens) }),
-    admission,
+    quotas,
   });
   const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home, sandboxProvider: sandbox });
 
@@ -207,7 +207,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   app.decorate("metrics", metrics);
   installHttpObservability(app, metrics, options.tracing);
   const stopReloadCount = onAppConfigReload((result) => metrics.configReloads.inc({ result }));
-  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, admission, runEvents, memoryManager, distributed: coordination.distributed, closing });
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, quotas, runEvents, memoryManager, distributed: coordination.distributed, closing });
   // Every JSON body is bounded in depth and size here, before any route, store or graph sees it.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     try {

@@ -146,6 +146,26 @@ const SHARED_BLOCKS = (f: string) => f.startsWith("src/tools/") || f.startsWith(
 const APP_OR_SERVER = (t: string) => t.startsWith("src/agents/lead-agent/") || t.startsWith("src/runtime/") || t.startsWith("routes/") || t === "src/app.ts" || t === "src/server.ts" || t === "src/gateway.ts";
 const CONFIG_LOADER = (t: string) => t === "src/config/app-config.ts" || t === "src/config/watcher.ts";
 
+/** Longest function (lines, declaration to closing brace) the run path's worker and lead-agent build may hold. */
+const MAX_RUN_PATH_FUNCTION_LINES = 60;
+/** The files of the run path's two longest steps, split so each function reads top to bottom in one screen. */
+const ONE_SCREEN_FILES = ["src/runtime/runs/worker.ts", "src/agents/lead-agent/agent.ts", "src/agents/lead-agent/resolve-build-inputs.ts"];
+
+/** `name (N lines)` for each function or method of `text` longer than `max` lines. */
+function longFunctions(file: string, text: string, max: number): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const found: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if ((ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node)) && node.body) {
+      const lines = source.getLineAndCharacterOfPosition(node.end).line - source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+      if (lines > max) found.push(`${file}: ${node.name?.getText(source) ?? "(anonymous)"} (${lines} lines)`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
 function violations(select: (f: string) => boolean, forbidden: (t: string) => boolean, valueOnly = false): string[] {
   return FILES.filter(select).flatMap((f) => importsOf(f, valueOnly).filter(forbidden).map((t) => `${f} -> ${t}`));
 }
@@ -244,5 +264,16 @@ describe("architecture", () => {
       .map((dir) => [dir, FILES.filter((f) => path.posix.dirname(f) === dir).length] as const)
       .filter(([, n]) => n > 10);
     expect(crowded).toEqual([]);
+  });
+
+  it("measures function length: finds a function over the limit, and not one at it", () => {
+    const body = (n: number) => Array.from({ length: n - 2 }, (_, i) => `  const v${i} = ${i};`).join("\n");
+    expect(longFunctions("a.ts", `export async function long() {\n${body(61)}\n}\nfunction fits() {\n${body(60)}\n}`, 60)).toEqual(["a.ts: long (61 lines)"]);
+    expect(longFunctions("b.ts", `class C {\n  m() {\n${body(70)}\n  }\n}`, 60)).toEqual(["b.ts: m (70 lines)"]);
+  });
+
+  it(`keeps the worker's and the lead-agent build's functions within one screen (${MAX_RUN_PATH_FUNCTION_LINES} lines)`, () => {
+    const long = ONE_SCREEN_FILES.flatMap((f) => longFunctions(f, readFileSync(path.join(ROOT, f), "utf8"), MAX_RUN_PATH_FUNCTION_LINES));
+    expect(long).toEqual([]);
   });
 });

@@ -1,5 +1,6 @@
 // The one run-creation path shared by every run route (DeerFlow gateway services.start_run): validation, thread
-// checks and admission; the run itself executes in the worker (worker.ts).
+// checks, the user's quotas (limits/run-quotas.ts) and the thread's admission (RunManager.admit, the multitask
+// strategy); the run itself executes in the worker (worker.ts).
 import { DEFAULT_USER_ID } from "../../agents/run-context.js";
 import { BadRequestError, NotFoundError, ValidationError } from "../../errors.js";
 import { assertThreadId, newId } from "../ids.js";
@@ -10,7 +11,7 @@ import type { RunRecord } from "../persistence/repositories.js";
 import { checkRunRequest, type RunCreate, type RunRequest } from "./run-request.js";
 import { readThreadState } from "../threads/thread-state-reader.js";
 import { runAgent, type RunJob, type WorkerDeps } from "./worker.js";
-import type { RunAdmission } from "../limits/run-admission.js";
+import type { RunQuotas } from "../limits/run-quotas.js";
 import { withRunScope } from "../../observability/run-scope.js";
 import { withPinnedAppConfig } from "../../config/app-config.js";
 
@@ -19,10 +20,10 @@ export { toGraphInput, toMessages } from "../wire/messages.js";
 export { rootError } from "./worker.js";
 export { eventName, graphStreamModes } from "../wire/wire-events.js";
 
-/** What {@link RunService} needs: the worker's services, and the per-user run limits. */
+/** What {@link RunService} needs: the worker's services, and the per-user run quotas. */
 export type RunServiceDeps = WorkerDeps & {
-  /** Per-user run limits (concurrent runs, daily token quota), checked right before admission. */
-  admission?: RunAdmission;
+  /** Per-user run quotas (concurrent runs, daily token quota), taken right before the thread admits the run. */
+  quotas?: RunQuotas;
 };
 
 /** Where a run request came from: the HTTP request id goes into the run's metadata and its log lines. */
@@ -36,7 +37,7 @@ export interface StartedRun {
   request: RunRequest;
 }
 
-/** Creates runs (validation, thread checks, admission) and executes them in the background. */
+/** Creates runs (validation, thread checks, quotas, the thread's admission) and executes them in the background. */
 export class RunService {
   constructor(private readonly deps: RunServiceDeps) {}
 
@@ -98,8 +99,8 @@ export class RunService {
         ]);
       }
     }
-    // The per-user limits are checked and counted synchronously here, before anything awaits; released if admission fails.
-    const release = this.deps.admission?.acquire(userId, appConfig);
+    // The per-user quotas are checked and counted synchronously here, before anything awaits; released if admission fails.
+    const release = this.deps.quotas?.acquire(userId, appConfig);
     let run: ActiveRun;
     // A thread under a new id is created busy, for the run: one write where create, read back and mark busy took
     // three, and the worker reads no checkpoint of it. A named thread is created idle: a concurrent request may

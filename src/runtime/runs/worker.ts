@@ -125,180 +125,264 @@ function runCounters(usage: RunUsage | undefined, before: CheckpointTuple | unde
   return counters;
 }
 
+/** An agent as the factory returns it, with what the build may report. */
+type BuiltAgent = Awaited<ReturnType<AgentFactory>> & ResolvedBuild;
+
 /**
- * Executes an admitted run to completion. Cancelled while pending: no agent is built (DeerFlow
+ * How far one run got, filled in step by step so that {@link recordOutcome} knows what to undo and record however
+ * the run ended (one object per run; the steps write it in the order the run reaches them).
+ */
+interface RunProgress {
+  status: RunStatus;
+  /** The message recorded with an `error` status. */
+  error: string | undefined;
+  /** Past its turn: the run owns its thread from here (marked busy, `metadata` published). */
+  started: boolean;
+  /** The checkpoint the run started from (none for a thread created for it): what a rollback restores. */
+  before: CheckpointTuple | undefined;
+  /** The run's context (run id, user, memory, sandbox, the guard middlewares' stop reason). */
+  context: Record<string, unknown> | undefined;
+  /** The graph the factory built, once it did. */
+  agent: BuiltAgent | undefined;
+  /** The run's own view of the checkpointer (set with `agent`). */
+  checkpointer: SettlingCheckpointer | undefined;
+  /** The run metadata the graph streams with: the request's, the run's ids and what the build resolved. */
+  metadata: Record<string, unknown> | undefined;
+  /** The `running` save, in flight while the graph starts (see {@link buildAgent}). */
+  savingRunning: Promise<unknown> | undefined;
+}
+
+/**
+ * Executes a run the thread admitted to completion. Cancelled while pending: no agent is built (DeerFlow
  * `test_pending_cancel_stops_waiting_for_prior_finalization`). A failure publishes an `error` event; a cancel with
  * `action=rollback` restores the checkpoint the run started from. Always publishes `end`, records the final
  * status and releases the thread. Never throws.
  */
 export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): Promise<void> {
-  const { bridge, runs, persistence, logger } = deps;
-  const { run_id: runId, thread_id: threadId } = run.record;
-  const { runConfig, request, observation } = job;
   const signal = run.controller.signal;
-  const log = job.log ?? logger.child({ run_id: runId, thread_id: threadId });
-  let status: RunStatus = "success";
-  let error: string | undefined;
-  let before: CheckpointTuple | undefined;
-  let started = false;
-  let checkpointer: SettlingCheckpointer | undefined;
-  let context: Record<string, unknown> | undefined;
-  let builtAgent: unknown;
-  /** The `running` save, in flight while the graph starts (see below). */
-  let savingRunning: Promise<unknown> | undefined;
+  const log = job.log ?? deps.logger.child({ run_id: run.record.run_id, thread_id: run.record.thread_id });
+  const progress: RunProgress = { status: "success", error: undefined, started: false, before: undefined, context: undefined, agent: undefined, checkpointer: undefined, metadata: undefined, savingRunning: undefined };
   try {
-    await Promise.race([run.predecessors, new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }))]);
-    if (signal.aborted) {
-      status = "interrupted";
+    if (!(await waitForTurn(run.predecessors, signal))) {
+      progress.status = "interrupted";
       return;
     }
-    // The build and the graph's first steps run without I/O: wait for a turn, so runs started together take turns
-    // with each other and with the sockets instead of holding the event loop back to back.
-    await runTurns.turn();
-    if (signal.aborted) {
-      status = "interrupted";
-      return;
-    }
-    started = true;
-    observation?.started();
-    if (!job.freshThread) await persistence.threads.setStatus(threadId, "busy");
-    bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: 1 });
-    // A thread created for this run has no checkpoint yet: nothing to read (or to roll back to).
-    if (!job.freshThread) before = await latestCheckpoint(persistence.checkpointer, threadId);
-    context = buildRunContext({
-      threadId,
-      runId,
-      userId: String(runConfig.context.user_id),
-      options: runConfig.context,
-      appConfig: deps.getAppConfig(),
-      memoryManager: deps.memoryManager,
-      sandboxProvider: deps.sandboxProvider,
-    });
-    const baseMetadata = { ...runConfig.metadata, ...(job.requestId ? { request_id: job.requestId } : {}), run_id: runId, thread_id: threadId, assistant_id: run.record.assistant_id };
-    const agent = (await deps.agentFactory({
-      configurable: runConfig.configurable,
-      context,
-      metadata: baseMetadata,
-      recursionLimit: runConfig.recursion_limit,
-      tags: runConfig.tags,
-      runName: runConfig.run_name,
-    })) as Awaited<ReturnType<AgentFactory>> & ResolvedBuild;
-    // The run's own view of the checkpointer: a rollback first waits for the writes this run's graph started.
-    checkpointer = new SettlingCheckpointer(persistence.checkpointer, { fresh: job.freshThread });
-    agent.checkpointer = checkpointer;
-    builtAgent = agent;
-    const metadata = { ...baseMetadata, ...(agent.resolved?.metadata ?? {}) };
-    run.record.metadata = { ...run.record.metadata, ...metadata };
-    // One store write for both: the run is `running` from here, with what the build resolved in its metadata. Not
-    // awaited here: the write joins the group commit of the run's first checkpoints instead of holding the first
-    // token back by a commit (store reads commit the queue first, so every reader already sees `running`). The
-    // outcome is recorded only after it settled.
-    savingRunning = runs.setStatus(runId, "running").catch((err: Error) => log.error({ err: err.message }, "saving the run as running failed"));
+    progress.started = true;
+    job.observation?.started();
+    const agent = await buildAgent(run, job, deps, progress, log);
     if (signal.aborted) throw signal.reason;
-    const subgraphs = Boolean(request.stream_subgraphs);
-    const chunks = await streamAgent(agent, job.input, {
-      context,
-      configurable: runConfig.configurable,
-      metadata,
-      callbacks: withHandlers(agent.resolved?.callbacks, observation?.callbacks) as never,
-      recursionLimit: runConfig.recursion_limit,
-      tags: runConfig.tags,
-      runName: runConfig.run_name,
-      streamMode: graphStreamModes(request.streamModes),
-      subgraphs,
-      signal,
-      interruptBefore: request.interrupt_before ?? undefined,
-      interruptAfter: request.interrupt_after ?? undefined,
-    });
-    // A run whose model answers without I/O (cached, local, scripted) advances in one unbroken microtask chain,
-    // and socket writes wait for it: yield to the event loop after the first token (so it leaves at once) and
-    // then at most every YIELD_EVERY_MS. Yielding after every chunk cost a writev and a setImmediate per frame.
-    let lastYield = performance.now();
-    let firstTokenOut = false;
-    for await (const { event, data, json } of toWireEvents(chunks, { subgraphs })) {
-      if (signal.aborted) break;
-      bridge.publish(runId, event, data, json);
-      const firstToken: boolean = !firstTokenOut && event.startsWith("messages");
-      if (firstToken || performance.now() - lastYield >= YIELD_EVERY_MS) {
-        firstTokenOut ||= firstToken;
-        await runTurns.turn();
-        lastYield = performance.now();
-      }
-    }
-    if (signal.aborted) status = "interrupted";
+    await streamAndPublish(agent, run, job, deps.bridge, progress);
+    if (signal.aborted) progress.status = "interrupted";
   } catch (err) {
-    if (signal.aborted) {
-      status = "interrupted";
-    } else {
-      status = "error";
-      const e = rootError(err);
-      const name = e.constructor?.name && e.constructor.name !== "Error" ? e.constructor.name : e.name;
-      error = e.message;
-      run.errorName = name;
-      log.warn({ err: e.message, name }, "run failed");
-      bridge.publish(runId, "error", { message: e.message, name, error: name });
-    }
+    reportFailure(err, run, deps.bridge, progress, log);
   } finally {
-    // Whatever fails while recording the outcome (a store error), the run must end: `finish` releases the thread,
-    // or it would answer 409 to every later run until a restart.
-    try {
-      if (status !== "success" && builtAgent && !(status === "interrupted" && run.cancelAction === "rollback")) {
-        // The first model call failed or was cancelled before ThreadData / Uploads saved their writes (they ride on
-        // the model's answer): save them now, as DeerFlow's before_agent steps were saved before the model ran.
-        const writes = takeUnsavedRunStartWrites(context);
-        if (writes) {
-          await checkpointer?.settle();
-          const graph = ((builtAgent as { graph?: StateUpdatable }).graph ?? builtAgent) as StateUpdatable;
-          await graph.updateState({ configurable: { thread_id: threadId, checkpoint_ns: "" } }, writes, "__start__").catch((err: Error) => log.warn({ err: err.message }, "saving the run-start writes of a failed run failed"));
-        }
-      }
-      if (status === "interrupted" && run.cancelAction === "rollback") {
-        if (started) {
-          try {
-            await checkpointer?.settle();
-            await rollbackThread(persistence.checkpointer, threadId, before);
-          } catch (err) {
-            log.error({ err: (err as Error).message }, "rollback failed");
-          }
-        }
-        status = "error";
-        error = "Rolled back by user";
-      }
-      if (status === "interrupted" && builtAgent) {
-        // An interrupted first turn still names its thread (DeerFlow `_ensure_interrupted_title`).
-        const agent = builtAgent;
-        await (async () => {
-          await checkpointer?.settle();
-          await ensureInterruptedTitle(agent, persistence.checkpointer, threadId, deps.getAppConfig(), job.input);
-        })().catch((err) => log.debug({ err: (err as Error).message }, "no title for the interrupted run"));
-      }
-      if (observation?.scope.fallbacks.length) run.record.metadata = { ...run.record.metadata, model_fallbacks: observation.scope.fallbacks };
-      Object.assign(run.record, runCounters(observation?.usage, before, checkpointer?.latestRoot, context));
-      // A thread created busy for this run is released even when the run never started (a rollback while pending).
-      const releaseThread = started || status === "interrupted" || job.freshThread;
-      let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";
-      // A run that stopped at interrupt_before/after (or a graph interrupt) leaves nodes pending: the thread waits.
-      // The run's own newest checkpoint answers without reading the thread back (a store read and a parse).
-      if (releaseThread && status === "success") {
-        const latest = checkpointer?.latestRoot;
-        const next = latest ? pendingNodes(latest.channel_values ?? {}) : ((await readThreadState(persistence.checkpointer, threadId).catch(() => null))?.next ?? []);
-        if (next.length) threadStatus = "interrupted";
-      }
-      await savingRunning;
-      // Queued together, the run's outcome and its thread's release share one commit; neither waits for the other,
-      // so a failed run write still releases the thread.
-      const recorded = await Promise.allSettled([runs.setStatus(runId, status, error), releaseThread ? persistence.threads.setStatus(threadId, threadStatus) : undefined]);
-      for (const outcome of recorded) {
-        if (outcome.status === "rejected") log.error({ err: (outcome.reason as Error).message }, "recording the run's outcome failed");
-      }
-    } catch (err) {
-      log.error({ err: (err as Error).message }, "recording the run's outcome failed");
-    } finally {
-      bridge.publishEnd(runId);
-      bridge.cleanup(runId, deps.cleanupDelayMs ?? FINISHED_RUN_RETENTION_MS);
-      runs.finish(runId);
-      observation?.finished(status);
-    }
-    log.info({ status }, "run finished");
+    await recordOutcome(run, job, deps, progress, log);
+    log.info({ status: progress.status }, "run finished");
   }
+}
+
+/**
+ * Waits until every run admitted before this one on its thread has finished, then for a turn of the run
+ * scheduler. Resolves false as soon as the run is cancelled (no agent is then built), else true.
+ */
+async function waitForTurn(predecessors: Promise<void>, signal: AbortSignal): Promise<boolean> {
+  await Promise.race([predecessors, new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }))]);
+  if (signal.aborted) return false;
+  // The build and the graph's first steps run without I/O: wait for a turn, so runs started together take turns
+  // with each other and with the sockets instead of holding the event loop back to back.
+  await runTurns.turn();
+  return !signal.aborted;
+}
+
+/**
+ * Takes the thread (busy, unless it was created busy for the run), publishes `metadata`, reads the checkpoint the
+ * run starts from, builds the run context and asks the factory for the graph; starts the `running` save without
+ * awaiting it. Records each result in `progress` as soon as it has it. @throws whatever the store or the factory
+ * throws.
+ */
+async function buildAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps, progress: RunProgress, log: Logger): Promise<BuiltAgent> {
+  const { persistence, runs } = deps;
+  const { run_id: runId, thread_id: threadId } = run.record;
+  const { runConfig } = job;
+  if (!job.freshThread) await persistence.threads.setStatus(threadId, "busy");
+  deps.bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: 1 });
+  // A thread created for this run has no checkpoint yet: nothing to read (or to roll back to).
+  if (!job.freshThread) progress.before = await latestCheckpoint(persistence.checkpointer, threadId);
+  const context = (progress.context = buildRunContext({
+    threadId,
+    runId,
+    userId: String(runConfig.context.user_id),
+    options: runConfig.context,
+    appConfig: deps.getAppConfig(),
+    memoryManager: deps.memoryManager,
+    sandboxProvider: deps.sandboxProvider,
+  }));
+  const baseMetadata = { ...runConfig.metadata, ...(job.requestId ? { request_id: job.requestId } : {}), run_id: runId, thread_id: threadId, assistant_id: run.record.assistant_id };
+  const agent = (await deps.agentFactory({
+    configurable: runConfig.configurable,
+    context,
+    metadata: baseMetadata,
+    recursionLimit: runConfig.recursion_limit,
+    tags: runConfig.tags,
+    runName: runConfig.run_name,
+  })) as BuiltAgent;
+  // The run's own view of the checkpointer: a rollback first waits for the writes this run's graph started.
+  agent.checkpointer = progress.checkpointer = new SettlingCheckpointer(persistence.checkpointer, { fresh: job.freshThread });
+  progress.agent = agent;
+  const metadata = (progress.metadata = { ...baseMetadata, ...(agent.resolved?.metadata ?? {}) });
+  run.record.metadata = { ...run.record.metadata, ...metadata };
+  // One store write for both: the run is `running` from here, with what the build resolved in its metadata. Not
+  // awaited here: the write joins the group commit of the run's first checkpoints instead of holding the first
+  // token back by a commit (store reads commit the queue first, so every reader already sees `running`). The
+  // outcome is recorded only after it settled.
+  progress.savingRunning = runs.setStatus(runId, "running").catch((err: Error) => log.error({ err: err.message }, "saving the run as running failed"));
+  return agent;
+}
+
+/**
+ * Streams the graph and publishes each chunk on the bridge as a wire event, until the graph ends or the run is
+ * cancelled. @throws whatever the graph throws.
+ */
+async function streamAndPublish(agent: BuiltAgent, run: ActiveRun, job: RunJob, bridge: StreamBridge, progress: RunProgress): Promise<void> {
+  const { runConfig, request } = job;
+  const runId = run.record.run_id;
+  const signal = run.controller.signal;
+  const subgraphs = Boolean(request.stream_subgraphs);
+  const chunks = await streamAgent(agent, job.input, {
+    // Both set by buildAgent before it returned the agent.
+    context: progress.context!,
+    configurable: runConfig.configurable,
+    metadata: progress.metadata,
+    callbacks: withHandlers(agent.resolved?.callbacks, job.observation?.callbacks) as never,
+    recursionLimit: runConfig.recursion_limit,
+    tags: runConfig.tags,
+    runName: runConfig.run_name,
+    streamMode: graphStreamModes(request.streamModes),
+    subgraphs,
+    signal,
+    interruptBefore: request.interrupt_before ?? undefined,
+    interruptAfter: request.interrupt_after ?? undefined,
+  });
+  // A run whose model answers without I/O (cached, local, scripted) advances in one unbroken microtask chain,
+  // and socket writes wait for it: yield to the event loop after the first token (so it leaves at once) and
+  // then at most every YIELD_EVERY_MS. Yielding after every chunk cost a writev and a setImmediate per frame.
+  let lastYield = performance.now();
+  let firstTokenOut = false;
+  for await (const { event, data, json } of toWireEvents(chunks, { subgraphs })) {
+    if (signal.aborted) break;
+    bridge.publish(runId, event, data, json);
+    const firstToken: boolean = !firstTokenOut && event.startsWith("messages");
+    if (firstToken || performance.now() - lastYield >= YIELD_EVERY_MS) {
+      firstTokenOut ||= firstToken;
+      await runTurns.turn();
+      lastYield = performance.now();
+    }
+  }
+}
+
+/**
+ * Records why a run stopped early: `interrupted` when it was cancelled, else `error` with the original error's
+ * class name and message, published as an `error` event.
+ */
+function reportFailure(err: unknown, run: ActiveRun, bridge: StreamBridge, progress: RunProgress, log: Logger): void {
+  if (run.controller.signal.aborted) {
+    progress.status = "interrupted";
+    return;
+  }
+  progress.status = "error";
+  const e = rootError(err);
+  const name = e.constructor?.name && e.constructor.name !== "Error" ? e.constructor.name : e.name;
+  progress.error = e.message;
+  run.errorName = name;
+  log.warn({ err: e.message, name }, "run failed");
+  bridge.publish(run.record.run_id, "error", { message: e.message, name, error: name });
+}
+
+/**
+ * Ends the run however it went: settles a failed or cancelled run's thread ({@link settleUnfinishedRun}), copies
+ * the counters into the record, stores the final run status and the thread's (idle, error, or interrupted when
+ * nodes are pending), and always publishes `end`, schedules the events' cleanup and releases the run. Never
+ * throws: a store error is logged.
+ */
+async function recordOutcome(run: ActiveRun, job: RunJob, deps: WorkerDeps, progress: RunProgress, log: Logger): Promise<void> {
+  const { bridge, runs, persistence } = deps;
+  const { run_id: runId, thread_id: threadId } = run.record;
+  const { observation } = job;
+  // Whatever fails while recording the outcome (a store error), the run must end: `finish` releases the thread,
+  // or it would answer 409 to every later run until a restart.
+  try {
+    if (progress.status !== "success") await settleUnfinishedRun(run, job, deps, progress, log);
+    const { status, checkpointer } = progress;
+    if (observation?.scope.fallbacks.length) run.record.metadata = { ...run.record.metadata, model_fallbacks: observation.scope.fallbacks };
+    Object.assign(run.record, runCounters(observation?.usage, progress.before, checkpointer?.latestRoot, progress.context));
+    // A thread created busy for this run is released even when the run never started (a rollback while pending).
+    const releaseThread = progress.started || status === "interrupted" || job.freshThread;
+    let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";
+    // A run that stopped at interrupt_before/after (or a graph interrupt) leaves nodes pending: the thread waits.
+    // The run's own newest checkpoint answers without reading the thread back (a store read and a parse).
+    if (releaseThread && status === "success") {
+      const latest = checkpointer?.latestRoot;
+      const next = latest ? pendingNodes(latest.channel_values ?? {}) : ((await readThreadState(persistence.checkpointer, threadId).catch(() => null))?.next ?? []);
+      if (next.length) threadStatus = "interrupted";
+    }
+    await progress.savingRunning;
+    // Queued together, the run's outcome and its thread's release share one commit; neither waits for the other,
+    // so a failed run write still releases the thread.
+    const recorded = await Promise.allSettled([runs.setStatus(runId, status, progress.error), releaseThread ? persistence.threads.setStatus(threadId, threadStatus) : undefined]);
+    for (const outcome of recorded) {
+      if (outcome.status === "rejected") log.error({ err: (outcome.reason as Error).message }, "recording the run's outcome failed");
+    }
+  } catch (err) {
+    log.error({ err: (err as Error).message }, "recording the run's outcome failed");
+  } finally {
+    bridge.publishEnd(runId);
+    bridge.cleanup(runId, deps.cleanupDelayMs ?? FINISHED_RUN_RETENTION_MS);
+    runs.finish(runId);
+    observation?.finished(progress.status);
+  }
+}
+
+/**
+ * The thread side of a run that did not succeed: saves the run-start writes a failed or cancelled first model call
+ * left unsaved; for a cancel with `action=rollback`, restores the checkpoint the run started from and turns the
+ * status into `error` ("Rolled back by user"); gives an interrupted first turn its title. @throws a store error
+ * of the run-start writes' settle (the caller logs it).
+ */
+async function settleUnfinishedRun(run: ActiveRun, job: RunJob, deps: WorkerDeps, progress: RunProgress, log: Logger): Promise<void> {
+  const { persistence } = deps;
+  const threadId = run.record.thread_id;
+  const { agent, checkpointer } = progress;
+  const rollback = progress.status === "interrupted" && run.cancelAction === "rollback";
+  if (agent && !rollback) {
+    // The first model call failed or was cancelled before ThreadData / Uploads saved their writes (they ride on
+    // the model's answer): save them now, as DeerFlow's before_agent steps were saved before the model ran.
+    const writes = takeUnsavedRunStartWrites(progress.context);
+    if (writes) {
+      await checkpointer?.settle();
+      const graph = ((agent as { graph?: StateUpdatable }).graph ?? agent) as StateUpdatable;
+      await graph.updateState({ configurable: { thread_id: threadId, checkpoint_ns: "" } }, writes, "__start__").catch((err: Error) => log.warn({ err: err.message }, "saving the run-start writes of a failed run failed"));
+    }
+  }
+  if (rollback) {
+    if (progress.started) {
+      try {
+        await checkpointer?.settle();
+        await rollbackThread(persistence.checkpointer, threadId, progress.before);
+      } catch (err) {
+        log.error({ err: (err as Error).message }, "rollback failed");
+      }
+    }
+    progress.status = "error";
+    progress.error = "Rolled back by user";
+  }
+  if (progress.status === "interrupted" && agent) {
+    // An interrupted first turn still names its thread (DeerFlow `_ensure_interrupted_title`).
+    await titleInterruptedRun(agent, checkpointer, deps, threadId, job.input).catch((err) => log.debug({ err: (err as Error).message }, "no title for the interrupted run"));
+  }
+}
+
+/** Names the thread of an interrupted first turn, once the run's checkpoint writes have settled. @throws a store error. */
+async function titleInterruptedRun(agent: BuiltAgent, checkpointer: SettlingCheckpointer | undefined, deps: WorkerDeps, threadId: string, input: unknown): Promise<void> {
+  await checkpointer?.settle();
+  await ensureInterruptedTitle(agent, deps.persistence.checkpointer, threadId, deps.getAppConfig(), input);
 }

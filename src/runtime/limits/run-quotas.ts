@@ -1,5 +1,5 @@
-// Per-user limits checked when a run is admitted: concurrent runs and the daily token quota. Checked and counted
-// in the same synchronous step as the admission itself, so two requests can never both take the last slot.
+// Per-user run quotas: concurrent runs and the daily token quota. RunService.start takes a slot synchronously, right
+// before the thread admits the run (RunManager.admit), so two requests can never both take the last slot.
 import type { AppConfig } from "../../config/schema.js";
 import { RateLimitedError } from "../../errors.js";
 import type { GatewayMetrics } from "../../observability/metrics.js";
@@ -9,7 +9,7 @@ import { secondsToUtcMidnight, type UsageLedger } from "./usage-ledger.js";
 const CONCURRENCY_RETRY_AFTER_SECONDS = 5;
 
 /** Counts each user's runs in flight and enforces `limits.max_concurrent_runs_per_user` and `daily_token_quota`. */
-export class RunAdmission {
+export class RunQuotas {
   private readonly active = new Map<string, number>();
 
   constructor(
@@ -23,9 +23,9 @@ export class RunAdmission {
   }
 
   /**
-   * Takes a run slot for `userId`, or refuses. Synchronous: call it right before the run is admitted, with no
-   * `await` in between, and call the returned release exactly once when the run has finished (or when the
-   * admission that follows fails).
+   * Takes a run slot for `userId`, or refuses. Synchronous: call it right before the thread admits the run
+   * (`RunManager.admit`), with no `await` in between, and call the returned release exactly once when the run has
+   * finished (or when the admission that follows fails).
    * @throws RateLimitedError (429) when the user has `max_concurrent_runs_per_user` runs in flight (Retry-After 5 s)
    *   or has spent `daily_token_quota` tokens today (Retry-After: seconds to the next UTC midnight).
    */
