@@ -7,6 +7,8 @@ import { DeerflowError } from "../errors.js";
 import { assembleFromFeatures, insertExtra, type NamedTool } from "./chain.js";
 import { RuntimeFeatures, type RuntimeFeaturesInit } from "./features.js";
 import { isMiddleware } from "./middlewares/base.js";
+import { fuseModelCallWrappers } from "../perf/model-call-chain.js";
+import { perfPatchOn } from "../perf/state.js";
 import { ThreadState } from "./thread-state.js";
 
 /** Options of {@link createDeerflowAgent}. */
@@ -74,13 +76,21 @@ export function createDeerflowAgent(model: BaseChatModel, tools: NamedTool[] | n
     const names = new Set(finalTools.map((t) => t.name));
     for (const t of assembled.featureTools) if (!names.has(t.name)) finalTools.push(t);
   }
-  return createAgent({
+  // In the server the graph is built with the gateway's model-call wrappers fused (src/perf/model-call-chain.ts, a
+  // fenced speed patch) ...
+  const fused = perfPatchOn("model-call-chain") ? fuseModelCallWrappers(middleware, finalTools) : middleware;
+  const agent = createAgent({
     model,
     tools: (finalTools.length ? finalTools : undefined) as never,
-    middleware: middleware as never,
+    middleware: fused as never,
     stateSchema: (options.stateSchema ?? ThreadState) as never,
     systemPrompt: options.systemPrompt,
     checkpointer: options.checkpointer,
     name: options.name ?? "default",
   }) as unknown as DeerflowAgent;
+  // ... and `options.middleware` (langchain's ReactAgent field) still lists the chain as assembled, as without the
+  // patch (a rebuild from it fuses nothing, same behaviour).
+  const built = agent as unknown as { options?: { middleware?: AgentMiddleware[] } };
+  if (fused !== middleware && typeof built.options === "object" && built.options !== null) built.options = { ...built.options, middleware };
+  return agent;
 }

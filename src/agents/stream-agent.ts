@@ -1,6 +1,9 @@
 // The one way a built agent is run: the gateway worker and the `task` subagent runtime both call streamAgent(), so
 // the context, metadata, tracing callbacks, recursion limit and abort signal reach LangGraph the same way.
 import type { Callbacks } from "@langchain/core/callbacks/manager";
+import { Pregel } from "@langchain/langgraph/pregel";
+import { perfPatchOn } from "../perf/state.js";
+import { streamPregel } from "../perf/pregel-stream.js";
 import type { RunContext } from "./run-context.js";
 
 /** A graph that can be streamed (a `createAgent` result, or any LangGraph compiled graph). */
@@ -51,9 +54,9 @@ export function streamAgent(agent: StreamableAgent, input: unknown, options: Str
   // The compiled graph carries the agent's static config (`withConfig`), so nothing else changes.
   const graph = (agent as { graph?: unknown }).graph;
   const target = isStreamable(graph) ? graph : agent;
-  // Through the graph's public stream(): iterating its internal chunk generator instead measured no CPU gain beyond
-  // the pairs' spread (docs/performance-patches.md), so nothing reaches into LangGraph here.
-  return target.stream(input, config);
+  // The server streams a compiled graph through LangGraph's internal chunk generator (src/perf/pregel-stream.ts, a
+  // fenced speed patch); anyone else, or with the patch off, gets the graph's public stream().
+  return target instanceof Pregel && perfPatchOn("pregel-stream") ? streamPregel(target as never, input, config) : target.stream(input, config);
 }
 
 function isStreamable(value: unknown): value is StreamableAgent {

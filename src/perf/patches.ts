@@ -2,6 +2,7 @@
 // it was written against; the server installs them (never an SDK import), each one only over that version and the
 // shape it checks, and logs which are on. Results are unchanged with or without any of them (test/perf/).
 import { createRequire } from "node:module";
+import { pregelStreamShapeOk } from "./pregel-stream.js";
 import { installLeanRunnableScope, uninstallLeanRunnableScope } from "./runnable-scope.js";
 import { markPerfPatch, PERF_PATCH_NAMES, perfPatchOn, type PerfPatchName } from "./state.js";
 
@@ -23,9 +24,15 @@ export interface PerfPatch {
 /** What {@link installPerfPatches} did with each patch: `on`, `off` (switched off) or why it stood down. */
 export type PerfPatchReport = Record<PerfPatchName, string>;
 
+const noop = (): void => undefined;
+
 /** Every patch, in the order they are installed. */
 export const PERF_PATCHES: readonly PerfPatch[] = [
   { name: "runnable-scope", package: "@langchain/core", version: "1.4.0", install: installLeanRunnableScope, uninstall: uninstallLeanRunnableScope },
+  // Call-site mechanisms: `streamAgent` and `createDeerflowAgent` ask perfPatchOn() and take the public path otherwise.
+  { name: "pregel-stream", package: "@langchain/langgraph", version: "1.7.3", install: pregelStreamShapeOk, uninstall: noop },
+  // The fused chain re-implements langchain's per-layer wrapModelCall rules, so it is pinned to the langchain that has them.
+  { name: "model-call-chain", package: "langchain", version: "1.5.14", install: () => true, uninstall: noop },
 ];
 
 /** The installed version of `pkg` as this module resolves it (its package.json), or null when it cannot be read. */

@@ -30,8 +30,10 @@ describe("speed patches", () => {
   it("stand down under any other version of their package, changing nothing", () => {
     uninstallPerfPatches();
     const scope = scopeOf();
-    const report = installPerfPatches(undefined, (pkg) => (pkg === "@langchain/core" ? "1.4.1" : null));
+    const report = installPerfPatches(undefined, (pkg) => (pkg === "@langchain/core" ? "1.4.1" : pkg === "langchain" ? null : "2.0.0"));
     expect(report["runnable-scope"]).toBe("stood down: @langchain/core 1.4.1 is not 1.4.0");
+    expect(report["pregel-stream"]).toBe("stood down: @langchain/langgraph 2.0.0 is not 1.7.3");
+    expect(report["model-call-chain"]).toBe("stood down: langchain unreadable is not 1.5.14");
     expect(perfPatchesOn()).toEqual([]);
     expect(scopeOf()).toBe(scope);
   });
@@ -41,8 +43,9 @@ describe("speed patches", () => {
     const scope = scopeOf();
     expect(installPerfPatches(new Set())).toEqual(Object.fromEntries(PERF_PATCH_NAMES.map((name) => [name, "off"])));
     expect(scopeOf()).toBe(scope);
-    expect(installPerfPatches(new Set(["runnable-scope"]))).toEqual({ "runnable-scope": "on" });
-    expect(scopeOf()).not.toBe(scope);
-    expect(perfPatchesOn()).toEqual(["runnable-scope"]);
+    const report = installPerfPatches(new Set(["pregel-stream", "model-call-chain"]));
+    expect(report).toEqual({ "runnable-scope": "off", "pregel-stream": "on", "model-call-chain": "on" });
+    expect(scopeOf()).toBe(scope);
+    expect(perfPatchesOn()).toEqual(["pregel-stream", "model-call-chain"]);
   });
 });

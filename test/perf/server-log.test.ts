@@ -15,16 +15,16 @@ afterEach(async () => {
 });
 
 describe("the server's speed patches", () => {
-  it("are logged at start in one line, with one DEER_FLOW_PERF_PATCHES leaves out shown off", async () => {
+  it("are logged at start in one line, with the ones DEER_FLOW_PERF_PATCHES leaves out shown off", async () => {
     dir = mkdtempSync(path.join(tmpdir(), "perf-log-"));
     const config = path.join(dir, "config.yaml");
     writeFileSync(config, "models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n");
-    gateway = await startGateway(await freePort(), { DEER_FLOW_CONFIG_PATH: config, DEER_FLOW_HOME: path.join(dir, "home"), LOG_LEVEL: "info", DEER_FLOW_PERF_PATCHES: "-runnable-scope" });
+    gateway = await startGateway(await freePort(), { DEER_FLOW_CONFIG_PATH: config, DEER_FLOW_HOME: path.join(dir, "home"), LOG_LEVEL: "info", DEER_FLOW_PERF_PATCHES: "-pregel-stream" });
     const g = gateway;
     await until(async () => g.output().includes('"msg":"performance patches"'), 10_000, 20);
     const lines = g.output().split("\n").filter((l) => l.includes('"msg":"performance patches"'));
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]).perf_patches).toEqual({ "runnable-scope": "off" });
+    expect(JSON.parse(lines[0]).perf_patches).toEqual({ "runnable-scope": "on", "pregel-stream": "off", "model-call-chain": "on" });
     // A real server process: its start-up (tsx, the whole app) is slow on a loaded 2-core machine.
   }, 90_000);
 });
