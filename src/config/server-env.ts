@@ -81,7 +81,7 @@ function otlpEndpoint(env: NodeJS.ProcessEnv): string | null {
 /**
  * `DEER_FLOW_PERF_PATCHES`: which speed patches of dependency internals the server installs
  * (docs/performance-patches.md). Unset, empty, `on` or `all`: every patch; `off` or `none`: none; otherwise a
- * comma-separated list of patch names to install (`runnable-scope,pregel-stream`), or of names each prefixed with
+ * comma-separated list of patch names to install (`callback-copy,runnable-scope`), or of names each prefixed with
  * `-` to install all but those (`-pregel-stream`). Case and spaces around names are ignored.
  * @throws Error naming the unknown entry and the known patch names, or when names and `-names` are mixed.
  */

@@ -2,6 +2,7 @@
 // it was written against; the server installs them (never an SDK import), each one only over that version and the
 // shape it checks, and logs which are on. Results are unchanged with or without any of them (test/perf/).
 import { createRequire } from "node:module";
+import { installLinearCallbackCopy, uninstallLinearCallbackCopy } from "./callback-copy.js";
 import { pregelStreamShapeOk } from "./pregel-stream.js";
 import { installLeanRunnableScope, uninstallLeanRunnableScope } from "./runnable-scope.js";
 import { markPerfPatch, PERF_PATCH_NAMES, perfPatchOn, type PerfPatchName } from "./state.js";
@@ -28,6 +29,7 @@ const noop = (): void => undefined;
 
 /** Every patch, in the order they are installed. */
 export const PERF_PATCHES: readonly PerfPatch[] = [
+  { name: "callback-copy", package: "@langchain/core", version: "1.4.0", install: installLinearCallbackCopy, uninstall: uninstallLinearCallbackCopy },
   { name: "runnable-scope", package: "@langchain/core", version: "1.4.0", install: installLeanRunnableScope, uninstall: uninstallLeanRunnableScope },
   // Call-site mechanisms: `streamAgent` and `createDeerflowAgent` ask perfPatchOn() and take the public path otherwise.
   { name: "pregel-stream", package: "@langchain/langgraph", version: "1.7.3", install: pregelStreamShapeOk, uninstall: noop },

@@ -2,7 +2,7 @@
 // createDeerflowAgent), written only by src/perf/patches.ts. A leaf, so the SDK loads no patch code to ask.
 
 /** The patches, by the name `DEER_FLOW_PERF_PATCHES` uses (docs/performance-patches.md). */
-export const PERF_PATCH_NAMES = ["runnable-scope", "pregel-stream", "model-call-chain"] as const;
+export const PERF_PATCH_NAMES = ["callback-copy", "runnable-scope", "pregel-stream", "model-call-chain"] as const;
 export type PerfPatchName = (typeof PERF_PATCH_NAMES)[number];
 
 const on = new Set<PerfPatchName>();

@@ -11,8 +11,10 @@ import { describe, expect, it } from "vitest";
 const root = path.resolve(import.meta.dirname, "../..");
 
 const PROBE = `
+const { CallbackManager } = await import("@langchain/core/callbacks/manager");
 const { AsyncLocalStorageProviderSingleton } = await import("@langchain/core/singletons");
 const { Pregel } = await import("@langchain/langgraph/pregel");
+const copy = CallbackManager.prototype.copy;
 const scope = AsyncLocalStorageProviderSingleton.runWithConfig;
 const random = globalThis.crypto.getRandomValues;
 const sdk = await import("./src/index.ts");
@@ -25,6 +27,7 @@ const chunks = await sdk.streamAgent(agent, { messages: [{ role: "user", content
 let n = 0;
 for await (const _ of chunks) n++;
 process.stdout.write(JSON.stringify({
+  copy: CallbackManager.prototype.copy === copy,
   scope: AsyncLocalStorageProviderSingleton.runWithConfig === scope,
   random: globalThis.crypto.getRandomValues === random && !Object.prototype.hasOwnProperty.call(globalThis.crypto, "getRandomValues"),
   on: perfPatchesOn(),
@@ -42,7 +45,7 @@ describe("the SDK entry (src/index.ts)", () => {
         env: { ...process.env, DEER_FLOW_HOME: home },
         timeout: 110_000,
       });
-      expect(JSON.parse(stdout)).toEqual({ scope: true, random: true, on: [], streams: 1, chunks: true });
+      expect(JSON.parse(stdout)).toEqual({ copy: true, scope: true, random: true, on: [], streams: 1, chunks: true });
     } finally {
       rmSync(home, { recursive: true, force: true });
     }

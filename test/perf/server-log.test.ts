@@ -24,7 +24,7 @@ describe("the server's speed patches", () => {
     await until(async () => g.output().includes('"msg":"performance patches"'), 10_000, 20);
     const lines = g.output().split("\n").filter((l) => l.includes('"msg":"performance patches"'));
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]).perf_patches).toEqual({ "runnable-scope": "on", "pregel-stream": "off", "model-call-chain": "on" });
+    expect(JSON.parse(lines[0]).perf_patches).toEqual({ "callback-copy": "on", "runnable-scope": "on", "pregel-stream": "off", "model-call-chain": "on" });
     // A real server process: its start-up (tsx, the whole app) is slow on a loaded 2-core machine.
   }, 90_000);
 });
