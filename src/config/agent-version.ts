@@ -110,7 +110,10 @@ export function readAgentPair(dir: string): AgentPair {
     const version = isLinked(dir) ? currentVersion(path.join(dir, VERSIONS_DIR)) : null;
     const base = version ? path.join(dir, VERSIONS_DIR, version) : dir;
     try {
-      return { config: readFileSync(path.join(base, "config.yaml"), "utf8"), soul: readOr(path.join(base, "SOUL.md"), "") };
+      // A version directory always holds both files: a missing SOUL.md there means the version was just removed
+      // (retry with the new pointer), never "no soul".
+      const config = readFileSync(path.join(base, "config.yaml"), "utf8");
+      return { config, soul: version ? readFileSync(path.join(base, "SOUL.md"), "utf8") : readOr(path.join(base, "SOUL.md"), "") };
     } catch (err) {
       // The version was replaced and removed between the pointer read and the file reads: read the new one.
       if (!version || (err as NodeJS.ErrnoException).code !== "ENOENT") throw err;

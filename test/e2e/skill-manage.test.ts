@@ -83,6 +83,10 @@ async function turn(session: Session, text: string, calls: Call[] = [], extra: R
 const customRoot = (userId: string) => path.join(process.env.DEER_FLOW_HOME!, "users", userId, "skills", "custom");
 const manage = (args: Record<string, unknown>): Call => ({ name: "skill_manage", args });
 
+// One user's story in steps (create, read, edit, roll back, share a name with another user, activate by slash,
+// switch evolution off): each step builds on the skill the step before left, so the steps keep their order
+// under --sequence.shuffle.
+describe("a custom skill's life, in order", { shuffle: false }, () => {
 describe("skill_manage over HTTP", () => {
   it("creates a skill the next run's prompt lists, recorded in its history with the run's thread", async () => {
     const created = await turn(a, "remember how we write release notes", [manage({ action: "create", name: "release-notes", content: SKILL("release-notes", "Write release notes from a changelog") })]);
@@ -248,4 +252,5 @@ describe("skill_evolution.enabled: false", () => {
     expect(run.system).not.toContain("Skill Self-Evolution");
     expect(run.system).toContain("<name>release-notes</name>");
   });
+});
 });
