@@ -79,3 +79,13 @@ export interface CaptureProvider {
   readonly name: string;
   capture(url: string, ctx: ProviderCallContext): Promise<CapturedImage>;
 }
+
+/**
+ * A provider bound to the tool it serves, as listed in the provider catalog keyed by upstream's `use:` path
+ * (e.g. `deerflow.community.tavily.tools:web_search_tool` -> `{tool: "web_search", provider: tavilySearch}`).
+ */
+export type ProviderBinding =
+  | { tool: "web_search"; provider: WebSearchProvider }
+  | { tool: "web_fetch"; provider: WebFetchProvider }
+  | { tool: "image_search"; provider: ImageSearchProvider }
+  | { tool: "web_capture"; provider: CaptureProvider };
