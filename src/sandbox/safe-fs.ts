@@ -4,7 +4,7 @@
 // and each component is opened with O_NOFOLLOW, so a symlink anywhere below the trusted root is refused. A
 // directory swapped for a symlink between a check and a use therefore cannot lead the gateway elsewhere.
 import { randomUUID } from "node:crypto";
-import { constants, type Dirent, type Stats } from "node:fs";
+import { closeSync, constants, openSync, type Dirent, type Stats } from "node:fs";
 import { link, lstat, mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/promises";
 import { SandboxPathError } from "./paths.js";
 
@@ -182,5 +182,29 @@ export async function withHandle<T>(handle: FileHandle, fn: (h: FileHandle) => P
     return await fn(handle);
   } finally {
     await handle.close().catch(() => undefined);
+  }
+}
+
+/**
+ * The synchronous twin of {@link openDirBeneath} + {@link openBeneath}, for per-turn code paths that are sync: opens
+ * `segments` below the trusted directory `root` one component at a time through the held descriptor, each with
+ * O_NOFOLLOW (the file with {@link READ_FLAGS}), and returns the file's descriptor, which the caller closes.
+ * @throws ELOOP / ENOTDIR for a symlink on the way, ENOENT when missing, EINVAL for an empty, `.`, `..` or
+ *   slash-bearing component.
+ */
+export function openBeneathSync(root: string, segments: readonly string[]): number {
+  if (segments.length === 0 || segments.some((s) => !s || s === "." || s === ".." || s.includes("/") || s.includes("\0"))) {
+    throw Object.assign(new Error(`Invalid path components: ${JSON.stringify(segments)}`), { code: "EINVAL" });
+  }
+  let dir = openSync(root, DIR_FLAGS);
+  try {
+    for (const segment of segments.slice(0, -1)) {
+      const next = openSync(`/proc/self/fd/${dir}/${segment}`, DIR_FLAGS);
+      closeSync(dir);
+      dir = next;
+    }
+    return openSync(`/proc/self/fd/${dir}/${segments.at(-1)}`, READ_FLAGS);
+  } finally {
+    closeSync(dir);
   }
 }

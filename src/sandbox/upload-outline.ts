@@ -1,7 +1,8 @@
 // Port of DeerFlow utils/file_outline.py: the headings of an upload's Markdown version, so the agent can read the
 // section it needs by line range (used by `<current_uploads>` and `list_uploaded_files`).
-import { lstatSync, readFileSync } from "node:fs";
+import { closeSync, fstatSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { openBeneathSync } from "./safe-fs.js";
 
 /** Most outline entries per file; one more adds a `{truncated: true}` sentinel (DeerFlow `MAX_OUTLINE_ENTRIES`). */
 export const MAX_OUTLINE_ENTRIES = 50;
@@ -56,19 +57,25 @@ export function extractOutline(markdown: string): OutlineEntry[] {
 /**
  * The outline of upload `filename` in `dir`, read from its Markdown version `<stem>.md` (the converted twin of a
  * document, or the file itself when it is Markdown); when that has no headings, its first
- * {@link OUTLINE_PREVIEW_LINES} non-empty lines. `{}` when there is no regular Markdown file (symlinks are not
- * followed) or it cannot be read. Texts are returned raw: callers neutralize tags for the prompt.
+ * {@link OUTLINE_PREVIEW_LINES} non-empty lines. `{}` when there is no regular Markdown file or it cannot be read.
+ * The twin is opened beneath `dir`'s parent with no symlink followed (sandboxed code can swap `uploads` or the twin
+ * for a link between turns), then checked and read through that one descriptor. Texts are returned raw: callers
+ * neutralize tags for the prompt.
  */
 export function readUploadOutline(dir: string, filename: string): UploadOutline {
   const ext = path.extname(filename);
-  const twin = path.join(dir, `${filename.slice(0, filename.length - ext.length)}.md`);
+  const twin = `${filename.slice(0, filename.length - ext.length)}.md`;
   let text: string;
+  let fd: number | undefined;
   try {
-    const info = lstatSync(twin);
+    fd = openBeneathSync(path.dirname(dir), [path.basename(dir), twin]);
+    const info = fstatSync(fd);
     if (!info.isFile() || info.size > MAX_OUTLINE_SOURCE_BYTES) return {};
-    text = readFileSync(twin, "utf8");
+    text = readFileSync(fd, "utf8");
   } catch {
     return {};
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
   const outline = extractOutline(text);
   if (outline.length) return { outline };

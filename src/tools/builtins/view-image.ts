@@ -1,10 +1,11 @@
 // Port of DeerFlow tools/builtins/view_image_tool.py (view_image).
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, fstatSync, readSync } from "node:fs";
 import path from "node:path";
 import { ToolMessage } from "@langchain/core/messages";
 import { Command } from "@langchain/langgraph";
 import { tool } from "langchain";
 import { z } from "zod";
+import { openBeneathSync } from "../../sandbox/safe-fs.js";
 import { threadDirsOf } from "../../sandbox/thread-dirs.js";
 import type { ThreadData } from "../../agents/thread-state.js";
 import { toolCallIdOf } from "./write-todos.js";
@@ -39,29 +40,6 @@ export interface ViewImageToolOptions {
 }
 
 type ToolConfig = { context?: Record<string, unknown>; configurable?: Record<string, unknown> };
-
-const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
-const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-
-/**
- * Opens `segments` below the directory `root` one component at a time, each relative to the descriptor of the one
- * before (`/proc/self/fd/<fd>/<name>`) with O_NOFOLLOW, so sandboxed code that swaps a directory for a symlink
- * cannot redirect the open (the synchronous twin of `sandbox/safe-fs.ts`). Returns the file's descriptor.
- * @throws ELOOP / ENOTDIR for a symlink on the way, ENOENT when missing.
- */
-function openBeneathSync(root: string, segments: readonly string[]): number {
-  let dir = openSync(root, DIR_FLAGS);
-  try {
-    for (const segment of segments.slice(0, -1)) {
-      const next = openSync(`/proc/self/fd/${dir}/${segment}`, DIR_FLAGS);
-      closeSync(dir);
-      dir = next;
-    }
-    return openSync(`/proc/self/fd/${dir}/${segments.at(-1)}`, FILE_FLAGS);
-  } finally {
-    closeSync(dir);
-  }
-}
 
 /**
  * Checks a virtual `/mnt/user-data/{workspace,uploads,outputs}/...` image in the thread's directories and, with
