@@ -94,13 +94,14 @@ describe("on the real routes", () => {
   });
 
   it("only cancels on POST .../stream when action is given", async () => {
-    const created = await postJson(`${h.url}/threads/edge-t/runs/wait`, { input: { messages: [{ role: "user", content: "hi" }] } });
+    await postJson(`${h.url}/threads`, { thread_id: "edge-join" });
+    const created = await postJson(`${h.url}/threads/edge-join/runs/wait`, { input: { messages: [{ role: "user", content: "hi" }] } });
     expect(created.status).toBe(200);
-    const runs = await (await fetch(`${h.url}/threads/edge-t/runs`)).json();
-    const res = await fetch(`${h.url}/threads/edge-t/runs/${runs[0].run_id}/stream`, { method: "POST" });
+    const runs = await (await fetch(`${h.url}/threads/edge-join/runs`)).json();
+    const res = await fetch(`${h.url}/threads/edge-join/runs/${runs[0].run_id}/stream`, { method: "POST" });
     expect(res.status).toBe(200);
     expect(await res.text()).toContain("event: end");
-    expect((await (await fetch(`${h.url}/threads/edge-t/runs/${runs[0].run_id}`)).json()).status).toBe("success");
+    expect((await (await fetch(`${h.url}/threads/edge-join/runs/${runs[0].run_id}`)).json()).status).toBe("success");
   });
 });
 

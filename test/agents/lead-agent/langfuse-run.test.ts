@@ -58,6 +58,7 @@ describe("Langfuse tracing of a lead-agent run", () => {
   });
 
   it("never fails a run over HTTP when the Langfuse backend is down", async () => {
+    const live = process.env.LANGFUSE_BASE_URL;
     process.env.LANGFUSE_BASE_URL = "http://127.0.0.1:9"; // nothing listens on the discard port
     const h = await startHarness("models:\n  - {name: s, use: 'deerflow-gateway:ScriptedChatModel', model: s}\n");
     try {
@@ -68,6 +69,7 @@ describe("Langfuse tracing of a lead-agent run", () => {
       await flushTracing(); // resolves although the export fails
     } finally {
       await h.close();
+      process.env.LANGFUSE_BASE_URL = live;
     }
   });
 });

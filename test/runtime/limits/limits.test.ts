@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import Fastify from "fastify";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { installErrorHandlers } from "../../../routes/errors.js";
 import { DEFAULT_PRINCIPAL, type Principal } from "../../../src/auth/principal.js";
 import { parseAppConfig } from "../../../src/config/schema.js";
@@ -14,7 +14,7 @@ import { postJson, startHarness, type Harness } from "../../support/harness.js";
 import { until } from "../../support/wait.js";
 
 const fake = useFakeOpenAI();
-const model = (url: string) => `models:\n  - name: fake-gpt\n    use: langchain_openai:ChatOpenAI\n    model: gpt-test\n    api_key: sk-test\n    base_url: ${url}\n    max_retries: 0\ntitle:\n  enabled: false\n`;
+const model = (url: string) => `models:\n  - name: fake-gpt\n    use: langchain_openai:ChatOpenAI\n    model: gpt-test\n    api_key: sk-test\n    base_url: ${url}\n    max_retries: 0\ntitle:\n  enabled: false\nmemory:\n  enabled: false\n`;
 const body = (text: string, extra: Record<string, unknown> = {}) => ({ input: { messages: [{ role: "user", content: text }] }, ...extra });
 
 describe("request rate limits", () => {
@@ -75,7 +75,7 @@ describe("request rate limits", () => {
 
 describe("concurrent runs per user", () => {
   let h: Harness;
-  afterAll(async () => h?.close());
+  afterEach(async () => h?.close());
 
   it("refuses a run over the cap with 429 and Retry-After, starting nothing, and admits again once a run ends", async () => {
     h = await startHarness(model(fake.url) + "limits:\n  max_concurrent_runs_per_user: 1\n");
@@ -99,13 +99,17 @@ describe("concurrent runs per user", () => {
 });
 
 describe("daily token quotas and the usage ledger", () => {
-  let h: Harness;
-  afterAll(async () => h?.close());
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
 
   it("counts every model call's tokens exactly under concurrent runs", async () => {
     h = await startHarness(model(fake.url));
     const n = 12;
-    const results = await Promise.all(Array.from({ length: n }, (_, i) => postJson(`${h.url}/runs/wait`, body(`parallel ${i}`)).then((r) => r.json())));
+    const url = h.url;
+    const results = await Promise.all(Array.from({ length: n }, (_, i) => postJson(`${url}/runs/wait`, body(`parallel ${i}`)).then((r) => r.json())));
     expect(results.every((r) => !r.__error__)).toBe(true);
     const usage = await (await fetch(`${h.url}/api/usage`)).json();
     // The fake reports 11 input and 7 output tokens per call, one call per run.
@@ -113,7 +117,6 @@ describe("daily token quotas and the usage ledger", () => {
     expect(usage.daily_token_quota).toBeNull();
     expect(usage.days).toHaveLength(1);
     expect(usage.user_id).toBe("default");
-    await h.close();
   });
 
   it("refuses runs once the quota is spent, with Retry-After until UTC midnight, and reports the remainder", async () => {
