@@ -5,6 +5,9 @@ import { spawn } from "node:child_process";
 import { bubblewrapArgs } from "./bubblewrap.js";
 import { HeadTail, killGroup, type RunResult } from "./host-bash.js";
 
+/** coreutils `nice`, by absolute path (the gateway's PATH is not trusted here). */
+const NICE = "/usr/bin/nice";
+
 /** Which limit ended a command. */
 export type SandboxLimitName = "timeout" | "cpu" | "memory" | "processes" | "file_size" | "disk" | "output" | "tmp";
 
@@ -19,6 +22,8 @@ export interface CommandLimits {
   outputBytes: number;
   /** Size of /tmp and /dev/shm, each. */
   tmpBytes: number;
+  /** Nice value the sandbox runs at (0: the gateway's priority). */
+  nice: number;
 }
 
 /** Options of {@link runInBubblewrap}. */
@@ -77,7 +82,9 @@ export function runInBubblewrap(command: string, options: BubblewrapRunOptions):
     const capture = new HeadTail();
     const args = bubblewrapArgs(options.root, limitScript(limits), { network: options.network, mounts: options.mounts, tmpBytes: limits.tmpBytes, argv: ["sandbox", command] });
     // An empty environment: bwrap's own /proc/<pid>/environ holds nothing of the gateway's.
-    const child = spawn(options.bwrap, args, { cwd: "/", env: {}, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    // `nice` execs bwrap in place, so the child's pid (and process group) is bwrap's.
+    const [file, argv] = limits.nice > 0 ? [NICE, ["-n", String(limits.nice), options.bwrap, ...args]] : [options.bwrap, args];
+    const child = spawn(file, argv, { cwd: "/", env: {}, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     let limit: SandboxLimitName | null = null;
     let aborted = false;
     let settled = false;

@@ -138,9 +138,11 @@ export class BubblewrapSandbox extends LocalSandbox {
       mounts: bindableMounts(this.mounts),
       network: this.env.network,
       signal: options.signal,
-      limits: { timeoutSeconds: options.timeoutSeconds, cpuSeconds: l.cpu_seconds, memoryBytes: l.memory_mb * MIB, processes: l.processes, fileSizeBytes: fileSize, outputBytes: Math.floor(l.output_mb * MIB), tmpBytes: l.tmp_mb * MIB },
+      limits: { timeoutSeconds: options.timeoutSeconds, cpuSeconds: l.cpu_seconds, memoryBytes: l.memory_mb * MIB, processes: l.processes, fileSizeBytes: fileSize, outputBytes: Math.floor(l.output_mb * MIB), tmpBytes: l.tmp_mb * MIB, nice: l.nice },
       watch: { intervalMs: DISK_POLL_MS, overLimit: async () => (await this.usage()) > quota },
     });
+    // Writes of many files that together passed the quota between two polls are caught here.
+    if (!result.limit && !result.aborted && (await this.usage()) > quota) result.limit = "disk";
     // A write stopped by the file-size rlimit hit the quota when the quota, not file_size_mb, set that rlimit.
     if (result.limit === "file_size" && fileSize < l.file_size_mb * MIB) result.limit = "disk";
     if (result.limit) result.limitMessage = describeLimit(result.limit, l, options.timeoutSeconds);

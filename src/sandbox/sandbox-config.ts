@@ -21,6 +21,8 @@ export const SandboxLimitsSchema = z.strictObject({
   tmp_mb: z.number().int().min(1).default(64),
   /** Disk a thread's `/mnt/user-data` may use, in MiB (uploads included). */
   disk_quota_mb: z.number().int().min(1).default(1024),
+  /** CPU priority of sandbox commands (nice value, 0-19): above 0 the gateway stays responsive under CPU-bound commands. */
+  nice: z.number().int().min(0).max(19).default(10),
   /** Commands one thread may run at once; more are refused with a tool error. */
   concurrent_per_thread: z.number().int().min(1).default(4),
   /** Commands the whole process may run at once; more are refused with a tool error. */
