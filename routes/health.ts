@@ -13,13 +13,14 @@ export const HealthSchema = z.object({
   service: z.string(),
   config_error: z.string().optional().describe("Why the last config edit was not applied (the last good config is served)"),
   model_errors: z.array(z.object({ model: z.string(), error: z.string() })).optional().describe("Models whose `use:` cannot be resolved or whose fallbacks name no configured model"),
+  sandbox: z.string().optional().describe("The active sandbox provider: `local` or `bubblewrap` (fixed at start)"),
 });
 
 /**
  * `GET /health` -> 200 `{status: "healthy", service}`; `{status: "reloading"}` while a config.yaml edit waits out
  * its stability period (the last good config serves); or `{status: "degraded", config_error?, model_errors?}`
  * after a bad config edit (the config file named by its base name, never its absolute path) or with a model that
- * cannot be built (`use: nosuchpkg:Nope`).
+ * cannot be built (`use: nosuchpkg:Nope`). Each answer names the active sandbox provider (`sandbox`).
  */
 export async function healthRoutes(app: FastifyInstance): Promise<void> {
   app.get("/health", { schema: doc("health", "Liveness, config and model health", { response: { 200: HealthSchema } }) }, async () => {
@@ -34,7 +35,7 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
     const modelErrors = config ? await checkModels(config) : [];
     // An edit still settling is `reloading` (200, the last good config serves): a routine edit never looks broken.
     const status = error || modelErrors.length ? "degraded" : pending ? "reloading" : "healthy";
-    const body: z.infer<typeof HealthSchema> = { status, service: "deer-flow-gateway" };
+    const body: z.infer<typeof HealthSchema> = { status, service: "deer-flow-gateway", sandbox: app.deerflow.sandbox.kind };
     // The file is named by its base name only: where the gateway's files live is not for anonymous callers.
     if (error) body.config_error = path ? error.split(path).join(basename(path)) : error;
     if (modelErrors.length) body.model_errors = modelErrors;

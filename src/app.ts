@@ -151,8 +151,12 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const runEvents = new RunEventLog(path.join(home, "data", "run-events"));
   const bridge = new RecordingStreamBridge(coordination.bridge, runEvents);
   const closing = new AbortController();
-  const sandbox = createSandboxProvider(appConfig, home, getSkillsRoot(appConfig.skills));
   const metrics = options.metrics ?? createGatewayMetrics();
+  const sandbox = createSandboxProvider(appConfig, home, getSkillsRoot(appConfig.skills), (record) => {
+    const outcome = record.refused ? "refused" : record.limit ? "limit" : record.exit_code === 0 ? "ok" : "error";
+    metrics.sandboxCommands.inc({ outcome, limit: record.refused ?? record.limit ?? "none" });
+    metrics.sandboxCommandDuration.observe(record.duration_ms / 1000);
+  });
   const quotas = new RunQuotas(persistence.usage, metrics);
   const runService = new RunService({
     bridge,

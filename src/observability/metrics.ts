@@ -63,6 +63,13 @@ export interface GatewayMetrics {
   httpDuration: Histogram<"method" | "route">;
   /** Requests refused by a limit, by `limit` (`rate`, `concurrent_runs`, `token_quota`). */
   limitRejections: Counter<"limit">;
+  /**
+   * Sandbox commands (bubblewrap provider) by `outcome` (`ok`, `error` = non-zero exit, `limit`, `refused`) and
+   * `limit` (`timeout`, `cpu`, `memory`, `processes`, `file_size`, `disk`, `output`, a concurrency cap, or `none`).
+   */
+  sandboxCommands: Counter<"outcome" | "limit">;
+  /** Seconds a sandbox command took, from the tool's call to its end. */
+  sandboxCommandDuration: Histogram;
 }
 
 /**
@@ -92,5 +99,7 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     httpRequests: new Counter({ name: "deerflow_http_requests_total", help: "HTTP responses by route pattern and status", labelNames: ["method", "route", "status"], registers }),
     httpDuration: new Histogram({ name: "deerflow_http_request_duration_seconds", help: "HTTP handling time by route pattern", labelNames: ["method", "route"], buckets: HTTP_BUCKETS, registers }),
     limitRejections: new Counter({ name: "deerflow_limit_rejections_total", help: "Requests refused by a rate limit, run cap or token quota", labelNames: ["limit"], registers }),
+    sandboxCommands: new Counter({ name: "deerflow_sandbox_commands_total", help: "Sandbox commands by outcome and the limit that ended them", labelNames: ["outcome", "limit"], registers }),
+    sandboxCommandDuration: new Histogram({ name: "deerflow_sandbox_command_duration_seconds", help: "Sandbox command duration", buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600], registers }),
   };
 }

@@ -20,6 +20,24 @@ const PROC_FILES = ["/proc/cpuinfo", "/proc/meminfo", "/proc/loadavg", "/proc/up
 /** The environment inside the sandbox: nothing of the gateway's. */
 const SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+/** Files of /etc that name resolution needs, bound only with `network: full`. */
+const NET_ETC_FILES = ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf"];
+
+/** Extras of {@link bubblewrapArgs} for the bubblewrap provider; host bash passes none. */
+export interface BubblewrapOptions {
+  /** `full` shares the host's network namespace; default `none` (a new, empty one). */
+  network?: "none" | "full";
+  /** More binds after `/mnt/user-data`, in order (a parent before what is mounted inside it). */
+  mounts?: readonly { host: string; virtual: string; readOnly: boolean }[];
+  /**
+   * Size in bytes of /tmp and /dev/shm (each a tmpfs); when set, the sandbox's root and the rest of /dev are also
+   * read-only. Unset (host bash): an unbounded /tmp, as before.
+   */
+  tmpBytes?: number;
+  /** Positional arguments of the shell (`$0`, `$1`, ...) after the `-c` script. */
+  argv?: readonly string[];
+}
+
 /** Whether host bash can be isolated on this machine, and how. */
 export interface BubblewrapStatus {
   available: boolean;
@@ -39,8 +57,10 @@ let cached: BubblewrapStatus | undefined;
  * empty one (its `/proc/<pid>/environ` is what a shell would read through `$PPID`), and `--clearenv` clears the
  * child's.
  */
-export function bubblewrapArgs(hostRoot: string, command: string): string[] {
+export function bubblewrapArgs(hostRoot: string, command: string, options: BubblewrapOptions = {}): string[] {
   const args = ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--hostname", "sandbox"];
+  // `full` network: the host's network namespace, and the files name resolution reads.
+  if (options.network === "full") args.push("--share-net", ...NET_ETC_FILES.flatMap((f) => ["--ro-bind-try", f, f]));
   for (const dir of SYSTEM_DIRS) {
     let info;
     try {
@@ -57,10 +77,19 @@ export function bubblewrapArgs(hostRoot: string, command: string): string[] {
   // what needs per-process /proc (/dev/fd, /dev/stdin, `<(...)`, ps) does not work in the sandbox.
   args.push("--tmpfs", "/proc");
   for (const file of PROC_FILES) args.push("--ro-bind-try", file, file);
-  args.push("--dev", "/dev", "--tmpfs", "/tmp");
-  args.push("--bind", hostRoot, VIRTUAL_ROOT, "--chdir", `${VIRTUAL_ROOT}/workspace`);
+  if (options.tmpBytes === undefined) args.push("--dev", "/dev", "--tmpfs", "/tmp");
+  else {
+    // Bounded scratch space (tmpfs is memory): /tmp and /dev/shm of the given size, the rest of /dev read-only.
+    const size = String(options.tmpBytes);
+    args.push("--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--size", size, "--tmpfs", "/tmp");
+  }
+  args.push("--bind", hostRoot, VIRTUAL_ROOT);
+  for (const m of options.mounts ?? []) args.push(m.readOnly ? "--ro-bind" : "--bind", m.host, m.virtual);
+  // The new root is a tmpfs bwrap builds the tree in: read-only once built, so nothing outside the binds is written.
+  if (options.tmpBytes !== undefined) args.push("--remount-ro", "/");
+  args.push("--chdir", `${VIRTUAL_ROOT}/workspace`);
   args.push("--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", `${VIRTUAL_ROOT}/workspace`, "--setenv", "LANG", "C.UTF-8", "--setenv", "TERM", "dumb");
-  args.push("--", "/bin/bash", "-c", command);
+  args.push("--", "/bin/bash", "-c", command, ...(options.argv ?? []));
   return args;
 }
 

@@ -93,8 +93,8 @@ export interface RunResult {
   droppedBytes: number;
 }
 
-/** Keeps the first and last {@link CAPTURE_BYTES} of a stream. */
-class HeadTail {
+/** Keeps the first and last {@link CAPTURE_BYTES} of a stream; `dropped` counts the bytes left out between them. */
+export class HeadTail {
   private head: Buffer[] = [];
   private headLen = 0;
   private tail: Buffer[] = [];
@@ -123,7 +123,8 @@ class HeadTail {
   }
 }
 
-function killGroup(pid: number | undefined): void {
+/** SIGKILLs the process group led by `pid` (nothing when it is already gone). */
+export function killGroup(pid: number | undefined): void {
   if (!pid) return;
   try {
     process.kill(-pid, "SIGKILL");

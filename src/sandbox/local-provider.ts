@@ -46,6 +46,8 @@ export class LocalSandboxProvider implements SandboxProvider {
   readonly mounts: readonly SandboxMount[];
   private readonly userSkills: { hostRoot: string | null; virtual: string } | undefined;
   private readonly cache = new Map<string, LocalSandbox>();
+  /** Which provider this is, as /health reports it (`local`; `bubblewrap` for the isolated subclass). */
+  readonly kind: string = "local";
 
   constructor(options: LocalSandboxProviderOptions = {}) {
     this.baseDir = options.baseDir ?? getRuntimeHome();
@@ -84,7 +86,7 @@ export class LocalSandboxProvider implements SandboxProvider {
     }
     const dirs = this.dirsFor(threadId, userId);
     for (const dir of [dirs.workspace, dirs.uploads, dirs.outputs]) mkdirSync(dir, { recursive: true });
-    const sandbox = new LocalSandbox(id, threadId, userId, dirs, this.userSkills ? [...userSkillMounts(this.baseDir, userId, this.userSkills.hostRoot, this.userSkills.virtual), ...this.mounts] : this.mounts);
+    const sandbox = this.createSandbox(id, threadId, userId, dirs, this.userSkills ? [...userSkillMounts(this.baseDir, userId, this.userSkills.hostRoot, this.userSkills.virtual), ...this.mounts] : this.mounts);
     this.cache.set(id, sandbox);
     while (this.cache.size > this.maxCached) this.cache.delete(this.cache.keys().next().value!);
     return sandbox;
@@ -103,6 +105,11 @@ export class LocalSandboxProvider implements SandboxProvider {
     } catch {
       return undefined;
     }
+  }
+
+  /** Builds a thread's sandbox object; subclasses return their own kind (the bubblewrap provider's). */
+  protected createSandbox(id: string, threadId: string, userId: string, dirs: SandboxDirs, mounts: readonly SandboxMount[]): LocalSandbox {
+    return new LocalSandbox(id, threadId, userId, dirs, mounts);
   }
 
   /** Nothing to give back: the directories belong to the thread, not to a run. */

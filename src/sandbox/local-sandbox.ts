@@ -33,6 +33,8 @@ export interface ExecuteOptions {
   /** Wall-clock limit in seconds (config `sandbox.bash_command_timeout`). */
   timeoutSeconds: number;
   signal?: AbortSignal;
+  /** The run the command belongs to (the bubblewrap provider's audit line). */
+  runId?: string;
 }
 
 /** Thrown when a file is not UTF-8 text (or holds NUL bytes). */

@@ -1,6 +1,34 @@
 // The `sandbox` section of config.yaml (DeerFlow sandbox_config.py), owned by the sandbox layer; config/schema.ts composes it.
 import { z } from "zod";
 
+/**
+ * `sandbox.limits`: what one command of the bubblewrap provider may use (src/sandbox/bwrap-sandbox.ts). Each is a
+ * per-command kernel limit (setrlimit in the sandbox's shell) except the disk quota (per thread, all of
+ * `/mnt/user-data`) and the two concurrency caps. Ignored by the local provider and host bash.
+ */
+export const SandboxLimitsSchema = z.strictObject({
+  /** CPU seconds per process (RLIMIT_CPU): SIGXCPU at the limit, SIGKILL one second later. */
+  cpu_seconds: z.number().int().min(1).default(60),
+  /** Address space per process in MiB (RLIMIT_AS): allocations past it fail (MemoryError, ENOMEM). */
+  memory_mb: z.number().int().min(64).default(2048),
+  /** Processes and threads in the sandbox at once (RLIMIT_NPROC, counted in the sandbox's user namespace). */
+  processes: z.number().int().min(4).default(256),
+  /** Largest file a command may write, in MiB (RLIMIT_FSIZE; also capped by the thread's remaining quota). */
+  file_size_mb: z.number().int().min(1).default(512),
+  /** Output captured per command (stdout + stderr), in MiB: past it the command is killed. */
+  output_mb: z.number().min(0.01).default(16),
+  /** Size of the sandbox's private /tmp and of /dev/shm in MiB each (memory-backed, gone after the command). */
+  tmp_mb: z.number().int().min(1).default(64),
+  /** Disk a thread's `/mnt/user-data` may use, in MiB (uploads included). */
+  disk_quota_mb: z.number().int().min(1).default(1024),
+  /** CPU priority of sandbox commands (nice value, 0-19): above 0 the gateway stays responsive under CPU-bound commands. */
+  nice: z.number().int().min(0).max(19).default(10),
+  /** Commands one thread may run at once; more are refused with a tool error. */
+  concurrent_per_thread: z.number().int().min(1).default(4),
+  /** Commands the whole process may run at once; more are refused with a tool error. */
+  concurrent_total: z.number().int().min(1).default(32),
+});
+
 /** `sandbox` (DeerFlow `sandbox_config.py`): provider and tool limits. Restart-only. */
 export const SandboxConfigSchema = z.looseObject({
   use: z.string().default("deerflow.sandbox.local:LocalSandboxProvider"),
@@ -10,4 +38,10 @@ export const SandboxConfigSchema = z.looseObject({
   read_file_output_max_chars: z.number().int().min(0).default(50_000),
   ls_output_max_chars: z.number().int().min(0).default(20_000),
   bash_command_timeout: z.number().positive().default(600),
+  /** Network inside the bubblewrap provider's sandbox: `none` (own empty network namespace) or `full` (the host's). */
+  network: z.enum(["none", "full"]).default("none"),
+  limits: SandboxLimitsSchema.default(SandboxLimitsSchema.parse({})),
 });
+
+/** The parsed `sandbox.limits`. */
+export type SandboxLimitsConfig = z.infer<typeof SandboxLimitsSchema>;

@@ -75,7 +75,7 @@ describe("the shipped default config", () => {
   });
 
   it("answers health with the service name", async () => {
-    expect(await (await fetch(`${h.url}/health`)).json()).toEqual({ status: "healthy", service: "deer-flow-gateway" });
+    expect(await (await fetch(`${h.url}/health`)).json()).toEqual({ status: "healthy", service: "deer-flow-gateway", sandbox: expect.stringMatching(/^(local|bubblewrap)$/) });
   });
 });
 

@@ -133,7 +133,7 @@ describe("GET /health and models", () => {
     expect(degraded.model_errors[0].model).toBe("broken");
     expect(degraded.model_errors[0].error).toContain("nosuchpkg");
     h.writeConfig(config(fake.url).replace(/fallbacks: \[ghost, backup\]/, "fallbacks: [backup]"));
-    expect(await (await fetch(`${h.url}/health`)).json()).toEqual({ status: "healthy", service: "deer-flow-gateway" });
+    expect(await (await fetch(`${h.url}/health`)).json()).toEqual({ status: "healthy", service: "deer-flow-gateway", sandbox: "local" });
     h.writeConfig(config(fake.url));
   });
 });

@@ -20,7 +20,7 @@ describe("a broken config edit", () => {
     const res = await postJson(`${h.url}/runs/stream`, { input: { messages: [{ role: "user", content: "still here" }] } });
     expect(await res.text()).toContain("You said: still here");
     h.writeConfig(GOOD.replace("model: s", "model: s2"));
-    expect(await (await fetch(`${h.url}/health`)).json()).toEqual({ status: "healthy", service: "deer-flow-gateway" });
+    expect(await (await fetch(`${h.url}/health`)).json()).toEqual({ status: "healthy", service: "deer-flow-gateway", sandbox: "local" });
     expect((await (await fetch(`${h.url}/api/models`)).json()).models[0].model).toBe("s2");
   });
 

@@ -1,10 +1,23 @@
 // Port of DeerFlow sandbox/tools.py bash_tool (local sandbox branch: host bash, gated by allow_host_bash).
 import { tool } from "langchain";
 import { z } from "zod";
-import { truncateMiddle, validateBashCommand } from "../../sandbox/host-bash.js";
+import { MAX_COMMAND_CHARS, truncateMiddle, validateBashCommand } from "../../sandbox/host-bash.js";
+import type { IsolatedRunResult } from "../../sandbox/bwrap-sandbox.js";
+import { SandboxPathError } from "../../sandbox/paths.js";
 import type { LocalSandbox } from "../../sandbox/local-sandbox.js";
 import { isHostBashAllowed, LOCAL_HOST_BASH_DISABLED_MESSAGE } from "../../sandbox/security.js";
+import { runContextOf } from "../../agents/run-context.js";
 import { appConfigOf, threadSandbox, toolErrorText, type ToolRuntimeConfig } from "./runtime.js";
+
+/**
+ * The checks that stay when the sandbox itself is the boundary (bubblewrap provider): not empty, no NUL byte, at
+ * most {@link MAX_COMMAND_CHARS} characters (a command is one argv string; Linux caps one at 128 KiB).
+ */
+function validateIsolatedCommand(command: string): void {
+  if (!command.trim()) throw new SandboxPathError("Command is empty");
+  if (command.length > MAX_COMMAND_CHARS) throw new SandboxPathError(`Command is too long (${command.length} characters; the limit is ${MAX_COMMAND_CHARS}); write long scripts to a file with write_file and run that`);
+  if (command.includes("\u0000")) throw new SandboxPathError("Command contains a NUL byte");
+}
 
 const DESCRIPTION = [
   "Execute a bash command in the thread's workspace (/mnt/user-data/workspace is the working directory).",
@@ -28,10 +41,16 @@ export const bashTool = tool(
     if (!isHostBashAllowed(appConfigOf(runtime))) return `Error: ${LOCAL_HOST_BASH_DISABLED_MESSAGE}`;
     let sandbox: LocalSandbox | null = null;
     try {
-      validateBashCommand(command);
       sandbox = await threadSandbox(runtime);
-      const result = await sandbox.execute(command, { timeoutSeconds: limits.bash_command_timeout, signal: runtime.signal });
+      // In an isolated sandbox the namespaces are the boundary; the host-path guard rail would only refuse /mnt/skills.
+      if ("isolated" in sandbox && sandbox.isolated) validateIsolatedCommand(command);
+      else validateBashCommand(command);
+      const result: Partial<IsolatedRunResult> & Awaited<ReturnType<LocalSandbox["execute"]>> = await sandbox.execute(command, { timeoutSeconds: limits.bash_command_timeout, signal: runtime.signal, runId: runContextOf(runtime).runId });
       let output = sandbox.maskOutput(result.output).replace(/\s+$/, "");
+      if (result.limitMessage) {
+        const partial = output ? `\nOutput before it was stopped:\n${output}` : "";
+        return truncateMiddle(`Error: ${result.limitMessage}.${partial}`, limits.bash_output_max_chars);
+      }
       if (result.timedOut) {
         const partial = output ? `\nOutput before it was stopped:\n${output}` : "";
         return truncateMiddle(`Error: Command timed out after ${limits.bash_command_timeout} seconds and was terminated (process group killed).${partial}`, limits.bash_output_max_chars);

@@ -4,3 +4,4 @@ export { bashTool } from "./bash-tool.js";
 export { lsTool, readFileTool, strReplaceTool, writeFileTool } from "./file-tools.js";
 export { globTool, grepTool } from "./search-tools.js";
 export { LocalSandboxProvider } from "../../sandbox/local-provider.js";
+export { BubblewrapSandboxProvider } from "../../sandbox/bwrap-provider.js";
