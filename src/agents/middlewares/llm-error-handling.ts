@@ -163,8 +163,8 @@ export function providerKey(model: unknown): string {
  * a provider whose circuit is open is not called and the turn ends at once with upstream's circuit-breaker text;
  * a retriable failure (connection, timeout, 429, 5xx, busy) is retried up to the agent's attempts (`max_retries`
  * + 1 of its model entry, else `llm_call.retry_max_attempts`; a burst-rate 429 at most twice) after the
- * provider's `Retry-After`, else a decorrelated-jitter delay, each retry logged and counted
- * (`deerflow_provider_retries_total`) and written as a `{type: "llm_retry", attempt, max_attempts, wait_ms,
+ * provider's `Retry-After`, else a decorrelated-jitter delay, each retry logged (every failed attempt is
+ * also logged and counted in `deerflow_provider_retries_total` by the model's retry hook) and written as a `{type: "llm_retry", attempt, max_attempts, wait_ms,
  * reason}` custom stream event; a call that already streamed tokens is not retried (the client has them). What
  * still fails becomes an AI message with user-facing text (no stack trace, no host path) flagged
  * `deerflow_error_fallback`, and counts against the provider's circuit (`circuit_breaker`: five failures in a
@@ -213,8 +213,7 @@ export class LLMErrorHandlingMiddleware extends DeerflowMiddleware {
     const scope = currentRunScope();
     const model = String((request.model as { metadata?: Record<string, unknown> }).metadata?.[MODEL_NAME_METADATA_KEY] ?? "unknown");
     const { failure, status } = classifyProviderError(err);
-    (scope?.log ?? getLogger()).warn({ model, reason: failure, status, attempt: event.attempt, wait_ms: event.wait_ms, err: errorDetail(err) }, `model '${model}' call failed (${failure}); retry ${event.attempt}/${event.max_attempts - 1} in ${event.wait_ms} ms`);
-    scope?.metrics?.providerRetries.inc({ model, reason: failure });
+    (scope?.log ?? getLogger()).warn({ model, reason: failure, status, attempt: event.attempt, wait_ms: event.wait_ms, err: errorDetail(err) }, `model '${model}' call will be retried (${failure}): retry ${event.attempt}/${event.max_attempts - 1} in ${event.wait_ms} ms`);
     (request.runtime as { writer?: (c: unknown) => void } | undefined)?.writer?.({ type: "llm_retry", ...event });
   }
 
