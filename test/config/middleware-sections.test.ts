@@ -16,6 +16,10 @@ describe("the agent-quality middlewares' config sections (upstream keys and defa
     expect(() => parseAppConfig({ tool_output: { tool_overrides: { bash: n } } })).toThrow(/tool_overrides value must be a positive/);
   });
 
+  it("refuses tool_progress.enabled: true, naming the key (its middleware is not offered yet)", () => {
+    expect(() => parseAppConfig({ tool_progress: { enabled: true } })).toThrow(/tool_progress.enabled: true is not offered/);
+  });
+
   it("refuses a storage_subdir that is a path", () => {
     expect(() => parseAppConfig({ tool_output: { storage_subdir: "a/b" } })).toThrow(/single directory name/);
   });
