@@ -166,7 +166,8 @@ export function providerKey(model: unknown): string {
  * provider's `Retry-After`, else a decorrelated-jitter delay, each retry logged (every failed attempt is
  * also logged and counted in `deerflow_provider_retries_total` by the model's retry hook) and written as a `{type: "llm_retry", attempt, max_attempts, wait_ms,
  * reason}` custom stream event; a call that already streamed tokens is not retried (the client has them). What
- * still fails becomes an AI message with user-facing text (no stack trace, no host path) flagged
+ * still fails with a provider failure (an HTTP status, a connection error or a timeout; other errors, e.g. the
+ * scripted model's `!fail`, still fail the run with their message) becomes an AI message with user-facing text (no stack trace, no host path) flagged
  * `deerflow_error_fallback`, and counts against the provider's circuit (`circuit_breaker`: five failures in a
  * row open it for 60 s, then one probe call decides). Aborts and graph interrupts pass through. This middleware
  * owns retries: the models of a lead agent are built with the client's own retries off. Hook: wrapModelCall.
@@ -196,6 +197,12 @@ export class LLMErrorHandlingMiddleware extends DeerflowMiddleware {
           throw err;
         }
         const { retriable, reason } = classifyLlmError(err);
+        // Not a provider's answer (no HTTP status, not a connection or timeout failure): a local fault, such as the
+        // scripted model's `!fail`, keeps failing the run (an error frame with its message) as before.
+        if (reason === "generic" && classifyProviderError(err).failure === "other") {
+          breaker.release();
+          throw err;
+        }
         const streamed = (scope?.tokensStreamed ?? 0) > streamedBefore;
         const max = Math.min(this.options.maxAttempts ?? this.options.llmCall.retry_max_attempts, reason === "burst_rate" ? BURST_MAX_ATTEMPTS : Infinity);
         if (retriable && !streamed && attempt < max) {
