@@ -1,6 +1,10 @@
 // Port of DeerFlow config/app_config.py (AppConfig) and its section models, for the sections this gateway reads.
 import { z } from "zod";
+import { CircuitBreakerConfigSchema, LlmCallConfigSchema } from "../agents/middlewares/llm-error-handling-options.js";
 import { LoopDetectionConfigSchema } from "../agents/middlewares/loop-detection-options.js";
+import { ReadBeforeWriteConfigSchema } from "../agents/middlewares/read-before-write-options.js";
+import { ToolOutputConfigSchema } from "../agents/middlewares/tool-output-budget-options.js";
+import { ToolProgressConfigSchema } from "../agents/middlewares/tool-progress-options.js";
 import { MemoryConfigSchema } from "../agents/memory/memory-config.js";
 import { SummarizationConfigSchema } from "../agents/middlewares/summarization-options.js";
 import { TitleConfigSchema } from "../agents/middlewares/title-options.js";
@@ -146,6 +150,8 @@ export const KNOWN_TOP_LEVEL_KEYS = [
   "config_version", "log_level", "max_recursion_limit", "models", "tools", "tool_groups", "agents_api", "checkpointer",
   "token_usage", "token_budget", "loop_detection", "tool_search", "sandbox", "skills", "title", "summarization", "memory",
   "subagents", "database", "stream_bridge", "uploads", "safety_finish_reason", "extensions", "limits",
+  // The agent-quality middlewares' sections (docs/middlewares.md).
+  "llm_call", "circuit_breaker", "tool_output", "read_before_write", "tool_progress",
   // Read by their own modules (auth: src/config/auth-config.ts; suggestions: routes/web-features.ts).
   "auth", "suggestions", "skill_evolution",
 ] as const;
@@ -181,6 +187,11 @@ export const AppConfigSchema = z.looseObject({
   extensions: nullish(z.record(z.string(), z.unknown())),
   limits: LimitsConfigSchema.default(LimitsConfigSchema.parse({})),
   skill_evolution: SkillEvolutionConfigSchema.default(SkillEvolutionConfigSchema.parse({})),
+  llm_call: LlmCallConfigSchema.default(LlmCallConfigSchema.parse({})),
+  circuit_breaker: CircuitBreakerConfigSchema.default(CircuitBreakerConfigSchema.parse({})),
+  tool_output: ToolOutputConfigSchema.default(ToolOutputConfigSchema.parse({})),
+  read_before_write: ReadBeforeWriteConfigSchema.default(ReadBeforeWriteConfigSchema.parse({})),
+  tool_progress: ToolProgressConfigSchema.default(ToolProgressConfigSchema.parse({})),
 });
 
 /** The validated application config. Treat as immutable: `getAppConfig()` hands out the same object until the file changes. */

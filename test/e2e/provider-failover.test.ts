@@ -81,43 +81,45 @@ describe("provider failures and model fallback chains", () => {
     expect(logs.lines().some((l) => l.run_id === runId && /fallback model 'ghost' cannot be built/.test(l.msg))).toBe(true);
   });
 
-  it("does not fall back after the first token was streamed", async () => {
+  // LLMErrorHandlingMiddleware (docs/middlewares.md) owns retries and ends a failed turn with user-facing text.
+  it("does not fall back or retry after the first token was streamed; the turn ends with user-facing text", async () => {
     fake.respond = primaryFails({ breakAfterTokens: 2 });
-    const { run, error } = await streamRun("flaky");
-    expect(error).toBeDefined();
-    expect(run.status).toBe("error");
+    const { run, error, answer } = await streamRun("flaky");
+    expect(error).toBeUndefined();
+    expect(run.status).toBe("success");
+    expect(answer).toMatch(/^The configured LLM provider is temporarily unavailable/);
     expect(run.metadata.model_fallbacks).toBeUndefined();
     expect(fake.requests.map((r) => r.body.model)).toEqual(["flaky-id"]);
   });
 
-  it("does not fall back on a client error (400)", async () => {
+  it("does not fall back on a client error (400): the user reads the provider's message, no stack trace", async () => {
     fake.respond = primaryFails({ status: 400 });
-    const { run, error } = await streamRun("flaky");
-    expect(error).toBeDefined();
-    expect(run.status).toBe("error");
+    const { run, answer } = await streamRun("flaky");
+    expect(run.status).toBe("success");
+    expect(answer).toBe("LLM request failed: 400 fake error 400");
     expect(fake.requests.map((r) => r.body.model)).toEqual(["flaky-id"]);
   });
 
-  it("without a fallback chain, fails the run promptly with an error frame", async () => {
+  it("without a fallback chain, max_retries: 0 makes one attempt and ends the turn promptly with user-facing text", async () => {
     fake.respond = primaryFails({ status: 500 });
-    const { frames, run, error } = await streamRun("alone");
-    expect(error?.message).toContain("500");
+    const { frames, run, answer } = await streamRun("alone");
+    expect(answer).toMatch(/^The configured LLM provider is temporarily unavailable after multiple retries/);
     expect(frames.at(-1)?.event).toBe("end");
-    expect(run.status).toBe("error");
+    expect(run.status).toBe("success");
     expect(fake.requests).toHaveLength(1);
   });
 
-  it("logs each retried provider attempt with the run id, then falls back", async () => {
-    fake.respond = primaryFails({ status: 500 });
+  it("falls back at once, and retries the whole chain (max_retries + 1 attempts) only when every model failed, logging each retry", async () => {
+    fake.respond = () => ({ status: 500 });
     const { run, runId, answer } = await streamRun("retrying", "retry me");
-    expect(answer).toBe("Echo: retry me");
-    expect(fake.requests.map((r) => r.body.model)).toEqual(["flaky-id", "flaky-id", "backup-id"]);
-    const retries = logs.lines().filter((l) => l.run_id === runId && l.model === "retrying" && /call failed \(server_error\)/.test(l.msg));
-    expect(retries.length).toBe(2);
+    expect(answer).toMatch(/^The configured LLM provider is temporarily unavailable/);
+    expect(fake.requests.map((r) => r.body.model)).toEqual(["flaky-id", "backup-id", "flaky-id", "backup-id"]);
+    const retries = logs.lines().filter((l) => l.run_id === runId && l.model === "retrying" && /will be retried \(server_error\): retry 1\/1/.test(l.msg));
+    expect(retries.length).toBe(1);
     expect(retries[0]).toMatchObject({ status: 500, thread_id: run.thread_id });
     const metrics = await (await fetch(`${h.url}/metrics`)).text();
     expect(metrics).toMatch(/deerflow_provider_retries_total\{model="retrying",reason="server_error"\} 2/);
-    expect(metrics).toMatch(/deerflow_model_fallbacks_total\{from="retrying",to="backup",reason="server_error"\} 1/);
+    expect(metrics).toMatch(/deerflow_model_fallbacks_total\{from="retrying",to="backup",reason="server_error"\} 2/);
   });
 });
 

@@ -21,6 +21,10 @@ export interface FakeReply {
   delayMs?: number;
   /** Stream the first tokens of `content`, then cut the connection (a failure after the first token). */
   breakAfterTokens?: number;
+  /** Extra response headers (e.g. `retry-after` with a `status`). */
+  headers?: Record<string, string>;
+  /** The choice's `finish_reason` (default `tool_calls` with tool calls, else `stop`), e.g. `length`. */
+  finishReason?: string;
 }
 
 /** A running fake server. */
@@ -133,13 +137,13 @@ function createFakeOpenAI(): { fake: FakeOpenAI; listen(): Promise<void> } {
   const answer = (_req: IncomingMessage, res: ServerResponse, body: Record<string, any>, reply: FakeReply) => {
     if (res.destroyed) return;
     if (reply.status) {
-      res.writeHead(reply.status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `fake error ${reply.status}`, type: "fake" } }));
+      res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers }).end(JSON.stringify({ error: { message: `fake error ${reply.status}`, type: "fake" } }));
       return;
     }
     const id = `chatcmpl-${++counter}`;
     const toolCalls = (reply.toolCalls ?? []).map((tc, i) => ({ index: i, id: tc.id ?? `call_${counter}_${i}`, type: "function", function: { name: tc.name, arguments: JSON.stringify(tc.args) } }));
     const usage = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
-    const finish = toolCalls.length ? "tool_calls" : "stop";
+    const finish = reply.finishReason ?? (toolCalls.length ? "tool_calls" : "stop");
     if (!body.stream) {
       res.writeHead(200, { "content-type": "application/json" }).end(
         JSON.stringify({

@@ -137,13 +137,15 @@ function leadAgentMetadata(inputs: BuildInputs): LeadAgentMetadata {
  */
 async function compileLeadAgent(inputs: BuildInputs, appConfig: AppConfig): Promise<DeerflowAgent> {
   const { modelName, thinkingEnabled, reasoningEffort, modelOverrides, subagent, agentName, branch, isBootstrap } = inputs;
-  const model = await createChatModel(modelName, { thinkingEnabled, reasoningEffort, modelOverrides, appConfig });
+  // LLMErrorHandlingMiddleware owns retries: the clients' own are off, so no call is retried twice over.
+  const noClientRetries = { ...(modelOverrides ?? {}), max_retries: 0 };
+  const model = await createChatModel(modelName, { thinkingEnabled, reasoningEffort, modelOverrides: noClientRetries, appConfig });
   // Fallback models are built only when the primary fails (nothing on the per-run path that could be avoided).
   const modelFallback = inputs.modelConfig.fallbacks?.length
     ? new ModelFallbackMiddleware({
         primary: modelName,
         fallbacks: inputs.modelConfig.fallbacks,
-        build: (name) => createChatModel(name, { thinkingEnabled: thinkingEnabled && Boolean(getModelConfig(appConfig, name)?.supports_thinking), reasoningEffort, modelOverrides, appConfig }),
+        build: (name) => createChatModel(name, { thinkingEnabled: thinkingEnabled && Boolean(getModelConfig(appConfig, name)?.supports_thinking), reasoningEffort, modelOverrides: noClientRetries, appConfig }),
       })
     : null;
   const usableSkills = filterSkills(inputs.skills, inputs.allowlist);
@@ -169,6 +171,7 @@ async function compileLeadAgent(inputs: BuildInputs, appConfig: AppConfig): Prom
     maxTotalSubagents: inputs.maxTotalSubagents,
     subagent: Boolean(subagent),
     modelFallback,
+    modelMaxAttempts: typeof inputs.modelConfig.max_retries === "number" ? inputs.modelConfig.max_retries + 1 : null,
     tokenBudget: subagentType?.tokenBudget ?? null,
   });
   getLogger().debug({ agent: agentName ?? "default", branch, model: modelName, thinkingEnabled, reasoningEffort, isPlanMode: inputs.isPlanMode, subagentEnabled: inputs.subagentEnabled, tools: tools.map((t) => t.name) }, "lead agent compiled");

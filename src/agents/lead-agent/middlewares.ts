@@ -8,7 +8,13 @@ import { ClarificationMiddleware } from "../middlewares/clarification.js";
 import { DanglingToolCallMiddleware } from "../middlewares/dangling-tool-call.js";
 import { DeferredToolFilterMiddleware } from "../middlewares/deferred-tool-filter.js";
 import { DynamicContextMiddleware } from "../middlewares/dynamic-context.js";
+import { InputSanitizationMiddleware, ToolResultSanitizationMiddleware } from "../middlewares/input-sanitization.js";
+import { LLMErrorHandlingMiddleware } from "../middlewares/llm-error-handling.js";
 import { LoopDetectionMiddleware } from "../middlewares/loop-detection.js";
+import { ModelLengthFinishReasonMiddleware } from "../middlewares/model-length-finish-reason.js";
+import { ReadBeforeWriteMiddleware } from "../middlewares/read-before-write.js";
+import { TerminalResponseMiddleware } from "../middlewares/terminal-response.js";
+import { ToolOutputBudgetMiddleware } from "../middlewares/tool-output-budget.js";
 import { MemoryMiddleware } from "../middlewares/memory.js";
 import { SafetyFinishReasonMiddleware } from "../middlewares/safety-finish-reason.js";
 import { SandboxMiddleware } from "../middlewares/sandbox.js";
@@ -58,6 +64,8 @@ export interface BuildMiddlewaresOptions {
   custom?: AgentMiddleware[];
   /** The model's fallback chain (ModelFallbackMiddleware), placed after the custom middlewares. */
   modelFallback?: AgentMiddleware | null;
+  /** Attempts per model call of this agent's model (its entry's `max_retries` + 1); null: `llm_call.retry_max_attempts`. */
+  modelMaxAttempts?: number | null;
   /** Clock of DynamicContextMiddleware (tests). */
   now?: () => Date;
   /** A token budget that replaces `token_budget` for this build (a subagent type's `token_budget`). */
@@ -65,9 +73,14 @@ export interface BuildMiddlewaresOptions {
 }
 
 /**
- * The app-layer chain, in DeerFlow's order (DeerFlow `_build_middlewares`):
+ * The app-layer chain, in DeerFlow's order (DeerFlow `_build_middlewares` and `_build_runtime_middlewares`):
+ * 0a. [ToolOutputBudgetMiddleware when `tool_output.enabled`]; 0b. ToolResultSanitizationMiddleware (inner of
+ *     the budget);
  * 1. ThreadDataMiddleware (lazy paths); 2. UploadsMiddleware; 3. SandboxMiddleware (lazy);
- * 4. DanglingToolCallMiddleware; 5. ToolErrorHandlingMiddleware;
+ * 3b. InputSanitizationMiddleware (upstream's outermost model wrapper, placed inner of ThreadData/Uploads
+ *     because they make upstream's before_agent rewrite of the user message on the first model call);
+ * 4. DanglingToolCallMiddleware; 4b. LLMErrorHandlingMiddleware (`llm_call`, `circuit_breaker`);
+ * 4c. [ReadBeforeWriteMiddleware when `read_before_write.enabled`]; 5. ToolErrorHandlingMiddleware;
  * 6. DynamicContextMiddleware (date + memory reminder per turn; no memory for subagents);
  * 7. SkillActivationMiddleware (`/skill-name`);
  * 8. [SummarizationMiddleware when `summarization.enabled` and a summary model exists];
@@ -83,6 +96,7 @@ export interface BuildMiddlewaresOptions {
  *     (default `subagents.max_total_per_run`)];
  * 17. [LoopDetectionMiddleware when `loop_detection.enabled`]; 18. [TokenBudgetMiddleware when `token_budget.enabled`];
  * 19. [custom middlewares, in order]; 19b. [ModelFallbackMiddleware when the model has `fallbacks`];
+ * 19c. TerminalResponseMiddleware; 19d. ModelLengthFinishReasonMiddleware;
  * 20. [SafetyFinishReasonMiddleware when `safety_finish_reason.enabled`];
  * 21. ClarificationMiddleware (always last).
  * No middleware runs as a graph node: ThreadData and Uploads make DeerFlow's before_agent writes on the run's first
@@ -94,16 +108,26 @@ export interface BuildMiddlewaresOptions {
 export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddleware[] {
   const { appConfig } = options;
   const memoryConfig = options.subagent ? { ...appConfig.memory, injection_enabled: false } : appConfig.memory;
-  const chain: AgentMiddleware[] = [
+  const chain: AgentMiddleware[] = [];
+  if (appConfig.tool_output.enabled) chain.push(new ToolOutputBudgetMiddleware(appConfig.tool_output));
+  chain.push(
+    new ToolResultSanitizationMiddleware(),
     new ThreadDataMiddleware({ lazyInit: true }),
     // The lead agent's state (ThreadState, or BootstrapState built on its fields) already has `uploaded_files`.
     new UploadsMiddleware({ declareState: false }),
     new SandboxMiddleware({ lazyInit: true }),
+    // Inner of ThreadData/Uploads: they rewrite the newest user message on the first model call, which upstream
+    // does before any (before_agent), so the sanitizer must see their result.
+    new InputSanitizationMiddleware(),
     new DanglingToolCallMiddleware(),
+    new LLMErrorHandlingMiddleware({ llmCall: appConfig.llm_call, circuitBreaker: appConfig.circuit_breaker, maxAttempts: options.modelMaxAttempts ?? undefined }),
+  );
+  if (appConfig.read_before_write.enabled) chain.push(new ReadBeforeWriteMiddleware());
+  chain.push(
     new ToolErrorHandlingMiddleware(),
     new DynamicContextMiddleware({ agentName: options.agentName ?? null, memoryConfig, now: options.now, manager: options.memoryManager }),
     new SkillActivationMiddleware({ skills: options.skills ?? [], allowlist: options.skillAllowlist ?? null, containerPath: appConfig.skills.container_path }),
-  ];
+  );
   const summarization = createSummarizationMiddleware(appConfig.summarization, options.summaryModel);
   if (summarization) chain.push(summarization);
   if (options.isPlanMode) chain.push(new TodoMiddleware());
@@ -125,6 +149,7 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
   if (budget.enabled) chain.push(new TokenBudgetMiddleware(budget));
   chain.push(...(options.custom ?? []));
   if (options.modelFallback) chain.push(options.modelFallback);
+  chain.push(new TerminalResponseMiddleware(), new ModelLengthFinishReasonMiddleware());
   if (appConfig.safety_finish_reason.enabled) chain.push(new SafetyFinishReasonMiddleware(appConfig.safety_finish_reason.detectors ?? null));
   chain.push(new ClarificationMiddleware());
   return chain;

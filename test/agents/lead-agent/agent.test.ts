@@ -116,7 +116,7 @@ describe("resolveModelName (AF-024)", () => {
 describe("_makeLeadAgent: model options (AF-023, AF-025, AF-027, CF-043, CF-044)", () => {
   it("reads runtime options from context: model, thinking off and reasoning effort", async () => {
     await build({ context: { model_name: "context-model", thinking_enabled: false, reasoning_effort: "high" } });
-    expect(lastFields()).toEqual({ model: "context-model-id", reasoningEffort: "high" });
+    expect(lastFields()).toEqual({ model: "context-model-id", reasoningEffort: "high", maxRetries: 0 });
   });
 
   it("lets context beat configurable for the model name", async () => {
@@ -126,13 +126,13 @@ describe("_makeLeadAgent: model options (AF-023, AF-025, AF-027, CF-043, CF-044)
 
   it("defaults thinking to on for a model that supports it", async () => {
     await build({ context: { model_name: "context-model" } });
-    expect(lastFields()).toEqual({ model: "context-model-id", thinkingFlag: "on" });
+    expect(lastFields()).toEqual({ model: "context-model-id", thinkingFlag: "on", maxRetries: 0 });
   });
 
   it("turns thinking off with a warning when the model does not support it", async () => {
     const config: LeadAgentConfig = { configurable: { model_name: "default-model", thinking_enabled: true } };
     const agent = await build(config);
-    expect(lastFields()).toEqual({ model: "default-id" });
+    expect(lastFields()).toEqual({ model: "default-id", maxRetries: 0 });
     expect(agent.resolved.metadata.thinking_enabled).toBe(false);
     expect(warnings.some((w) => w.includes("Thinking mode is enabled but model 'default-model' does not support it"))).toBe(true);
   });
@@ -146,7 +146,7 @@ describe("_makeLeadAgent: model options (AF-023, AF-025, AF-027, CF-043, CF-044)
 
   it("applies a custom agent's model, settings, thinking and effort defaults", async () => {
     await build({ context: { agent_name: "researcher" } });
-    expect(lastFields()).toEqual({ model: "agent-model-id", temperature: 0.2, maxTokens: 12000, reasoningEffort: "high" });
+    expect(lastFields()).toEqual({ model: "agent-model-id", temperature: 0.2, maxTokens: 12000, reasoningEffort: "high", maxRetries: 0 });
   });
 
   it("lets the request override the custom agent's thinking default", async () => {
@@ -161,7 +161,7 @@ describe("_makeLeadAgent: model options (AF-023, AF-025, AF-027, CF-043, CF-044)
 
   it("passes no overrides for an agent without model_settings", async () => {
     await build({ context: { agent_name: "plain", model_name: "default-model" } });
-    expect(lastFields()).toEqual({ model: "default-id" });
+    expect(lastFields()).toEqual({ model: "default-id", maxRetries: 0 });
   });
 });
 

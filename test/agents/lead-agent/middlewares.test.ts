@@ -17,9 +17,10 @@ describe("buildMiddlewares: app-layer chain (agent-factory.md §2.10)", () => {
   it("keeps the seed order with custom middlewares just before SafetyFinishReason and Clarification (AF-036, AF-039)", () => {
     const chain = buildMiddlewares({ appConfig: parseAppConfig({}), custom: [new Custom()] });
     expect(chain.map((m) => m.name)).toEqual([
-      "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware", "DanglingToolCallMiddleware", "ToolErrorHandlingMiddleware",
+      "ToolOutputBudgetMiddleware", "ToolResultSanitizationMiddleware", "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware",
+      "InputSanitizationMiddleware", "DanglingToolCallMiddleware", "LLMErrorHandlingMiddleware", "ReadBeforeWriteMiddleware", "ToolErrorHandlingMiddleware",
       "DynamicContextMiddleware", "SkillActivationMiddleware", "TokenUsageMiddleware", "TitleMiddleware", "MemoryMiddleware",
-      "SystemMessageCoalescingMiddleware", "LoopDetectionMiddleware", "Custom", "SafetyFinishReasonMiddleware", "ClarificationMiddleware",
+      "SystemMessageCoalescingMiddleware", "LoopDetectionMiddleware", "Custom", "TerminalResponseMiddleware", "ModelLengthFinishReasonMiddleware", "SafetyFinishReasonMiddleware", "ClarificationMiddleware",
     ]);
   });
 
@@ -31,10 +32,11 @@ describe("buildMiddlewares: app-layer chain (agent-factory.md §2.10)", () => {
       deferredTools: { names: new Set(["mcp_a"]), hash: "h1" }, subagentEnabled: true,
     });
     expect(chain.map((m) => m.name)).toEqual([
-      "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware", "DanglingToolCallMiddleware", "ToolErrorHandlingMiddleware",
+      "ToolOutputBudgetMiddleware", "ToolResultSanitizationMiddleware", "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware",
+      "InputSanitizationMiddleware", "DanglingToolCallMiddleware", "LLMErrorHandlingMiddleware", "ReadBeforeWriteMiddleware", "ToolErrorHandlingMiddleware",
       "DynamicContextMiddleware", "SkillActivationMiddleware", "SummarizationMiddleware", "TodoMiddleware", "TokenUsageMiddleware",
       "TitleMiddleware", "MemoryMiddleware", "ViewImageMiddleware", "DeferredToolFilterMiddleware", "SystemMessageCoalescingMiddleware",
-      "SubagentLimitMiddleware", "LoopDetectionMiddleware", "TokenBudgetMiddleware", "SafetyFinishReasonMiddleware", "ClarificationMiddleware",
+      "SubagentLimitMiddleware", "LoopDetectionMiddleware", "TokenBudgetMiddleware", "TerminalResponseMiddleware", "ModelLengthFinishReasonMiddleware", "SafetyFinishReasonMiddleware", "ClarificationMiddleware",
     ]);
   });
 
