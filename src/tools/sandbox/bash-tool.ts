@@ -2,7 +2,7 @@
 import { tool } from "langchain";
 import { z } from "zod";
 import { truncateMiddle, validateBashCommand } from "../../sandbox/host-bash.js";
-import type { LocalSandbox } from "../../sandbox/local-sandbox.js";
+import type { Sandbox } from "../../sandbox/sandbox.js";
 import { isHostBashAllowed, LOCAL_HOST_BASH_DISABLED_MESSAGE } from "../../sandbox/security.js";
 import { appConfigOf, threadSandbox, toolErrorText, type ToolRuntimeConfig } from "./runtime.js";
 
@@ -26,7 +26,7 @@ export const bashTool = tool(
     const runtime = config as ToolRuntimeConfig;
     const limits = appConfigOf(runtime).sandbox;
     if (!isHostBashAllowed(appConfigOf(runtime))) return `Error: ${LOCAL_HOST_BASH_DISABLED_MESSAGE}`;
-    let sandbox: LocalSandbox | null = null;
+    let sandbox: Sandbox | null = null;
     try {
       validateBashCommand(command);
       sandbox = await threadSandbox(runtime);
