@@ -27,7 +27,7 @@ import { ThreadService } from "./runtime/threads/thread-service.js";
 import { openRunCoordination, streamBridgeUrl } from "./runtime/stream/scale-out.js";
 import type { StreamBridge } from "./runtime/stream/stream-bridge.js";
 import { RecordingStreamBridge, RunEventLog } from "./runtime/stream/run-event-log.js";
-import type { LocalSandboxProvider } from "./sandbox/local-provider.js";
+import type { GatewaySandboxProvider } from "./sandbox/security.js";
 import { flushTracing } from "./agents/lead-agent/tracing.js";
 import { createSandboxProvider } from "./sandbox/security.js";
 import { DEFAULT_SERVER_TIMEOUTS, installBodyLimits, type ServerTimeouts } from "./http/body-limits.js";
@@ -94,7 +94,7 @@ export interface GatewayServices {
   persistence: Persistence;
   getAppConfig: () => AppConfig;
   /** Per-thread sandbox directories (uploads, artifacts and the sandbox tools share it). */
-  sandbox: LocalSandboxProvider;
+  sandbox: GatewaySandboxProvider;
   /** Stored events of every run (`GET .../runs/{run_id}/events`). */
   runEvents: RunEventLog;
   /** The memory backend (`memory.manager_class`); the memory routes read and write through it. */
@@ -239,6 +239,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     // Pending memory updates are applied within memory.shutdown_flush_timeout_seconds; the rest is dropped.
     await memoryManager.shutdownFlush(readConfig().memory.shutdown_flush_timeout_seconds * 1000);
     await closeMcpClients();
+    // DeerFlow's container sandbox: stop the idle check, destroy the provisioned sandboxes (upstream shutdown).
+    if ("close" in sandbox) await sandbox.close();
     await flushTracing();
     await bridge.close();
     await coordination.close();

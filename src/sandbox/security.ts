@@ -4,6 +4,11 @@ import { getLogger } from "../logger.js";
 import { bubblewrapStatus } from "./bubblewrap.js";
 import { resolveMounts } from "./mounts.js";
 import { LocalSandboxProvider } from "./local-provider.js";
+import { assertSandboxUseOffered, createAioProvider, isAioProviderUse } from "./provider-choice.js";
+import type { AioSandboxProvider } from "./aio-provider.js";
+
+/** The gateway's sandbox provider: the host directories, or DeerFlow's container sandbox over its API. */
+export type GatewaySandboxProvider = LocalSandboxProvider | AioSandboxProvider;
 
 /** The tool result of a refused host bash call (DeerFlow `LOCAL_HOST_BASH_DISABLED_MESSAGE`). */
 export const LOCAL_HOST_BASH_DISABLED_MESSAGE =
@@ -16,19 +21,12 @@ export const BASH_TOOL_USES: ReadonlySet<string> = new Set([
   "deerflow-gateway/sandbox:bashTool",
 ]);
 
-/** `use:` values that name the local provider (DeerFlow's two spellings and this package's). */
-const LOCAL_PROVIDER_USES = new Set([
-  "deerflow.sandbox.local:LocalSandboxProvider",
-  "deerflow.sandbox.local.local_sandbox_provider:LocalSandboxProvider",
-  "deerflow-gateway/sandbox:LocalSandboxProvider",
-]);
-
 /**
- * Whether host bash may run. This release only has the local provider (no isolation), so it is allowed only
- * when `sandbox.allow_host_bash` is true, whatever `sandbox.use` says. Mirrors DeerFlow `is_host_bash_allowed`.
+ * Whether `bash` may run: always in DeerFlow's container sandbox (its own boundary), on the local provider only
+ * when `sandbox.allow_host_bash` is true. Mirrors DeerFlow `is_host_bash_allowed`.
  */
 export function isHostBashAllowed(appConfig: Pick<AppConfig, "sandbox">): boolean {
-  return appConfig.sandbox?.allow_host_bash === true;
+  return appConfig.sandbox?.allow_host_bash === true || isAioProviderUse(appConfig.sandbox?.use);
 }
 
 /** True for a configured tool that runs host bash: group `bash`, or the bash tool's `use:` (DeerFlow `_is_host_bash_tool`). */
@@ -37,24 +35,29 @@ export function isHostBashTool(entry: { group?: string; use?: string }): boolean
 }
 
 /**
- * The process's sandbox provider for `sandbox.use`. Only the local provider exists in this release: another
- * `use:` (e.g. DeerFlow's container sandbox) logs a warning and gets the local provider, with host bash still
- * gated by `allow_host_bash`.
- * Every thread's sandbox also sees the skills root read-only at `skills.container_path` (DeerFlow's
+ * The process's sandbox provider for `sandbox.use`: the local provider, or DeerFlow's container sandbox
+ * (`deerflow.community.aio_sandbox:AioSandboxProvider`) with `base_url` / `provisioner_url`. Any other provider
+ * stops the start ({@link assertSandboxUseOffered}).
+ * Every thread's local sandbox also sees the skills root read-only at `skills.container_path` (DeerFlow's
  * `/mnt/skills`), its user's custom skills at `<that path>/custom` (see `userSkillMounts`) and the valid
  * `sandbox.mounts` entries (bad ones are logged and skipped, see `resolveMounts`).
  * @param home Runtime home holding the thread directories.
  * @param skillsHostRoot The skills root on the host (null: no skills mount).
+ * @throws ConfigError for a provider this gateway does not offer.
  */
-export function createSandboxProvider(appConfig: Pick<AppConfig, "sandbox"> & Partial<Pick<AppConfig, "skills">>, home: string, skillsHostRoot: string | null = null): LocalSandboxProvider {
-  const use = appConfig.sandbox?.use;
-  if (use && !LOCAL_PROVIDER_USES.has(use)) {
-    getLogger().warn({ use }, `sandbox provider '${use}' is not available in this release; using the local provider (host bash stays off unless sandbox.allow_host_bash is true)`);
+export function createSandboxProvider(appConfig: Pick<AppConfig, "sandbox"> & Partial<Pick<AppConfig, "skills">>, home: string, skillsHostRoot: string | null = null): GatewaySandboxProvider {
+  const sandbox = appConfig.sandbox;
+  if (sandbox) assertSandboxUseOffered(sandbox);
+  const mounts = resolveMounts({ mounts: sandbox?.mounts ?? [], skillsHostRoot, skillsContainerPath: appConfig.skills?.container_path });
+  const skillsVirtual = (appConfig.skills?.container_path ?? "/mnt/skills").replace(/\/+$/, "");
+  const local = new LocalSandboxProvider({ baseDir: home, mounts, userSkills: { hostRoot: skillsHostRoot, virtual: skillsVirtual } });
+  if (sandbox && isAioProviderUse(sandbox.use)) {
+    const aio = createAioProvider(sandbox, local, skillsVirtual);
+    getLogger().info({ mode: aio.mode }, "sandbox: DeerFlow's container sandbox (aio_sandbox) over its HTTP API; bash runs there");
+    return aio;
   }
   if (isHostBashAllowed(appConfig)) warnAboutHostBash();
-  const mounts = resolveMounts({ mounts: appConfig.sandbox?.mounts ?? [], skillsHostRoot, skillsContainerPath: appConfig.skills?.container_path });
-  const skillsVirtual = (appConfig.skills?.container_path ?? "/mnt/skills").replace(/\/+$/, "");
-  return new LocalSandboxProvider({ baseDir: home, mounts, userSkills: { hostRoot: skillsHostRoot, virtual: skillsVirtual } });
+  return local;
 }
 
 /** What host bash protects, said once at start-up (and returned, for tests). */

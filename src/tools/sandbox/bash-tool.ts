@@ -1,7 +1,8 @@
 // Port of DeerFlow sandbox/tools.py bash_tool (local sandbox branch: host bash, gated by allow_host_bash).
 import { tool } from "langchain";
 import { z } from "zod";
-import { truncateMiddle, validateBashCommand } from "../../sandbox/host-bash.js";
+import { MAX_COMMAND_CHARS, truncateMiddle, validateBashCommand } from "../../sandbox/host-bash.js";
+import { SandboxPathError } from "../../sandbox/paths.js";
 import type { Sandbox } from "../../sandbox/sandbox.js";
 import { isHostBashAllowed, LOCAL_HOST_BASH_DISABLED_MESSAGE } from "../../sandbox/security.js";
 import { appConfigOf, threadSandbox, toolErrorText, type ToolRuntimeConfig } from "./runtime.js";
@@ -14,10 +15,17 @@ const DESCRIPTION = [
   "  a foreground command is killed (with its whole process group) when the command timeout passes.",
 ].join("\n");
 
+/** The checks every command gets, isolated or not: not empty, not over-long, no NUL byte. @throws SandboxPathError. */
+function validateCommandText(command: string): void {
+  if (!command.trim()) throw new SandboxPathError("Command is empty");
+  if (command.length > MAX_COMMAND_CHARS) throw new SandboxPathError(`Command is too long (${command.length} characters; the limit is ${MAX_COMMAND_CHARS})`);
+  if (command.includes("\u0000")) throw new SandboxPathError("Command contains a NUL byte");
+}
+
 /**
- * `bash`: runs a command with host bash in the thread's workspace. Refused ("Error: Host bash execution is
- * disabled ...") unless `sandbox.allow_host_bash` is true; commands naming paths outside the thread are refused
- * ({@link validateBashCommand}). Killed with its process group after `sandbox.bash_command_timeout` seconds or when
+ * `bash`: runs a command in the thread's workspace: in DeerFlow's container sandbox when that is the provider,
+ * else with host bash, refused ("Error: Host bash execution is disabled ...") unless `sandbox.allow_host_bash` is
+ * true, and commands naming paths outside the thread refused ({@link validateBashCommand}). Killed with its process group after `sandbox.bash_command_timeout` seconds or when
  * the run is cancelled. Output (stdout and stderr together, host paths shown as `/mnt/user-data`) is
  * middle-truncated to `sandbox.bash_output_max_chars`; a non-zero exit adds `[exit code: N]`. DeerFlow `bash_tool`.
  */
@@ -28,8 +36,10 @@ export const bashTool = tool(
     if (!isHostBashAllowed(appConfigOf(runtime))) return `Error: ${LOCAL_HOST_BASH_DISABLED_MESSAGE}`;
     let sandbox: Sandbox | null = null;
     try {
-      validateBashCommand(command);
       sandbox = await threadSandbox(runtime);
+      // The path checks guard host bash; an isolated sandbox is its own boundary (upstream checks only local bash).
+      if (sandbox.isolated) validateCommandText(command);
+      else validateBashCommand(command);
       const result = await sandbox.execute(command, { timeoutSeconds: limits.bash_command_timeout, signal: runtime.signal });
       let output = sandbox.maskOutput(result.output).replace(/\s+$/, "");
       if (result.timedOut) {
