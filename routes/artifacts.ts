@@ -18,7 +18,7 @@ type ArtifactRequest = { Params: { thread_id: string; "*": string }; Querystring
 /** The thread's remote sandbox; a service that cannot hand it out is a 502 naming it. */
 async function remoteSandbox(provider: AioSandboxProvider, threadId: string, userId: string): Promise<AioSandbox> {
   try {
-    return await provider.toolSandbox(threadId, userId);
+    return await provider.remoteFor(threadId, userId);
   } catch (err) {
     if (err instanceof SandboxServiceError) throw new UpstreamUnavailableError(`Could not reach the sandbox: ${err.message}`);
     throw err;

@@ -29,6 +29,8 @@ export interface RunSandboxProvider {
    * sandbox: a remote service). @throws SandboxServiceError when the service cannot hand one out.
    */
   toolSandbox?(threadId: string, userId?: string): Promise<Sandbox>;
+  /** Called when a run of the thread ends: its sandbox may be reaped once idle (DeerFlow's after-agent release). */
+  releaseThread?(threadId: string, userId?: string): void;
 }
 
 /** The subagent marker: which type of child this is and what it inherits. */

@@ -89,12 +89,20 @@ export class AioSandboxProvider {
    * one is taken back. @throws SandboxServiceError when the service cannot hand one out.
    */
   async acquire(threadId: string, options: { userId?: string } = {}): Promise<string> {
-    return (await this.#entry(threadId, options.userId ?? "default")).sandbox.id;
+    return (await this.#entry(threadId, options.userId ?? "default", true)).sandbox.id;
   }
 
-  /** The thread's remote sandbox (acquired as in {@link acquire}): what the sandbox tools work in. */
+  /** The thread's remote sandbox (acquired as in {@link acquire}, held until the run ends): what the tools work in. */
   async toolSandbox(threadId: string, userId = "default"): Promise<AioSandbox> {
-    return (await this.#entry(threadId, userId)).sandbox;
+    return (await this.#entry(threadId, userId, true)).sandbox;
+  }
+
+  /**
+   * The thread's remote sandbox for a request outside a run (uploads, artifacts): opened if needed but not held,
+   * so it is still reaped once idle. @throws SandboxServiceError when the service cannot hand one out.
+   */
+  async remoteFor(threadId: string, userId = "default"): Promise<AioSandbox> {
+    return (await this.#entry(threadId, userId, false)).sandbox;
   }
 
   /** The thread's directories on this host (uploads as stored by the gateway). */
@@ -113,6 +121,11 @@ export class AioSandboxProvider {
     if (entry) entry.releasedAt = Date.now();
   }
 
+  /** {@link release} of the thread's sandbox: the run worker calls it when a run ends. */
+  releaseThread(threadId: string, userId = "default"): void {
+    this.release(aioSandboxId(userId, threadId));
+  }
+
   /** True while the thread's host directories are cached (see LocalSandboxProvider.has). */
   has(threadId: string, userId = "default"): boolean {
     return this.local.has(threadId, userId);
@@ -129,7 +142,7 @@ export class AioSandboxProvider {
 
   /** Writes files of the thread's host uploads directory into its sandbox at the same virtual paths. */
   async syncUploads(threadId: string, userId: string, virtualPaths: readonly string[]): Promise<void> {
-    const remote = await this.toolSandbox(threadId, userId);
+    const remote = await this.remoteFor(threadId, userId);
     const host = this.sandboxFor(threadId, userId);
     for (const virtual of virtualPaths) {
       const handle = await host.openFile(virtual);
@@ -160,20 +173,24 @@ export class AioSandboxProvider {
     await Promise.all(ids.map((id) => this.#destroy(id)));
   }
 
-  async #entry(threadId: string, userId: string): Promise<Entry> {
+  /**
+   * The thread's entry, opened on first use. `hold` (a run's tools) marks it in use until the run ends; without it
+   * (the upload and artifact routes) a released sandbox stays released, its idle time restarted.
+   */
+  async #entry(threadId: string, userId: string, hold: boolean): Promise<Entry> {
     const id = aioSandboxId(userId, threadId);
-    const known = this.#entries.get(id);
-    if (known) {
-      known.releasedAt = null;
-      return known;
+    let entry = this.#entries.get(id);
+    if (!entry) {
+      let pending = this.#pending.get(id);
+      if (!pending) {
+        pending = this.#open(id, threadId, userId).finally(() => this.#pending.delete(id));
+        this.#pending.set(id, pending);
+      }
+      entry = await pending;
+      if (!hold && entry.releasedAt === null) entry.releasedAt = Date.now();
     }
-    let pending = this.#pending.get(id);
-    if (!pending) {
-      pending = this.#open(id, threadId, userId).finally(() => this.#pending.delete(id));
-      this.#pending.set(id, pending);
-    }
-    const entry = await pending;
-    entry.releasedAt = null;
+    if (hold) entry.releasedAt = null;
+    else if (entry.releasedAt !== null) entry.releasedAt = Date.now();
     return entry;
   }
 
