@@ -2,11 +2,8 @@
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { ConflictError, UpstreamUnavailableError } from "../src/errors.js";
-import type { AioSandboxProvider } from "../src/sandbox/aio-provider.js";
-import type { AioSandbox } from "../src/sandbox/aio-sandbox.js";
-import { SandboxServiceError } from "../src/sandbox/sandbox.js";
-import { fetchRemoteArtifact, openArtifact } from "../src/sandbox/artifacts.js";
+import { ConflictError } from "../src/errors.js";
+import { fetchThreadArtifact, openArtifact, type FetchedArtifact } from "../src/sandbox/artifacts.js";
 import { artifactEtag, etagMatches, parseRange, saveArtifact } from "../src/runtime/webapp/artifact-files.js";
 import { doc, validInput } from "./openapi.js";
 import { requireThread, threadOf } from "./guards.js";
@@ -15,19 +12,8 @@ const QuerySchema = z.looseObject({ download: z.enum(["true", "false", "1", "0"]
 const UpdateSchema = z.looseObject({ content: z.string(), expected_sha256: z.string().regex(/^[0-9a-f]{64}$/) });
 type ArtifactRequest = { Params: { thread_id: string; "*": string }; Querystring: { download?: string } };
 
-/** The thread's remote sandbox; a service that cannot hand it out is a 502 naming it. */
-async function remoteSandbox(provider: AioSandboxProvider, threadId: string, userId: string): Promise<AioSandbox> {
-  try {
-    return await provider.remoteFor(threadId, userId);
-  } catch (err) {
-    if (err instanceof SandboxServiceError) throw new UpstreamUnavailableError(`Could not reach the sandbox: ${err.message}`);
-    throw err;
-  }
-}
-
 /** GET of an artifact read back from DeerFlow's container sandbox: the local route's headers, ETag, 304 and Range. */
-async function sendRemoteArtifact(request: FastifyRequest<ArtifactRequest>, reply: FastifyReply, sandbox: AioSandbox) {
-  const artifact = await fetchRemoteArtifact(sandbox, request.params["*"]);
+async function sendFetchedArtifact(request: FastifyRequest<ArtifactRequest>, reply: FastifyReply, artifact: FetchedArtifact) {
   const size = artifact.body.length;
   const etag = `"${createHash("sha256").update(artifact.body).digest("hex")}"`;
   const download = request.query.download === "true" || request.query.download === "1";
@@ -62,7 +48,8 @@ export async function artifactRoutes(app: FastifyInstance): Promise<void> {
 
   app.get<ArtifactRequest>("/threads/:thread_id/artifacts/*", { preHandler: requireThread, schema: doc("artifacts", "Download a file from the thread's /mnt/user-data", { querystring: QuerySchema }) }, async (request, reply) => {
     const thread = threadOf(request);
-    if ("toolSandbox" in provider) return sendRemoteArtifact(request, reply, await remoteSandbox(provider, thread.thread_id, thread.owner_id));
+    const fetched = await fetchThreadArtifact(provider, thread.thread_id, thread.owner_id, request.params["*"]);
+    if (fetched) return sendFetchedArtifact(request, reply, fetched);
     const artifact = await openArtifact(provider.sandboxFor(thread.thread_id, thread.owner_id), request.params["*"]);
     const info = await artifact.handle.stat();
     let etag: string;

@@ -2,12 +2,10 @@
 import { fastifyMultipart } from "@fastify/multipart";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { principalOf } from "../src/auth/principal.js";
-import { BadRequestError, NotFoundError, PayloadTooLargeError, DeerflowError, UpstreamUnavailableError } from "../src/errors.js";
-import type { AioSandboxProvider } from "../src/sandbox/aio-provider.js";
-import { SandboxServiceError } from "../src/sandbox/sandbox.js";
+import { BadRequestError, NotFoundError, PayloadTooLargeError, DeerflowError } from "../src/errors.js";
 import { assertThreadId } from "../src/runtime/runs/run-service.js";
 import { requireThread, threadOf } from "./guards.js";
-import { convertUploads, deleteUpload, listUploads, UploadBatch, type UploadedFileInfo } from "../src/sandbox/uploads.js";
+import { convertUploads, deleteUpload, listUploads, placeUploadsInSandbox, UploadBatch } from "../src/sandbox/uploads.js";
 import { claimPendingThread, pendingThreadOwner } from "../src/runtime/webapp/pending-threads.js";
 import { doc } from "./openapi.js";
 
@@ -29,24 +27,6 @@ function limitError(err: unknown, limits: { max_files: number; max_file_size: nu
     return new BadRequestError(`Malformed multipart body: ${err.message}`);
   }
   return err;
-}
-
-/**
- * Writes the stored uploads (and their Markdown twins) into DeerFlow's container sandbox, which sees none of this
- * host's files (upstream's upload sync when `thread_data_mounts` is false). The host copy stays either way.
- * @throws UpstreamUnavailableError (502) naming the sandbox service when it fails.
- */
-async function placeInSandbox(provider: AioSandboxProvider, threadId: string, userId: string, files: readonly UploadedFileInfo[]): Promise<void> {
-  const paths = files.flatMap((f) => {
-    const twin = (f as { markdown_virtual_path?: unknown }).markdown_virtual_path;
-    return typeof twin === "string" ? [f.virtual_path, twin] : [f.virtual_path];
-  });
-  try {
-    await provider.syncUploads(threadId, userId, paths);
-  } catch (err) {
-    if (!(err instanceof SandboxServiceError)) throw err;
-    throw new UpstreamUnavailableError(`The files were stored, but could not be placed into the sandbox: ${err.message}`);
-  }
 }
 
 /**
@@ -105,7 +85,7 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
       const committed = await batch.commit();
       // Conversion never fails the upload: a file it cannot convert carries `conversion_error` instead.
       const files = getAppConfig().uploads.auto_convert_documents ? await convertUploads(sandbox, committed) : committed;
-      if ("syncUploads" in provider) await placeInSandbox(provider, request.params.thread_id, principalOf(request).id, files);
+      await placeUploadsInSandbox(provider, request.params.thread_id, principalOf(request).id, files);
       return reply.send({ success: true, files, message: `Successfully uploaded ${files.length} file(s)`, skipped_files: [] });
     } catch (err) {
       await batch.abort();

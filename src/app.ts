@@ -30,6 +30,7 @@ import { RecordingStreamBridge, RunEventLog } from "./runtime/stream/run-event-l
 import type { GatewaySandboxProvider } from "./sandbox/security.js";
 import { flushTracing } from "./agents/lead-agent/tracing.js";
 import { createSandboxProvider } from "./sandbox/security.js";
+import { assertSandboxUseOffered } from "./sandbox/provider-choice.js";
 import { DEFAULT_SERVER_TIMEOUTS, installBodyLimits, type ServerTimeouts } from "./http/body-limits.js";
 import { parseClientJson } from "./http/json-limits.js";
 import { corsOriginAllowed, DEFAULT_ALLOWED_HOSTS, installRequestGuards } from "./http/origins.js";
@@ -125,6 +126,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const logger = options.logger ?? getLogger();
   const readConfig = options.getAppConfig ?? getAppConfig;
   const appConfig = readConfig();
+  // A sandbox provider this gateway does not offer stops the start here, before anything is opened.
+  assertSandboxUseOffered(appConfig.sandbox);
   const home = options.home ?? getRuntimeHome();
   const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
   // An unresolvable memory backend stops the start here, before anything is opened (memory is persistent state:

@@ -4,6 +4,7 @@ import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { NotFoundError, UpstreamUnavailableError, ValidationError } from "../errors.js";
 import type { AioSandbox } from "./aio-sandbox.js";
+import type { AioSandboxProvider } from "./aio-provider.js";
 import { SandboxServiceError } from "./sandbox.js";
 import type { LocalSandbox } from "./local-sandbox.js";
 import { AREAS, checkPathText, VIRTUAL_ROOT } from "./paths.js";
@@ -110,4 +111,21 @@ export async function fetchRemoteArtifact(sandbox: AioSandbox, rawPath: string):
   const filename = path.posix.basename(virtual);
   const contentType = contentTypeFor(filename);
   return { body, filename, contentType, active: !INLINE_SAFE_TYPES.has(contentType.split(";")[0]) };
+}
+
+/**
+ * The artifact read back from the thread's remote sandbox when the provider is DeerFlow's container sandbox
+ * (see {@link fetchRemoteArtifact}); null for a provider whose files are on this host (use {@link openArtifact}).
+ * @throws as fetchRemoteArtifact; UpstreamUnavailableError (502) when the sandbox cannot be had.
+ */
+export async function fetchThreadArtifact(provider: object, threadId: string, userId: string, rawPath: string): Promise<FetchedArtifact | null> {
+  if (!("remoteFor" in provider)) return null;
+  let sandbox: AioSandbox;
+  try {
+    sandbox = await (provider as AioSandboxProvider).remoteFor(threadId, userId);
+  } catch (err) {
+    if (err instanceof SandboxServiceError) throw new UpstreamUnavailableError(`Could not reach the sandbox: ${err.message}`);
+    throw err;
+  }
+  return fetchRemoteArtifact(sandbox, rawPath);
 }
