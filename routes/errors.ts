@@ -18,6 +18,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   precondition_failed: 412,
   unsupported_media_type: 415,
   rate_limited: 429,
+  upstream_unavailable: 502,
 };
 
 /** Longest error detail echoed from a framework message, in characters. */

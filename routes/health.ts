@@ -13,7 +13,7 @@ export const HealthSchema = z.object({
   service: z.string(),
   config_error: z.string().optional().describe("Why the last config edit was not applied (the last good config is served)"),
   model_errors: z.array(z.object({ model: z.string(), error: z.string() })).optional().describe("Models whose `use:` cannot be resolved or whose fallbacks name no configured model"),
-  sandbox: z.string().optional().describe("The active sandbox provider: `local` or `bubblewrap` (fixed at start)"),
+  sandbox: z.string().optional().describe("The active sandbox provider: `local`, `bubblewrap` or `aio_sandbox` (fixed at start)"),
 });
 
 /**

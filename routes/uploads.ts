@@ -5,7 +5,7 @@ import { principalOf } from "../src/auth/principal.js";
 import { BadRequestError, NotFoundError, PayloadTooLargeError, DeerflowError } from "../src/errors.js";
 import { assertThreadId } from "../src/runtime/runs/run-service.js";
 import { requireThread, threadOf } from "./guards.js";
-import { convertUploads, deleteUpload, listUploads, UploadBatch } from "../src/sandbox/uploads.js";
+import { convertUploads, deleteUpload, listUploads, placeUploadsInSandbox, UploadBatch } from "../src/sandbox/uploads.js";
 import { claimPendingThread, pendingThreadOwner } from "../src/runtime/webapp/pending-threads.js";
 import { doc } from "./openapi.js";
 
@@ -85,6 +85,7 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
       const committed = await batch.commit();
       // Conversion never fails the upload: a file it cannot convert carries `conversion_error` instead.
       const files = getAppConfig().uploads.auto_convert_documents ? await convertUploads(sandbox, committed) : committed;
+      await placeUploadsInSandbox(provider, request.params.thread_id, principalOf(request).id, files);
       return reply.send({ success: true, files, message: `Successfully uploaded ${files.length} file(s)`, skipped_files: [] });
     } catch (err) {
       await batch.abort();

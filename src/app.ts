@@ -27,9 +27,10 @@ import { ThreadService } from "./runtime/threads/thread-service.js";
 import { openRunCoordination, streamBridgeUrl } from "./runtime/stream/scale-out.js";
 import type { StreamBridge } from "./runtime/stream/stream-bridge.js";
 import { RecordingStreamBridge, RunEventLog } from "./runtime/stream/run-event-log.js";
-import type { LocalSandboxProvider } from "./sandbox/local-provider.js";
+import type { GatewaySandboxProvider } from "./sandbox/security.js";
 import { flushTracing } from "./agents/lead-agent/tracing.js";
 import { createSandboxProvider } from "./sandbox/security.js";
+import { assertSandboxUseOffered } from "./sandbox/provider-choice.js";
 import { DEFAULT_SERVER_TIMEOUTS, installBodyLimits, type ServerTimeouts } from "./http/body-limits.js";
 import { parseClientJson } from "./http/json-limits.js";
 import { corsOriginAllowed, DEFAULT_ALLOWED_HOSTS, installRequestGuards } from "./http/origins.js";
@@ -94,7 +95,7 @@ export interface GatewayServices {
   persistence: Persistence;
   getAppConfig: () => AppConfig;
   /** Per-thread sandbox directories (uploads, artifacts and the sandbox tools share it). */
-  sandbox: LocalSandboxProvider;
+  sandbox: GatewaySandboxProvider;
   /** Stored events of every run (`GET .../runs/{run_id}/events`). */
   runEvents: RunEventLog;
   /** The memory backend (`memory.manager_class`); the memory routes read and write through it. */
@@ -125,6 +126,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const logger = options.logger ?? getLogger();
   const readConfig = options.getAppConfig ?? getAppConfig;
   const appConfig = readConfig();
+  // A sandbox provider this gateway does not offer stops the start here, before anything is opened.
+  assertSandboxUseOffered(appConfig.sandbox);
   const home = options.home ?? getRuntimeHome();
   const corsOrigins = options.corsOrigins ?? DEFAULT_CORS_ORIGINS;
   // An unresolvable memory backend stops the start here, before anything is opened (memory is persistent state:
@@ -243,6 +246,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     // Pending memory updates are applied within memory.shutdown_flush_timeout_seconds; the rest is dropped.
     await memoryManager.shutdownFlush(readConfig().memory.shutdown_flush_timeout_seconds * 1000);
     await closeMcpClients();
+    // DeerFlow's container sandbox: stop the idle check, destroy the provisioned sandboxes (upstream shutdown).
+    if ("close" in sandbox) await sandbox.close();
     await flushTracing();
     await bridge.close();
     await coordination.close();

@@ -16,7 +16,8 @@ export type ErrorCode =
   | "payload_too_large"
   | "precondition_failed"
   | "unsupported_media_type"
-  | "rate_limited";
+  | "rate_limited"
+  | "upstream_unavailable";
 
 const BRAND = Symbol.for("deerflow-gateway.DeerflowError");
 
@@ -126,5 +127,12 @@ export class RateLimitedError extends DeerflowError {
   constructor(message: string, retryAfterSeconds: number) {
     super("rate_limited", message);
     this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
+  }
+}
+
+/** A service the gateway depends on for this request (the sandbox service) is down, too slow or failed. HTTP 502. */
+export class UpstreamUnavailableError extends DeerflowError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("upstream_unavailable", message, options);
   }
 }

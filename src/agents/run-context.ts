@@ -8,6 +8,7 @@ import { hasAppConfigBrand } from "../config/app-config-brand.js";
 import type { AppConfig } from "../config/schema.js";
 import type { MemoryManager } from "./memory/manager.js";
 import type { LocalSandbox } from "../sandbox/local-sandbox.js";
+import type { Sandbox } from "../sandbox/sandbox.js";
 
 /** The user every request runs as when auth is disabled, and the owner of pre-auth data. */
 export const DEFAULT_USER_ID = "default";
@@ -23,6 +24,13 @@ export interface RunSandboxProvider {
   release(sandboxId: string): void | Promise<void>;
   /** The thread's sandbox (directories confined to `users/<user>/threads/<thread>`). */
   sandboxFor(threadId: string, userId?: string): LocalSandbox;
+  /**
+   * The sandbox the tools work in, when it is not {@link sandboxFor}'s host directories (DeerFlow's container
+   * sandbox: a remote service). @throws SandboxServiceError when the service cannot hand one out.
+   */
+  toolSandbox?(threadId: string, userId?: string): Promise<Sandbox>;
+  /** Called when a run of the thread ends: its sandbox may be reaped once idle (DeerFlow's after-agent release). */
+  releaseThread?(threadId: string, userId?: string): void;
 }
 
 /** The subagent marker: which type of child this is and what it inherits. */

@@ -1,8 +1,11 @@
 // Port of DeerFlow app/gateway/routers/artifacts.py (path resolution, content types, active content served as a
-// download) for the local sandbox.
+// download) for the local sandbox, and the same read back from DeerFlow's container sandbox.
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
-import { NotFoundError, ValidationError } from "../errors.js";
+import { NotFoundError, UpstreamUnavailableError, ValidationError } from "../errors.js";
+import type { AioSandbox } from "./aio-sandbox.js";
+import type { AioSandboxProvider } from "./aio-provider.js";
+import { SandboxServiceError } from "./sandbox.js";
 import type { LocalSandbox } from "./local-sandbox.js";
 import { AREAS, checkPathText, VIRTUAL_ROOT } from "./paths.js";
 
@@ -79,4 +82,50 @@ export async function openArtifact(sandbox: LocalSandbox, rawPath: string): Prom
   const filename = path.posix.basename(virtual);
   const contentType = contentTypeFor(filename);
   return { handle, size: info.size, filename, contentType, active: !INLINE_SAFE_TYPES.has(contentType.split(";")[0]) };
+}
+
+/** An artifact read whole from a remote sandbox: its bytes and the headers' facts (see {@link OpenedArtifact}). */
+export interface FetchedArtifact {
+  body: Buffer;
+  filename: string;
+  contentType: string;
+  active: boolean;
+}
+
+/**
+ * Reads a file of the thread's remote sandbox (DeerFlow's container sandbox) for download: the same path forms as
+ * {@link openArtifact}, the bytes fetched with the sandbox's download API (at most 100 MiB).
+ * @throws SandboxPathError (403) for refused paths; NotFoundError (404); ValidationError (422) for a directory or a
+ *   file over the download limit; UpstreamUnavailableError (502) naming the service when it fails.
+ */
+export async function fetchRemoteArtifact(sandbox: AioSandbox, rawPath: string): Promise<FetchedArtifact> {
+  const virtual = artifactVirtualPath(rawPath);
+  let body: Buffer;
+  try {
+    body = await sandbox.downloadFile(virtual);
+  } catch (err) {
+    if (err instanceof SandboxServiceError) throw new UpstreamUnavailableError(`Could not read the artifact from the sandbox: ${err.message}`);
+    if ((err as NodeJS.ErrnoException).code === "EFBIG") throw new ValidationError(`Artifact is too large to download: ${virtual}`);
+    return artifactError(err, virtual);
+  }
+  const filename = path.posix.basename(virtual);
+  const contentType = contentTypeFor(filename);
+  return { body, filename, contentType, active: !INLINE_SAFE_TYPES.has(contentType.split(";")[0]) };
+}
+
+/**
+ * The artifact read back from the thread's remote sandbox when the provider is DeerFlow's container sandbox
+ * (see {@link fetchRemoteArtifact}); null for a provider whose files are on this host (use {@link openArtifact}).
+ * @throws as fetchRemoteArtifact; UpstreamUnavailableError (502) when the sandbox cannot be had.
+ */
+export async function fetchThreadArtifact(provider: object, threadId: string, userId: string, rawPath: string): Promise<FetchedArtifact | null> {
+  if (!("remoteFor" in provider)) return null;
+  let sandbox: AioSandbox;
+  try {
+    sandbox = await (provider as AioSandboxProvider).remoteFor(threadId, userId);
+  } catch (err) {
+    if (err instanceof SandboxServiceError) throw new UpstreamUnavailableError(`Could not reach the sandbox: ${err.message}`);
+    throw err;
+  }
+  return fetchRemoteArtifact(sandbox, rawPath);
 }

@@ -78,7 +78,7 @@ export function describeLimit(limit: SandboxLimitName, l: SandboxLimitsConfig, t
  */
 export class BubblewrapSandbox extends LocalSandbox {
   /** Marks a sandbox whose commands cannot reach the host (the bash tool skips its host-path guard rail). */
-  readonly isolated = true;
+  override readonly isolated = true;
   private running = 0;
 
   /** As LocalSandbox, plus the provider's shared {@link BubblewrapEnv}. */

@@ -10,7 +10,8 @@ import { findMount, mountVirtualPath, readOnlyMountError, type SandboxMount } fr
 import { checkPathText, parseVirtualPath, resolveExisting, resolveForWrite, SandboxPathError, toHostPath, toVirtualPath, VIRTUAL_ROOT, type SandboxDirs } from "./paths.js";
 import { lstatBeneath, openBeneath, symlinkRefused, openDirBeneath, openTrustedDir, readdirBeneath, withHandle, writeAtomicBeneath } from "./safe-fs.js";
 import { compareCodePoints } from "../code-point-order.js";
-import type { SearchRoot } from "./search.js";
+import { findGlobMatches, findGrepMatches, type SearchRoot } from "./search.js";
+import type { Bounded, ExecuteOptions, GlobOptions, GrepOptions, ReadResult, Sandbox, SandboxGrepMatch } from "./sandbox.js";
 
 /** Largest file `readFile` loads, in bytes; longer files are read up to this size and flagged. */
 export const MAX_READ_BYTES = 10 * 1024 * 1024;
@@ -21,21 +22,7 @@ const IGNORED = new Set([".git", "node_modules", "__pycache__", ".venv", ".mypy_
 /** Temporary files of in-flight writes and uploads. */
 export const TEMP_FILE = /^\.(upload|write)-.*\.part$/;
 
-/** Text read from a file: `truncated` when the file was longer than {@link MAX_READ_BYTES}. */
-export interface ReadResult {
-  text: string;
-  size: number;
-  truncated: boolean;
-}
-
-/** Options of {@link LocalSandbox.execute}. */
-export interface ExecuteOptions {
-  /** Wall-clock limit in seconds (config `sandbox.bash_command_timeout`). */
-  timeoutSeconds: number;
-  signal?: AbortSignal;
-  /** The run the command belongs to (the bubblewrap provider's audit line). */
-  runId?: string;
-}
+export type { ExecuteOptions, ReadResult } from "./sandbox.js";
 
 /** Thrown when a file is not UTF-8 text (or holds NUL bytes). */
 export class BinaryFileError extends Error {}
@@ -45,7 +32,9 @@ export class BinaryFileError extends Error {}
  * each access is validated ({@link parseVirtualPath}) and resolved with realpath so that symlinks cannot lead outside
  * the thread's `user-data` directory. Mirrors DeerFlow `LocalSandbox` with per-thread path mappings.
  */
-export class LocalSandbox {
+export class LocalSandbox implements Sandbox {
+  /** Host bash is no boundary: `bash` stays behind `sandbox.allow_host_bash`. */
+  readonly isolated: boolean = false;
   /** Real (symlink-free) path of `dirs.root`, the boundary every access is checked against. */
   readonly realRoot: string;
 
@@ -154,6 +143,26 @@ export class LocalSandbox {
       if ((err as NodeJS.ErrnoException).code !== "ENOTDIR") throw err;
     }
     return { kind: "file", handle: await this.openFile(virtualPath), hostPath };
+  }
+
+  /**
+   * Paths under `root` (a directory) matching `pattern`, as virtual paths; symlinks are not followed.
+   * @throws SandboxPathError; ENOENT when missing.
+   */
+  async glob(root: string, pattern: string, options: GlobOptions): Promise<Bounded<string>> {
+    const start = await this.openSearchRoot(root);
+    const { matches, truncated } = await withHandle(start.handle, () => findGlobMatches(start, pattern, options));
+    return { matches: matches.map((m) => this.toVirtual(m)), truncated };
+  }
+
+  /**
+   * Lines matching `pattern` in the file at `root` or the text files under it (see `findGrepMatches`).
+   * @throws SyntaxError for a regex RE2 cannot run; SandboxPathError; ENOENT when missing.
+   */
+  async grep(root: string, pattern: string, options: GrepOptions): Promise<Bounded<SandboxGrepMatch>> {
+    const start = await this.openSearchRoot(root);
+    const { matches, truncated } = await withHandle(start.handle, () => findGrepMatches(start, pattern, { ...options, glob: options.glob ?? undefined }));
+    return { matches: matches.map((m) => ({ path: this.toVirtual(m.path), lineNumber: m.lineNumber, line: m.line })), truncated };
   }
 
   /** Virtual path of a host path inside the sandbox. */

@@ -29,6 +29,22 @@ export const SandboxLimitsSchema = z.strictObject({
   concurrent_total: z.number().int().min(1).default(32),
 });
 
+/**
+ * The keys of `sandbox.use: deerflow.community.aio_sandbox:AioSandboxProvider` (remote modes only): `base_url` (one
+ * running sandbox for the deployment) or `provisioner_url` (+ `provisioner_api_key`, one sandbox per thread),
+ * `api_key` (bearer token of the sandbox API), `idle_timeout` (seconds a released sandbox lives, 0 = until
+ * shutdown), `request_timeout` (seconds per file operation), `ready_timeout` (seconds a new sandbox may take).
+ */
+const AioSandboxKeys = {
+  base_url: z.url({ protocol: /^https?$/ }).or(z.literal("")).optional(),
+  api_key: z.string().optional(),
+  provisioner_url: z.url({ protocol: /^https?$/ }).or(z.literal("")).optional(),
+  provisioner_api_key: z.string().optional(),
+  idle_timeout: z.number().min(0).default(600),
+  request_timeout: z.number().positive().default(60),
+  ready_timeout: z.number().positive().default(60),
+};
+
 /** `sandbox` (DeerFlow `sandbox_config.py`): provider and tool limits. Restart-only. */
 export const SandboxConfigSchema = z.looseObject({
   use: z.string().default("deerflow.sandbox.local:LocalSandboxProvider"),
@@ -41,6 +57,8 @@ export const SandboxConfigSchema = z.looseObject({
   /** Network inside the bubblewrap provider's sandbox: `none` (own empty network namespace) or `full` (the host's). */
   network: z.enum(["none", "full"]).default("none"),
   limits: SandboxLimitsSchema.default(SandboxLimitsSchema.parse({})),
+  // DeerFlow's container sandbox (aio_sandbox) over its HTTP API: see aio-provider.ts and docs/sandbox.md.
+  ...AioSandboxKeys,
 });
 
 /** The parsed `sandbox.limits`. */

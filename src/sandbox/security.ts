@@ -6,6 +6,13 @@ import { resolveMounts } from "./mounts.js";
 import { LocalSandboxProvider } from "./local-provider.js";
 import { BubblewrapSandboxProvider } from "./bwrap-provider.js";
 import type { SandboxAuditRecord } from "./bwrap-sandbox.js";
+import { assertSandboxUseOffered, AUTO_PROVIDER_USES, BUBBLEWRAP_PROVIDER_USES, createAioProvider, isAioProviderUse } from "./provider-choice.js";
+import type { AioSandboxProvider } from "./aio-provider.js";
+
+export { AUTO_PROVIDER_USES, BUBBLEWRAP_PROVIDER_USES } from "./provider-choice.js";
+
+/** The gateway's sandbox provider: the host directories (plain or in bubblewrap), or DeerFlow's container sandbox. */
+export type GatewaySandboxProvider = LocalSandboxProvider | AioSandboxProvider;
 
 /** The tool result of a refused host bash call (DeerFlow `LOCAL_HOST_BASH_DISABLED_MESSAGE`). */
 export const LOCAL_HOST_BASH_DISABLED_MESSAGE =
@@ -18,30 +25,19 @@ export const BASH_TOOL_USES: ReadonlySet<string> = new Set([
   "deerflow-gateway/sandbox:bashTool",
 ]);
 
-/** `use:` values that name the local provider (DeerFlow's two spellings and this package's). */
-const LOCAL_PROVIDER_USES = new Set([
-  "deerflow.sandbox.local:LocalSandboxProvider",
-  "deerflow.sandbox.local.local_sandbox_provider:LocalSandboxProvider",
-  "deerflow-gateway/sandbox:LocalSandboxProvider",
-]);
-
-/** `use:` of the bubblewrap provider (isolated; bash without opt-in). */
-export const BUBBLEWRAP_PROVIDER_USES: ReadonlySet<string> = new Set(["deerflow-gateway/sandbox:BubblewrapSandboxProvider"]);
-/** `use:` of the automatic choice: the bubblewrap provider where `bwrap` works, else the local one. */
-export const AUTO_PROVIDER_USES: ReadonlySet<string> = new Set(["deerflow-gateway/sandbox:AutoSandboxProvider"]);
-
-/** Whether `sandbox.use` selects an isolated provider here (bubblewrap, or auto where bwrap works). */
+/** Whether `sandbox.use` selects the bubblewrap provider here (bubblewrap, or auto where bwrap works). */
 export function isIsolatedSandbox(appConfig: Pick<AppConfig, "sandbox">): boolean {
   const use = appConfig.sandbox?.use ?? "";
   return BUBBLEWRAP_PROVIDER_USES.has(use) || (AUTO_PROVIDER_USES.has(use) && bubblewrapStatus().available);
 }
 
 /**
- * Whether bash may run: always with an isolated provider (upstream gives bash whenever the sandbox is not the
- * local one), else only when `sandbox.allow_host_bash` is true. Mirrors DeerFlow `is_host_bash_allowed`.
+ * Whether bash may run: always with an isolated provider (the bubblewrap provider, or DeerFlow's container
+ * sandbox: upstream gives bash whenever the sandbox is not the local one), else only when
+ * `sandbox.allow_host_bash` is true. Mirrors DeerFlow `is_host_bash_allowed`.
  */
 export function isHostBashAllowed(appConfig: Pick<AppConfig, "sandbox">): boolean {
-  return appConfig.sandbox?.allow_host_bash === true || isIsolatedSandbox(appConfig);
+  return appConfig.sandbox?.allow_host_bash === true || isIsolatedSandbox(appConfig) || isAioProviderUse(appConfig.sandbox?.use);
 }
 
 /** True for a configured tool that runs host bash: group `bash`, or the bash tool's `use:` (DeerFlow `_is_host_bash_tool`). */
@@ -50,37 +46,42 @@ export function isHostBashTool(entry: { group?: string; use?: string }): boolean
 }
 
 /**
- * The process's sandbox provider for `sandbox.use`: the bubblewrap provider for its `use:` (refusing to start,
- * SandboxUnavailableError, where bwrap does not work), for the auto `use:` where bwrap works (else the local one,
- * logged); the local provider otherwise. Another `use:` (e.g. DeerFlow's container sandbox) logs a warning and gets
- * the local provider, with host bash still gated by `allow_host_bash`. `onAudit` receives the bubblewrap
- * provider's per-command records.
- * Every thread's sandbox also sees the skills root read-only at `skills.container_path` (DeerFlow's
+ * The process's sandbox provider for `sandbox.use`: DeerFlow's container sandbox
+ * (`deerflow.community.aio_sandbox:AioSandboxProvider`) with `base_url` / `provisioner_url`; the bubblewrap provider
+ * for its `use:` (refusing to start, SandboxUnavailableError, where bwrap does not work) and for the auto `use:`
+ * where bwrap works (else the local one, logged); the local provider otherwise. Any other provider stops the start
+ * ({@link assertSandboxUseOffered}). `onAudit` receives the bubblewrap provider's per-command records.
+ * Every thread's local sandbox also sees the skills root read-only at `skills.container_path` (DeerFlow's
  * `/mnt/skills`), its user's custom skills at `<that path>/custom` (see `userSkillMounts`) and the valid
  * `sandbox.mounts` entries (bad ones are logged and skipped, see `resolveMounts`).
  * @param home Runtime home holding the thread directories.
  * @param skillsHostRoot The skills root on the host (null: no skills mount).
+ * @throws ConfigError for a provider this gateway does not offer.
  */
 export function createSandboxProvider(
   appConfig: Pick<AppConfig, "sandbox"> & Partial<Pick<AppConfig, "skills">>,
   home: string,
   skillsHostRoot: string | null = null,
   onAudit?: (record: SandboxAuditRecord) => void,
-): LocalSandboxProvider {
-  const use = appConfig.sandbox?.use ?? "";
-  const isolated = BUBBLEWRAP_PROVIDER_USES.has(use) || AUTO_PROVIDER_USES.has(use);
-  if (AUTO_PROVIDER_USES.has(use) && !bubblewrapStatus().available) {
-    getLogger().warn({ reason: bubblewrapStatus().reason }, `sandbox.use AutoSandboxProvider: bubblewrap does not work here (${bubblewrapStatus().reason}); using the local provider (no bash)`);
-  } else if (use && !isolated && !LOCAL_PROVIDER_USES.has(use)) {
-    getLogger().warn({ use }, `sandbox provider '${use}' is not available in this release; using the local provider (host bash stays off unless sandbox.allow_host_bash is true)`);
-  }
-  if (appConfig.sandbox?.allow_host_bash === true && !isIsolatedSandbox(appConfig)) warnAboutHostBash();
-  const mounts = resolveMounts({ mounts: appConfig.sandbox?.mounts ?? [], skillsHostRoot, skillsContainerPath: appConfig.skills?.container_path });
+): GatewaySandboxProvider {
+  const sandbox = appConfig.sandbox;
+  if (sandbox) assertSandboxUseOffered(sandbox);
+  const use = sandbox?.use ?? "";
+  const mounts = resolveMounts({ mounts: sandbox?.mounts ?? [], skillsHostRoot, skillsContainerPath: appConfig.skills?.container_path });
   const skillsVirtual = (appConfig.skills?.container_path ?? "/mnt/skills").replace(/\/+$/, "");
   const base = { baseDir: home, mounts, userSkills: { hostRoot: skillsHostRoot, virtual: skillsVirtual } };
-  if (isIsolatedSandbox(appConfig)) {
-    return new BubblewrapSandboxProvider({ ...base, network: appConfig.sandbox?.network, limits: appConfig.sandbox?.limits, onAudit });
+  if (sandbox && isAioProviderUse(use)) {
+    const aio = createAioProvider(sandbox, new LocalSandboxProvider(base), skillsVirtual);
+    getLogger().info({ mode: aio.mode }, "sandbox: DeerFlow's container sandbox (aio_sandbox) over its HTTP API; bash runs there");
+    return aio;
   }
+  if (AUTO_PROVIDER_USES.has(use) && !bubblewrapStatus().available) {
+    getLogger().warn({ reason: bubblewrapStatus().reason }, `sandbox.use AutoSandboxProvider: bubblewrap does not work here (${bubblewrapStatus().reason}); using the local provider (no bash)`);
+  }
+  if (isIsolatedSandbox(appConfig)) {
+    return new BubblewrapSandboxProvider({ ...base, network: sandbox?.network, limits: sandbox?.limits, onAudit });
+  }
+  if (sandbox?.allow_host_bash === true) warnAboutHostBash();
   return new LocalSandboxProvider(base);
 }
 

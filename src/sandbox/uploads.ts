@@ -5,7 +5,9 @@ import { constants } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
-import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.js";
+import { ConflictError, NotFoundError, PayloadTooLargeError, UpstreamUnavailableError, ValidationError } from "../errors.js";
+import type { AioSandboxProvider } from "./aio-provider.js";
+import { SandboxServiceError } from "./sandbox.js";
 import { TEMP_FILE, type LocalSandbox } from "./local-sandbox.js";
 import { checkPathText, MAX_SEGMENT_BYTES, SandboxPathError, VIRTUAL_ROOT } from "./paths.js";
 import { lstatBeneath, openBeneath, readdirBeneath, renameBeneath, unlinkBeneath, withHandle } from "./safe-fs.js";
@@ -234,5 +236,25 @@ export class UploadBatch {
     if (dir) await Promise.all(this.staged.filter((e) => e.temp).map((e) => unlinkBeneath(dir, e.temp).catch(() => undefined)));
     this.staged = [];
     await this.closeDir();
+  }
+}
+
+/**
+ * Writes the stored uploads (and their Markdown twins) into DeerFlow's container sandbox, which sees none of this
+ * host's files (upstream's upload sync when `thread_data_mounts` is false); nothing for a provider whose files are
+ * on this host. The host copy stays either way.
+ * @throws UpstreamUnavailableError (502) naming the sandbox service when it fails.
+ */
+export async function placeUploadsInSandbox(provider: object, threadId: string, userId: string, files: readonly UploadedFileInfo[]): Promise<void> {
+  if (!("syncUploads" in provider)) return;
+  const paths = files.flatMap((f) => {
+    const twin = (f as { markdown_virtual_path?: unknown }).markdown_virtual_path;
+    return typeof twin === "string" ? [f.virtual_path, twin] : [f.virtual_path];
+  });
+  try {
+    await (provider as AioSandboxProvider).syncUploads(threadId, userId, paths);
+  } catch (err) {
+    if (!(err instanceof SandboxServiceError)) throw err;
+    throw new UpstreamUnavailableError(`The files were stored, but could not be placed into the sandbox: ${err.message}`);
   }
 }

@@ -176,6 +176,8 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
   } catch (err) {
     reportFailure(err, run, deps.bridge, progress, log);
   } finally {
+    // The run no longer holds the thread's sandbox (DeerFlow SandboxMiddleware.after_agent's release).
+    if (progress.context) deps.sandboxProvider?.releaseThread?.(String(progress.context.thread_id), String(progress.context.user_id));
     await recordOutcome(run, job, deps, progress, log);
     log.info({ status: progress.status }, "run finished");
   }

@@ -7,7 +7,7 @@ import { neutralizeTags } from "../../agents/prompt-text.js";
 import { TEMP_FILE } from "../../sandbox/local-sandbox.js";
 import { VIRTUAL_ROOT } from "../../sandbox/paths.js";
 import { readUploadOutline, type OutlineEntry } from "../../sandbox/upload-outline.js";
-import { threadSandbox, toolErrorText, type ToolRuntimeConfig } from "../sandbox/runtime.js";
+import { hostSandbox, toolErrorText, type ToolRuntimeConfig } from "../sandbox/runtime.js";
 import { compareCodePoints } from "../../code-point-order.js";
 
 /** Files listed when the model does not say (DeerFlow `_DEFAULT_MAX_RESULTS`). */
@@ -107,7 +107,7 @@ export function createListUploadedFilesTool(options: { baseDir?: string } = {}) 
       const runtime = config as ToolRuntimeConfig;
       let sandbox;
       try {
-        sandbox = await threadSandbox(runtime, { record: false, baseDir: options.baseDir });
+        sandbox = await hostSandbox(runtime, { baseDir: options.baseDir });
       } catch {
         return JSON.stringify({ files: [], message: "Thread not found." });
       }

@@ -7,7 +7,7 @@ import { tool } from "langchain";
 import { z } from "zod";
 import type { LocalSandbox } from "../../sandbox/local-sandbox.js";
 import { checkPathText, isWithin, SandboxPathError, VIRTUAL_ROOT } from "../../sandbox/paths.js";
-import { threadSandbox, toolErrorText, type ToolRuntimeConfig } from "../sandbox/runtime.js";
+import { hostSandbox, toolErrorText, type ToolRuntimeConfig } from "../sandbox/runtime.js";
 import { toolCallIdOf } from "./write-todos.js";
 
 /** Virtual directory of the files a user can be shown. */
@@ -73,7 +73,7 @@ export function createPresentFilesTool(options: PresentFilesToolOptions = {}) {
       const normalized: string[] = [];
       for (const filepath of filepaths) {
         try {
-          sandbox ??= await threadSandbox(config as ToolRuntimeConfig, { record: false, baseDir: options.baseDir });
+          sandbox ??= await hostSandbox(config as ToolRuntimeConfig, { baseDir: options.baseDir });
           normalized.push(await normalizePresentedPath(sandbox, filepath));
         } catch (err) {
           return fail(toolErrorText(err, String(filepath).slice(0, 300), { notFound: "File not found", doing: "presenting files" }, sandbox));

@@ -4,20 +4,10 @@ import { z } from "zod";
 import { MAX_COMMAND_CHARS, truncateMiddle, validateBashCommand } from "../../sandbox/host-bash.js";
 import type { IsolatedRunResult } from "../../sandbox/bwrap-sandbox.js";
 import { SandboxPathError } from "../../sandbox/paths.js";
-import type { LocalSandbox } from "../../sandbox/local-sandbox.js";
+import type { Sandbox } from "../../sandbox/sandbox.js";
 import { isHostBashAllowed, LOCAL_HOST_BASH_DISABLED_MESSAGE } from "../../sandbox/security.js";
 import { runContextOf } from "../../agents/run-context.js";
 import { appConfigOf, threadSandbox, toolErrorText, type ToolRuntimeConfig } from "./runtime.js";
-
-/**
- * The checks that stay when the sandbox itself is the boundary (bubblewrap provider): not empty, no NUL byte, at
- * most {@link MAX_COMMAND_CHARS} characters (a command is one argv string; Linux caps one at 128 KiB).
- */
-function validateIsolatedCommand(command: string): void {
-  if (!command.trim()) throw new SandboxPathError("Command is empty");
-  if (command.length > MAX_COMMAND_CHARS) throw new SandboxPathError(`Command is too long (${command.length} characters; the limit is ${MAX_COMMAND_CHARS}); write long scripts to a file with write_file and run that`);
-  if (command.includes("\u0000")) throw new SandboxPathError("Command contains a NUL byte");
-}
 
 const DESCRIPTION = [
   "Execute a bash command in the thread's workspace (/mnt/user-data/workspace is the working directory).",
@@ -27,10 +17,17 @@ const DESCRIPTION = [
   "  a foreground command is killed (with its whole process group) when the command timeout passes.",
 ].join("\n");
 
+/** The checks every command gets, isolated or not: not empty, not over-long, no NUL byte. @throws SandboxPathError. */
+function validateCommandText(command: string): void {
+  if (!command.trim()) throw new SandboxPathError("Command is empty");
+  if (command.length > MAX_COMMAND_CHARS) throw new SandboxPathError(`Command is too long (${command.length} characters; the limit is ${MAX_COMMAND_CHARS})`);
+  if (command.includes("\u0000")) throw new SandboxPathError("Command contains a NUL byte");
+}
+
 /**
- * `bash`: runs a command with host bash in the thread's workspace. Refused ("Error: Host bash execution is
- * disabled ...") unless `sandbox.allow_host_bash` is true; commands naming paths outside the thread are refused
- * ({@link validateBashCommand}). Killed with its process group after `sandbox.bash_command_timeout` seconds or when
+ * `bash`: runs a command in the thread's workspace: in DeerFlow's container sandbox when that is the provider,
+ * else with host bash, refused ("Error: Host bash execution is disabled ...") unless `sandbox.allow_host_bash` is
+ * true, and commands naming paths outside the thread refused ({@link validateBashCommand}). Killed with its process group after `sandbox.bash_command_timeout` seconds or when
  * the run is cancelled. Output (stdout and stderr together, host paths shown as `/mnt/user-data`) is
  * middle-truncated to `sandbox.bash_output_max_chars`; a non-zero exit adds `[exit code: N]`. DeerFlow `bash_tool`.
  */
@@ -39,13 +36,13 @@ export const bashTool = tool(
     const runtime = config as ToolRuntimeConfig;
     const limits = appConfigOf(runtime).sandbox;
     if (!isHostBashAllowed(appConfigOf(runtime))) return `Error: ${LOCAL_HOST_BASH_DISABLED_MESSAGE}`;
-    let sandbox: LocalSandbox | null = null;
+    let sandbox: Sandbox | null = null;
     try {
       sandbox = await threadSandbox(runtime);
-      // In an isolated sandbox the namespaces are the boundary; the host-path guard rail would only refuse /mnt/skills.
-      if ("isolated" in sandbox && sandbox.isolated) validateIsolatedCommand(command);
+      // The path checks guard host bash; an isolated sandbox is its own boundary (upstream checks only local bash).
+      if (sandbox.isolated) validateCommandText(command);
       else validateBashCommand(command);
-      const result: Partial<IsolatedRunResult> & Awaited<ReturnType<LocalSandbox["execute"]>> = await sandbox.execute(command, { timeoutSeconds: limits.bash_command_timeout, signal: runtime.signal, runId: runContextOf(runtime).runId });
+      const result: Partial<IsolatedRunResult> & Awaited<ReturnType<Sandbox["execute"]>> = await sandbox.execute(command, { timeoutSeconds: limits.bash_command_timeout, signal: runtime.signal, runId: runContextOf(runtime).runId });
       let output = sandbox.maskOutput(result.output).replace(/\s+$/, "");
       if (result.limitMessage) {
         const partial = output ? `\nOutput before it was stopped:\n${output}` : "";

@@ -1,7 +1,7 @@
 // Port of DeerFlow sandbox/tools.py: ls_tool, read_file_tool, write_file_tool, str_replace_tool (local sandbox).
 import { tool } from "langchain";
 import { z } from "zod";
-import type { LocalSandbox } from "../../sandbox/local-sandbox.js";
+import type { Sandbox } from "../../sandbox/sandbox.js";
 import { sandboxLimits, threadSandbox, toolErrorText, truncateHead, type ToolRuntimeConfig } from "./runtime.js";
 
 /** Largest `content` a single write_file call accepts, in UTF-8 bytes (bounds disk use per call). */
@@ -11,8 +11,8 @@ const pathArg = (what: string) => z.string().describe(`The **absolute** virtual 
 const descriptionArg = z.string().optional().describe("Optional short explanation shown in the UI");
 
 /** Runs `body` against the thread's sandbox and turns any failure into an "Error: ..." result. */
-async function withSandbox(config: unknown, shownPath: string, wording: { notFound: string; doing: string }, body: (sandbox: LocalSandbox) => Promise<string>): Promise<string> {
-  let sandbox: LocalSandbox | null = null;
+async function withSandbox(config: unknown, shownPath: string, wording: { notFound: string; doing: string }, body: (sandbox: Sandbox) => Promise<string>): Promise<string> {
+  let sandbox: Sandbox | null = null;
   try {
     sandbox = await threadSandbox(config as ToolRuntimeConfig);
     return await body(sandbox);

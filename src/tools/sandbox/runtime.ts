@@ -4,6 +4,7 @@ import type { AppConfig } from "../../config/schema.js";
 import { SandboxConfigSchema } from "../../sandbox/sandbox-config.js";
 import { DeerflowError } from "../../errors.js";
 import { BinaryFileError, type LocalSandbox } from "../../sandbox/local-sandbox.js";
+import { SandboxServiceError, type Sandbox } from "../../sandbox/sandbox.js";
 import { LocalSandboxProvider } from "../../sandbox/local-provider.js";
 import { ensureSandbox, type SandboxToolRuntime } from "../../sandbox/provider.js";
 import { runContextOf, type RunSandboxProvider } from "../../agents/run-context.js";
@@ -47,19 +48,32 @@ export function providerOf(config: ToolRuntimeConfig, baseDir?: string): RunSand
 export class SandboxToolError extends Error {}
 
 /**
- * The sandbox of the thread this tool call belongs to. Thread and user come only from the server-set runtime
- * context (`thread_id`, `user_id`; `configurable` as fallback), never from a sandbox id found in state, which a
- * client could have written. With `record` (default) the first call of a run records the sandbox id in the
+ * The sandbox of the thread this tool call belongs to: the provider's `toolSandbox` (a remote sandbox, acquired on
+ * first use) where it has one, else its host-directory sandbox. Thread and user come only from the server-set
+ * runtime context (`thread_id`, `user_id`; `configurable` as fallback), never from a sandbox id found in state,
+ * which a client could have written. With `record` (default) the first call of a run records the sandbox id in the
  * tool's state and context ({@link ensureSandbox}), which SandboxMiddleware turns into the `sandbox` state update.
  * `baseDir` is the runtime home used when the context carries no provider.
- * @throws SandboxToolError when there is no thread id; Error for an unsafe id.
+ * @throws SandboxToolError when there is no thread id; Error for an unsafe id; SandboxServiceError when a remote
+ *   sandbox cannot be had.
  */
-export async function threadSandbox(config: ToolRuntimeConfig, options: { record?: boolean; baseDir?: string } = {}): Promise<LocalSandbox> {
+export async function threadSandbox(config: ToolRuntimeConfig, options: { record?: boolean; baseDir?: string } = {}): Promise<Sandbox> {
   const { threadId, userId } = runContextOf(config);
   if (!threadId) throw new SandboxToolError("Thread ID is not available in the runtime context; sandbox tools need a thread");
   const provider = providerOf(config, options.baseDir);
   if (options.record ?? true) await ensureSandbox(config as SandboxToolRuntime, provider);
-  return provider.sandboxFor(threadId, userId);
+  return provider.toolSandbox ? provider.toolSandbox(threadId, userId) : provider.sandboxFor(threadId, userId);
+}
+
+/**
+ * The thread's directories on this host (uploads as stored by the gateway, files the gateway itself writes),
+ * whatever the provider: for tools that read the gateway's own copy (list_uploaded_files, present_files).
+ * @throws SandboxToolError when there is no thread id; Error for an unsafe id.
+ */
+export async function hostSandbox(config: ToolRuntimeConfig, options: { baseDir?: string } = {}): Promise<LocalSandbox> {
+  const { threadId, userId } = runContextOf(config);
+  if (!threadId) throw new SandboxToolError("Thread ID is not available in the runtime context; sandbox tools need a thread");
+  return providerOf(config, options.baseDir).sandboxFor(threadId, userId);
 }
 
 /** Head-truncates `text` to at most `maxChars` characters (0 = no limit), with a note saying how much was kept. */
@@ -82,8 +96,8 @@ export interface ErrorWording {
  * The "Error: ..." tool result for a failure: refused paths and tool errors keep their message; file-system
  * codes get DeerFlow's wording; anything else is "Unexpected error <doing>: <message>" with host paths masked.
  */
-export function toolErrorText(err: unknown, shownPath: string, wording: ErrorWording, sandbox?: LocalSandbox | null): string {
-  if (DeerflowError.isInstance(err) || err instanceof SandboxToolError) return `Error: ${(err as Error).message}`;
+export function toolErrorText(err: unknown, shownPath: string, wording: ErrorWording, sandbox?: Sandbox | null): string {
+  if (DeerflowError.isInstance(err) || err instanceof SandboxToolError || err instanceof SandboxServiceError) return `Error: ${(err as Error).message}`;
   if (err instanceof BinaryFileError) {
     return `Error: cannot read '${shownPath}' as text: it appears to be a binary file (e.g. .xlsx, .pdf or an image). read_file only supports UTF-8 text; use view_image for images.`;
   }

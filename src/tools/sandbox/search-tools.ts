@@ -2,9 +2,7 @@
 import { tool } from "langchain";
 import { z } from "zod";
 import { runContextOf } from "../../agents/run-context.js";
-import { findGlobMatches, findGrepMatches } from "../../sandbox/search.js";
-import type { LocalSandbox } from "../../sandbox/local-sandbox.js";
-import { withHandle } from "../../sandbox/safe-fs.js";
+import type { Sandbox } from "../../sandbox/sandbox.js";
 import { threadSandbox, toolErrorText, type ToolRuntimeConfig } from "./runtime.js";
 
 /** Default and upper bound of `max_results` (DeerFlow `_DEFAULT_GLOB_MAX_RESULTS` / `_MAX_GLOB_MAX_RESULTS`, grep alike). */
@@ -23,8 +21,8 @@ function effectiveMax(config: unknown, name: string, requested: number | undefin
   return Math.min(clamp(requested), clamp(entry?.max_results));
 }
 
-async function search(config: unknown, shownPath: string, doing: string, body: (sandbox: LocalSandbox) => Promise<string>): Promise<string> {
-  let sandbox: LocalSandbox | null = null;
+async function search(config: unknown, shownPath: string, doing: string, body: (sandbox: Sandbox) => Promise<string>): Promise<string> {
+  let sandbox: Sandbox | null = null;
   try {
     sandbox = await threadSandbox(config as ToolRuntimeConfig);
     return await body(sandbox);
@@ -45,11 +43,10 @@ export const globTool = tool(
   async ({ pattern, path, include_dirs, max_results }, config) =>
     search(config, path, "searching paths", async (sandbox) => {
       const max = effectiveMax(config, "glob", max_results ?? undefined, GLOB_MAX_RESULTS);
-      const root = await sandbox.openSearchRoot(path);
-      const { matches, truncated } = await withHandle(root.handle, () => findGlobMatches(root, pattern, { includeDirs: include_dirs ?? false, maxResults: max }));
+      const { matches, truncated } = await sandbox.glob(path, pattern, { includeDirs: include_dirs ?? false, maxResults: max });
       if (!matches.length) return `No files matched under ${path}`;
       const lines = [`Found ${matches.length} paths under ${path}${truncated ? ` (showing first ${matches.length})` : ""}`];
-      matches.forEach((m, i) => lines.push(`${i + 1}. ${sandbox.toVirtual(m)}`));
+      matches.forEach((m, i) => lines.push(`${i + 1}. ${m}`));
       if (truncated) lines.push("Results truncated. Narrow the path or pattern to see fewer matches.");
       return lines.join("\n");
     }),
@@ -76,11 +73,10 @@ export const grepTool = tool(
   async ({ pattern, path, glob, literal, case_sensitive, max_results }, config) =>
     search(config, path, "searching file contents", async (sandbox) => {
       const max = effectiveMax(config, "grep", max_results ?? undefined, GREP_MAX_RESULTS);
-      const root = await sandbox.openSearchRoot(path);
-      const { matches, truncated } = await withHandle(root.handle, () => findGrepMatches(root, pattern, { glob, literal: literal ?? false, caseSensitive: case_sensitive ?? false, maxResults: max }));
+      const { matches, truncated } = await sandbox.grep(path, pattern, { glob, literal: literal ?? false, caseSensitive: case_sensitive ?? false, maxResults: max });
       if (!matches.length) return `No matches found under ${path}`;
       const lines = [`Found ${matches.length} matches under ${path}${truncated ? ` (showing first ${matches.length})` : ""}`];
-      for (const m of matches) lines.push(`${sandbox.toVirtual(m.path)}:${m.lineNumber}: ${m.line}`);
+      for (const m of matches) lines.push(`${m.path}:${m.lineNumber}: ${m.line}`);
       if (truncated) lines.push("Results truncated. Narrow the path or add a glob filter.");
       return lines.join("\n");
     }),
