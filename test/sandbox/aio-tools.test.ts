@@ -61,6 +61,8 @@ describe("AioSandboxProvider with a provisioner", () => {
     const t = "t-files";
     expect(await call(t, "write_file", { path: "/mnt/user-data/workspace/notes/a.md", content: "alpha\nbeta\n" })).toBe("OK");
     expect(readFileSync(remote(t, "workspace/notes/a.md"), "utf8")).toBe("alpha\nbeta\n");
+    // read_before_write (on by default, as upstream): a write to an existing file needs a read of its current version.
+    expect(await call(t, "read_file", { path: "/mnt/user-data/workspace/notes/a.md" })).toBe("alpha\nbeta\n");
     expect(await call(t, "write_file", { path: "/mnt/user-data/workspace/notes/a.md", content: "gamma\n", append: true })).toBe("OK");
     expect(await call(t, "read_file", { path: "/mnt/user-data/workspace/notes/a.md" })).toBe("alpha\nbeta\ngamma\n");
     expect(await call(t, "read_file", { path: "/mnt/user-data/workspace/notes/a.md", start_line: 2, end_line: 2 })).toBe("beta");

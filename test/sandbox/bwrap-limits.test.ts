@@ -128,7 +128,8 @@ describe("exhaustion probes end within their limit", () => {
     const t = await newThread(h);
     const started = Date.now();
     const { value, p99: lat } = await withHealth(() => bash(h, t, "yes | head -c 1000000000"));
-    expect(value).toMatch(/^Error: Command produced more than 1 MiB of output and was killed/);
+    // With tool_output on (upstream's default) a long result reaches the model as a synopsis holding the error line.
+    expect(value).toMatch(/Error: Command produced more than 1 MiB of output and was killed/);
     expect(value.length).toBeLessThanOrEqual(20_000);
     expect(Date.now() - started).toBeLessThan(5000);
     expect(lat).toBeLessThan(HEALTH_P99_MS);
