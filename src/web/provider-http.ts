@@ -180,10 +180,10 @@ export async function readBody(res: Response, req: ProviderRequest, ctx: Provide
   }
 }
 
-/** `text` with every secret replaced by `***`. */
+/** `text` with every secret replaced by `***` (secrets under 8 characters are no real keys and would mangle words). */
 export function redact(text: string, secrets: readonly (string | undefined)[] = []): string {
   let out = text;
-  for (const s of secrets) if (s) out = out.split(s).join("***");
+  for (const s of secrets) if (s && s.length >= 8) out = out.split(s).join("***");
   return out;
 }
 

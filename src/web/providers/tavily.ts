@@ -34,7 +34,8 @@ function sdkError(err: unknown, key: string, timeoutS: number): WebProviderError
   if (/timed out/i.test(msg)) return new WebProviderError(PROVIDER, `request timed out after ${timeoutS}s`);
   const status = /^(\d{3}) Error:/.exec(msg);
   if (status) return new WebProviderError(PROVIDER, statusReason(Number(status[1])));
-  if (/AxiosError/.test(msg)) return new WebProviderError(PROVIDER, `request failed (${/\bE[A-Z]{3,}\b/.exec(msg)?.[0] ?? "network error"})`);
+  const code = /\b(E[A-Z]{4,}|ERR_[A-Z_]+)\b/.exec(msg)?.[1];
+  if (code || /AxiosError/.test(msg)) return new WebProviderError(PROVIDER, `request failed (${code ?? "network error"})`);
   if (/TypeError|SyntaxError/.test(msg)) return new WebProviderError(PROVIDER, "returned an unexpected response format");
   return new WebProviderError(PROVIDER, msg.slice(0, 200));
 }
