@@ -13,7 +13,7 @@ export function startExaFake(apiKey: string, total = 250): Promise<HttpFake> {
       }
       if (req.method === "POST" && req.path === "/contents") {
         const url = String(req.body.urls[0]);
-        return sendJson(res, 200, { requestId: "r2", results: [{ id: url, url, title: "Exa page", text: `Text of ${url}` }] });
+        return sendJson(res, 200, { requestId: "r2", results: [{ id: url, url, title: "Exa page", text: `Body of ${url}` }] });
       }
       sendJson(res, 404, { error: "Not Found" });
     },
