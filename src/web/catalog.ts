@@ -6,6 +6,7 @@
 import { ddgImageSearch, ddgWebSearch } from "./providers/ddg.js";
 import { directFetch } from "./providers/direct.js";
 import { jinaFetch } from "./providers/jina.js";
+import { THIRD_PARTY_PROVIDERS } from "./providers/third-party.js";
 import type { ProviderBinding } from "./types.js";
 
 /** The research tools, by the name the model calls them. */
@@ -28,7 +29,7 @@ export const CORE_PROVIDERS: Readonly<Record<string, ProviderBinding>> = {
 /** Every `use:` path a research tool entry may name, and the provider it selects. */
 export const PROVIDER_CATALOG: Readonly<Record<string, ProviderBinding>> = {
   ...CORE_PROVIDERS,
-  // LEAD: spread the third-party providers here at merge: ...THIRD_PARTY_PROVIDERS (src/web/providers/third-party.ts)
+  ...THIRD_PARTY_PROVIDERS,
 };
 
 /** The provider a tool uses when the run has no config entry for it (an SDK embed without `tools:`). */

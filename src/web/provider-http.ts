@@ -1,19 +1,23 @@
 // What every third-party research provider shares: reading its entry (key, base_url, timeout, counts), calling its
 // HTTP API through the context's fetch with a deadline, and turning every failure into one short error that names
-// the provider and never carries the key. The tool layer shows the message to the model as `Error: ...`.
-import { webProviderEnv, type WebProviderEnvVar } from "../config/web-provider-env.js";
+// the provider and never carries the key. The tool runner (run-web-call.ts) shows it to the model as
+// `Error: <provider>: <message>` and counts it under its `reason`.
+import { readProviderEnv } from "../config/web-env.js";
 import type { ProviderCallContext } from "./types.js";
+import { WebToolError, type WebFailureReason } from "./web-error.js";
 
 /**
- * A provider call that failed: transport error, timeout, HTTP status, garbage body or missing key.
- * `message` is `<Provider>: <reason>`, short and free of secrets.
+ * A provider call that failed: transport error, timeout, HTTP status, garbage body, missing key or a bad entry
+ * value. `message` is the short reason (no provider prefix: the runner adds the provider's name; no secret);
+ * `provider` is the display name (`Tavily`, `Brave Search`), `reason` the metrics class.
  */
-export class WebProviderError extends Error {
+export class WebProviderError extends WebToolError {
   constructor(
     readonly provider: string,
-    readonly reason: string,
+    message: string,
+    reason: WebFailureReason = "bad_response",
   ) {
-    super(`${provider}: ${reason}`);
+    super(reason, message);
     this.name = "WebProviderError";
   }
 }
@@ -22,14 +26,19 @@ export class WebProviderError extends Error {
 export interface KeySource {
   provider: string;
   key: "api_key" | "token";
-  env: WebProviderEnvVar;
+  /** The provider's usual variable, e.g. `TAVILY_API_KEY`. */
+  env: string;
 }
 
-/** The entry's key, else the environment variable's; `undefined` when neither is set (blank counts as unset). */
+/**
+ * The entry's key (`api_key` through the context's `apiKey`, upstream's `token` read here), else the environment
+ * variable's; `undefined` when neither is set (blank counts as unset). Trimmed.
+ */
 export function optionalKey(ctx: ProviderCallContext, src: KeySource): string | undefined {
+  if (src.key === "api_key") return ctx.apiKey(src.env)?.trim() || undefined;
   const fromEntry = ctx.entry[src.key];
   if (typeof fromEntry === "string" && fromEntry.trim()) return fromEntry.trim();
-  return webProviderEnv(src.env);
+  return readProviderEnv(src.env)?.trim() || undefined;
 }
 
 /**
@@ -39,7 +48,7 @@ export function optionalKey(ctx: ProviderCallContext, src: KeySource): string | 
 export function requireKey(ctx: ProviderCallContext, src: KeySource): string {
   const key = optionalKey(ctx, src);
   if (key) return key;
-  throw new WebProviderError(src.provider, `no API key: set ${src.key} in the ${ctx.entry.name} entry of config.yaml or the ${src.env} environment variable`);
+  throw new WebProviderError(src.provider, `no API key: set ${src.key} in the ${ctx.entry.name} entry of config.yaml or the ${src.env} environment variable`, "no_key");
 }
 
 /**
@@ -50,7 +59,7 @@ export function requireKey(ctx: ProviderCallContext, src: KeySource): string {
 export function baseUrl(ctx: ProviderCallContext, provider: string, fallback: string): string {
   const raw = ctx.entry.base_url;
   const value = typeof raw === "string" && raw.trim() ? raw.trim() : fallback;
-  if (!/^https?:\/\/[^/]/i.test(value)) throw new WebProviderError(provider, "base_url must be an http(s) URL");
+  if (!/^https?:\/\/[^/]/i.test(value)) throw new WebProviderError(provider, "base_url must be an http(s) URL", "invalid_input");
   return value.replace(/\/+$/, "");
 }
 
@@ -99,6 +108,9 @@ export function clampCount(n: number, cap: number): number {
   return Math.max(1, Math.min(Math.floor(n) || 1, cap));
 }
 
+/** The reason given when the tool's own signal (its timeout, or the run's cancellation) stopped the call. */
+export const CANCELLED = "request cancelled (tool timeout or run cancelled)";
+
 /** Text for an HTTP status a provider answered: the status plus the usual cause, so the model knows what to do. */
 export function statusReason(status: number): string {
   if (status === 401 || status === 403) return `HTTP ${status} (the API key was refused)`;
@@ -107,7 +119,12 @@ export function statusReason(status: number): string {
   return `HTTP ${status}`;
 }
 
-/** Options of {@link callProvider}. */
+/** The metrics class of an HTTP status a provider answered. */
+export function statusClass(status: number): WebFailureReason {
+  return status === 429 ? "rate_limited" : "http_error";
+}
+
+/** Options of {@link sendProviderRequest}. */
 export interface ProviderRequest {
   provider: string;
   method?: "GET" | "POST";
@@ -142,17 +159,17 @@ export async function sendProviderRequest(ctx: ProviderCallContext, url: string,
   }
   if (!res.ok) {
     await res.body?.cancel().catch(() => undefined);
-    throw new WebProviderError(req.provider, statusReason(res.status));
+    throw new WebProviderError(req.provider, statusReason(res.status), statusClass(res.status));
   }
   return res;
 }
 
 /** The error for a request that got no response: whose deadline fired, or the network cause (no URL, no key). */
 function transportError(req: ProviderRequest, deadline: AbortSignal, outer: AbortSignal, err: unknown): WebProviderError {
-  if (deadline.aborted) return new WebProviderError(req.provider, `request timed out after ${req.timeoutS}s`);
-  if (outer.aborted) return new WebProviderError(req.provider, "request cancelled (tool timeout or run cancelled)");
+  if (deadline.aborted) return new WebProviderError(req.provider, `request timed out after ${req.timeoutS}s`, "timeout");
+  if (outer.aborted) return new WebProviderError(req.provider, CANCELLED, "timeout");
   const cause = (err as { cause?: { code?: string } })?.cause?.code ?? (err as Error)?.name ?? "network error";
-  return new WebProviderError(req.provider, `request failed (${redact(String(cause), req.secrets)})`);
+  return new WebProviderError(req.provider, `request failed (${redact(String(cause), req.secrets)})`, "network");
 }
 
 /**
@@ -174,9 +191,10 @@ export async function readBody(res: Response, req: ProviderRequest, ctx: Provide
   try {
     return await res.text();
   } catch (err) {
-    if (ctx.signal.aborted) throw new WebProviderError(req.provider, "request cancelled (tool timeout or run cancelled)");
+    if (ctx.signal.aborted) throw new WebProviderError(req.provider, CANCELLED, "timeout");
     const timedOut = (err as Error)?.name === "TimeoutError" || (err as Error)?.name === "AbortError";
-    throw new WebProviderError(req.provider, timedOut ? `request timed out after ${req.timeoutS}s` : "response body could not be read");
+    if (timedOut) throw new WebProviderError(req.provider, `request timed out after ${req.timeoutS}s`, "timeout");
+    throw new WebProviderError(req.provider, "response body could not be read", "network");
   }
 }
 
@@ -227,7 +245,7 @@ export async function withDeadline<T>(ctx: ProviderCallContext, provider: string
   let onAbort!: () => void;
   const aborted = new Promise<never>((_, reject) => {
     onAbort = () =>
-      reject(new WebProviderError(provider, deadline.aborted ? `request timed out after ${timeoutS}s` : "request cancelled (tool timeout or run cancelled)"));
+      reject(new WebProviderError(provider, deadline.aborted ? `request timed out after ${timeoutS}s` : CANCELLED, "timeout"));
     if (both.aborted) onAbort();
     else both.addEventListener("abort", onAbort, { once: true });
   });

@@ -2,15 +2,15 @@
 // `use: deerflow.community.tavily.tools:web_search_tool` binds our implementation unchanged. Spread into the
 // tool catalog (src/web/catalog.ts) beside the DuckDuckGo and Jina defaults.
 import type { ProviderBinding } from "../types.js";
-import { braveImages, braveSearch } from "./brave.js";
-import { browserlessCapture, browserlessFetch } from "./browserless.js";
-import { crawl4aiFetch } from "./crawl4ai.js";
-import { exaFetch, exaSearch } from "./exa.js";
-import { firecrawlFetch, firecrawlSearch } from "./firecrawl.js";
-import { infoquestFetch, infoquestImages, infoquestWebSearch } from "./infoquest.js";
-import { searxngSearch } from "./searxng.js";
-import { serperImages, serperSearch } from "./serper.js";
-import { tavilyFetch, tavilySearch } from "./tavily.js";
+import { braveImages, braveSearch } from "./third-party/brave.js";
+import { browserlessCapture, browserlessFetch } from "./third-party/browserless.js";
+import { crawl4aiFetch } from "./third-party/crawl4ai.js";
+import { exaFetch, exaSearch } from "./third-party/exa.js";
+import { firecrawlFetch, firecrawlSearch } from "./third-party/firecrawl.js";
+import { infoquestFetch, infoquestImages, infoquestWebSearch } from "./third-party/infoquest.js";
+import { searxngSearch } from "./third-party/searxng.js";
+import { serperImages, serperSearch } from "./third-party/serper.js";
+import { tavilyFetch, tavilySearch } from "./third-party/tavily.js";
 
 /** Upstream's community packages whose `__init__.py` re-exports the tools, so `deerflow.community.<name>:<tool>` works too. */
 const PACKAGE_EXPORTS = new Set(["brave", "serper", "searxng", "crawl4ai", "browserless"]);

@@ -16,8 +16,8 @@ import {
   str,
   WebProviderError,
   type KeySource,
-} from "../provider-http.js";
-import type { FetchedPage, ImageHit, ImageSearchProvider, ProviderCallContext, WebFetchProvider, WebSearchHit, WebSearchProvider } from "../types.js";
+} from "../../provider-http.js";
+import type { FetchedPage, ImageHit, ImageSearchProvider, ProviderCallContext, WebFetchProvider, WebSearchHit, WebSearchProvider } from "../../types.js";
 
 const PROVIDER = "InfoQuest";
 const KEY: KeySource = { provider: PROVIDER, key: "api_key", env: "INFOQUEST_API_KEY" };

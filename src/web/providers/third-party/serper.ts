@@ -11,8 +11,8 @@ import {
   requireKey,
   str,
   type KeySource,
-} from "../provider-http.js";
-import type { ImageHit, ImageSearchProvider, ProviderCallContext, WebSearchHit, WebSearchProvider } from "../types.js";
+} from "../../provider-http.js";
+import type { ImageHit, ImageSearchProvider, ProviderCallContext, WebSearchHit, WebSearchProvider } from "../../types.js";
 
 const PROVIDER = "Serper";
 const KEY: KeySource = { provider: PROVIDER, key: "api_key", env: "SERPER_API_KEY" };

@@ -2,8 +2,8 @@
 // (`apiBaseURL` for base_url, a per-call `timeout` in seconds that aborts its axios request), loaded on first use so
 // a gateway without a Tavily entry does not pay its ~0.5 s import.
 import type { TavilyClient } from "@tavily/core";
-import { baseUrl, clampCount, entrySeconds, entryString, redact, requireKey, withDeadline, WebProviderError, statusReason, type KeySource } from "../provider-http.js";
-import type { FetchedPage, ProviderCallContext, WebFetchProvider, WebSearchHit, WebSearchProvider } from "../types.js";
+import { baseUrl, clampCount, entrySeconds, entryString, redact, requireKey, withDeadline, WebProviderError, statusReason, statusClass, type KeySource } from "../../provider-http.js";
+import type { FetchedPage, ProviderCallContext, WebFetchProvider, WebSearchHit, WebSearchProvider } from "../../types.js";
 
 const PROVIDER = "Tavily";
 const KEY: KeySource = { provider: PROVIDER, key: "api_key", env: "TAVILY_API_KEY" };
@@ -31,13 +31,14 @@ async function client(ctx: ProviderCallContext): Promise<{ tv: TavilyClient; key
 function sdkError(err: unknown, key: string, timeoutS: number): WebProviderError {
   if (err instanceof WebProviderError) return err;
   const msg = redact(err instanceof Error ? err.message : String(err), [key]);
-  if (/timed out/i.test(msg)) return new WebProviderError(PROVIDER, `request timed out after ${timeoutS}s`);
+  if (/timed out/i.test(msg)) return new WebProviderError(PROVIDER, `request timed out after ${timeoutS}s`, "timeout");
   const status = /^(\d{3}) Error:/.exec(msg);
-  if (status) return new WebProviderError(PROVIDER, statusReason(Number(status[1])));
+  if (status) return new WebProviderError(PROVIDER, statusReason(Number(status[1])), statusClass(Number(status[1])));
   const code = /\b(E[A-Z]{4,}|ERR_[A-Z_]+)\b/.exec(msg)?.[1];
-  if (code || /AxiosError/.test(msg)) return new WebProviderError(PROVIDER, `request failed (${code ?? "network error"})`);
+  if (code || /AxiosError/.test(msg)) return new WebProviderError(PROVIDER, `request failed (${code ?? "network error"})`, "network");
   if (/TypeError|SyntaxError/.test(msg)) return new WebProviderError(PROVIDER, "returned an unexpected response format");
-  return new WebProviderError(PROVIDER, msg.slice(0, 200));
+  // the API's own `detail.error` text; Tavily answers 429 with "...rate limit..." or "...usage limit..."
+  return new WebProviderError(PROVIDER, msg.slice(0, 200), /rate|limit/i.test(msg) ? "rate_limited" : "http_error");
 }
 
 /**

@@ -1,7 +1,7 @@
 // SearXNG (self-hosted metasearch): DeerFlow community/searxng/. Plain fetch against its JSON search API
 // (GET /search?format=json; the instance must list `json` under search.formats): there is no npm client.
-import { baseUrl, callProviderJson, clampCount, entrySeconds, entryString, listField, str } from "../provider-http.js";
-import type { WebSearchHit, WebSearchProvider } from "../types.js";
+import { baseUrl, callProviderJson, clampCount, entrySeconds, entryString, listField, str } from "../../provider-http.js";
+import type { WebSearchHit, WebSearchProvider } from "../../types.js";
 
 const PROVIDER = "SearXNG";
 /** Upstream's default instance address (no public endpoint: SearXNG is self-hosted). */

@@ -14,8 +14,8 @@ import {
   str,
   WebProviderError,
   type KeySource,
-} from "../provider-http.js";
-import type { FetchedPage, ProviderCallContext, WebFetchProvider, WebSearchHit, WebSearchProvider } from "../types.js";
+} from "../../provider-http.js";
+import type { FetchedPage, ProviderCallContext, WebFetchProvider, WebSearchHit, WebSearchProvider } from "../../types.js";
 
 const PROVIDER = "Firecrawl";
 const KEY: KeySource = { provider: PROVIDER, key: "api_key", env: "FIRECRAWL_API_KEY" };

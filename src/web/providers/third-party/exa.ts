@@ -2,8 +2,8 @@
 // (`new Exa(key, baseURL)`), loaded on first use. The client takes no AbortSignal and no timeout, so a call is
 // raced against the tool's signal and the entry's timeout (see withDeadline).
 import type { Exa as ExaClient } from "exa-js";
-import { baseUrl, clampCount, entryInt, entrySeconds, entryString, redact, requireKey, statusReason, withDeadline, WebProviderError, type KeySource } from "../provider-http.js";
-import type { FetchedPage, ProviderCallContext, WebFetchProvider, WebSearchHit, WebSearchProvider } from "../types.js";
+import { baseUrl, clampCount, entryInt, entrySeconds, entryString, redact, requireKey, statusReason, statusClass, withDeadline, WebProviderError, type KeySource } from "../../provider-http.js";
+import type { FetchedPage, ProviderCallContext, WebFetchProvider, WebSearchHit, WebSearchProvider } from "../../types.js";
 
 const PROVIDER = "Exa";
 const KEY: KeySource = { provider: PROVIDER, key: "api_key", env: "EXA_API_KEY" };
@@ -30,10 +30,10 @@ function sdkError(err: unknown, key: string): WebProviderError {
   if (err instanceof WebProviderError) return err;
   const status = (err as { statusCode?: unknown })?.statusCode;
   const msg = redact(err instanceof Error ? err.message : String(err), [key]);
-  if (typeof status === "number" && status >= 400) return new WebProviderError(PROVIDER, statusReason(status));
+  if (typeof status === "number" && status >= 400) return new WebProviderError(PROVIDER, statusReason(status), statusClass(status));
   if (/non-JSON|not valid JSON/i.test(msg)) return new WebProviderError(PROVIDER, "returned invalid JSON");
   const code = (err as { cause?: { code?: string } })?.cause?.code;
-  if (err instanceof TypeError) return new WebProviderError(PROVIDER, code ? `request failed (${code})` : "returned an unexpected response format");
+  if (err instanceof TypeError) return code ? new WebProviderError(PROVIDER, `request failed (${code})`, "network") : new WebProviderError(PROVIDER, "returned an unexpected response format");
   return new WebProviderError(PROVIDER, msg.slice(0, 200));
 }
 

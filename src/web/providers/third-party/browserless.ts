@@ -3,6 +3,7 @@
 // packages are the server itself or Puppeteer wrappers over a WebSocket, not a client of these endpoints.
 import {
   baseUrl,
+  CANCELLED,
   entryBool,
   entryInt,
   entrySeconds,
@@ -13,8 +14,8 @@ import {
   WebProviderError,
   type KeySource,
   type ProviderRequest,
-} from "../provider-http.js";
-import type { CapturedImage, CaptureProvider, FetchedPage, ProviderCallContext, WebFetchProvider } from "../types.js";
+} from "../../provider-http.js";
+import type { CapturedImage, CaptureProvider, FetchedPage, ProviderCallContext, WebFetchProvider } from "../../types.js";
 
 const PROVIDER = "Browserless";
 /** Optional for a self-hosted instance, required by Browserless Cloud. */
@@ -81,7 +82,7 @@ export const browserlessCapture: CaptureProvider = {
   async capture(url, ctx): Promise<CapturedImage> {
     const format = (entryString(ctx, "output_format") ?? "png").toLowerCase();
     const mimeType = FORMATS[format];
-    if (!mimeType) throw new WebProviderError(PROVIDER, "output_format must be png, jpeg or webp");
+    if (!mimeType) throw new WebProviderError(PROVIDER, "output_format must be png, jpeg or webp", "invalid_input");
     const options: Record<string, unknown> = { fullPage: entryBool(ctx, "full_page", true), type: format };
     const quality = entryInt(ctx, "quality", -1);
     if (format !== "png" && quality >= 0 && quality <= 100) options.quality = quality;
@@ -102,6 +103,6 @@ async function readBytes(res: Response, req: ProviderRequest, ctx: ProviderCallC
   try {
     return Buffer.from(await res.arrayBuffer());
   } catch {
-    throw new WebProviderError(PROVIDER, ctx.signal.aborted ? "request cancelled (tool timeout or run cancelled)" : `request timed out after ${req.timeoutS}s`);
+    throw new WebProviderError(PROVIDER, ctx.signal.aborted ? CANCELLED : `request timed out after ${req.timeoutS}s`, "timeout");
   }
 }

@@ -1,7 +1,7 @@
 // Crawl4AI (self-hosted headless Chromium returning Markdown): DeerFlow community/crawl4ai/. Plain fetch against
 // the Docker server's documented POST /md endpoint: Crawl4AI is a Python library and ships no npm client.
-import { asRecord, baseUrl, callProviderJson, entrySeconds, entryString, optionalKey, str, WebProviderError, type KeySource } from "../provider-http.js";
-import type { FetchedPage, WebFetchProvider } from "../types.js";
+import { asRecord, baseUrl, callProviderJson, entrySeconds, entryString, optionalKey, str, WebProviderError, type KeySource } from "../../provider-http.js";
+import type { FetchedPage, WebFetchProvider } from "../../types.js";
 
 const PROVIDER = "Crawl4AI";
 /** The token is optional (servers before 0.9 take none); `token:` as upstream, else CRAWL4AI_API_TOKEN. */
@@ -22,7 +22,7 @@ export const crawl4aiFetch: WebFetchProvider = {
   async fetchPage(url, ctx): Promise<FetchedPage> {
     const filter = (entryString(ctx, "filter") ?? "fit").toLowerCase();
     if (!(CRAWL4AI_FILTERS as readonly string[]).includes(filter)) {
-      throw new WebProviderError(PROVIDER, `filter must be one of ${CRAWL4AI_FILTERS.join(", ")}`);
+      throw new WebProviderError(PROVIDER, `filter must be one of ${CRAWL4AI_FILTERS.join(", ")}`, "invalid_input");
     }
     const token = optionalKey(ctx, KEY);
     const data = asRecord(

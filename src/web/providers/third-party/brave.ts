@@ -12,8 +12,8 @@ import {
   requireKey,
   str,
   type KeySource,
-} from "../provider-http.js";
-import type { ImageHit, ImageSearchProvider, ProviderCallContext, WebSearchHit, WebSearchProvider } from "../types.js";
+} from "../../provider-http.js";
+import type { ImageHit, ImageSearchProvider, ProviderCallContext, WebSearchHit, WebSearchProvider } from "../../types.js";
 
 const PROVIDER = "Brave Search";
 const KEY: KeySource = { provider: PROVIDER, key: "api_key", env: "BRAVE_SEARCH_API_KEY" };
