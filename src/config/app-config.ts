@@ -9,6 +9,7 @@ import { ConfigError } from "../errors.js";
 import { checkConfigVersion } from "./config-version.js";
 import { getLogger } from "../logger.js";
 import { formatKeyPath, substituteEnv } from "./env-substitution.js";
+import { unsupportedCommunityTools } from "../web/catalog.js";
 import { resolveConfigPath } from "./paths.js";
 import { configStableMs, WatchedFile } from "./watched-file.js";
 import { AppConfigSchema, brandAppConfig, KNOWN_TOP_LEVEL_KEYS, STARTUP_ONLY_FIELDS, type AppConfig, type StartupOnlyField } from "./schema.js";
@@ -115,6 +116,10 @@ export function parseAppConfigText(text: string, path: string, env: NodeJS.Proce
   }
   const parsed = AppConfigSchema.safeParse(substituted);
   if (!parsed.success) throw new ConfigError(`Invalid config ${path}: ${formatIssues(parsed.error.issues)}`, { path, cause: parsed.error });
+  const unsupported = unsupportedCommunityTools(parsed.data.tools);
+  if (unsupported.length) {
+    throw new ConfigError(`${path}: tools: ${unsupported.map((u) => `'${u}'`).join(", ")} ${unsupported.length === 1 ? "is a DeerFlow tool" : "are DeerFlow tools"} that deerflow-gateway does not offer; remove or comment out ${unsupported.length === 1 ? "that entry" : "those entries"} (see docs/research-tools.md)`, { path });
+  }
   const config = brandAppConfig(parsed.data);
   // Remember which model fields came from the environment, so responses can leave them out.
   const rawModels = Array.isArray(data.models) ? (data.models as unknown[]) : [];

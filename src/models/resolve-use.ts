@@ -32,7 +32,13 @@ export const USE_ALIASES: Readonly<Record<string, string>> = {
   "deerflow.sandbox.tools:write_file_tool": "deerflow-gateway/sandbox:writeFileTool",
   "deerflow.sandbox.tools:str_replace_tool": "deerflow-gateway/sandbox:strReplaceTool",
   "deerflow.sandbox.local:LocalSandboxProvider": "deerflow-gateway/sandbox:LocalSandboxProvider",
+  // Research tools (src/web/index.ts); DeerFlow's `deerflow.community.<provider>.tools:<tool>_tool` paths map to
+  // the same exports by COMMUNITY_TOOL_PREFIX below (the tool picks the provider from the entry's `use:`).
+  "deerflow-gateway/web": new URL(`../web/index.${OWN_EXT}`, import.meta.url).href,
 };
+
+/** DeerFlow's community tool modules: `deerflow.community.<provider>.tools:<export>` -> `deerflow-gateway/web:<export>`. */
+const COMMUNITY_TOOL_PREFIX = /^deerflow\.community\.[a-z0-9_]+\.tools:([A-Za-z0-9_]+)$/;
 
 /** A `use:` path that cannot be resolved: bad format, missing module, missing export, or wrong type. */
 export class UseResolutionError extends DeerflowError {
@@ -43,7 +49,8 @@ export class UseResolutionError extends DeerflowError {
 
 /** Splits `module:Export` at the last colon and applies {@link USE_ALIASES}. */
 export function normalizeUsePath(use: string): { module: string; exportName: string } {
-  const aliased = USE_ALIASES[use] ?? use;
+  const community = COMMUNITY_TOOL_PREFIX.exec(use);
+  const aliased = USE_ALIASES[use] ?? (community ? `deerflow-gateway/web:${community[1]}` : use);
   const idx = aliased.lastIndexOf(":");
   // A Windows drive letter or a URL scheme is not an export separator.
   if (idx <= 0 || idx === aliased.length - 1 || /^[a-z]+:\/\/[^:]*$/i.test(aliased)) {
@@ -55,6 +62,11 @@ export function normalizeUsePath(use: string): { module: string; exportName: str
 
 /** Successful resolutions, keyed by specifier and export: the agent is rebuilt per request, imports are not. */
 const resolved = new Map<string, unknown>();
+
+/** A dotted Python module path (`deerflow.community.x.tools`), which no npm install can provide. */
+function looksLikePythonPath(module: string): boolean {
+  return /^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)+$/i.test(module) && !module.includes("/");
+}
 
 /** npm package that provides `specifier` (for the install hint). */
 function packageOf(specifier: string): string {
@@ -78,7 +90,7 @@ export async function resolveUse(use: string, baseDir = process.cwd()): Promise<
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e?.code === "ERR_MODULE_NOT_FOUND" || e?.code === "MODULE_NOT_FOUND") {
-      const hint = specifier.startsWith("file:") ? "" : ` Install it with \`npm install ${packageOf(module)}\`.`;
+      const hint = specifier.startsWith("file:") ? "" : looksLikePythonPath(module) ? " It looks like a DeerFlow Python module path, which deerflow-gateway does not implement." : ` Install it with \`npm install ${packageOf(module)}\`.`;
       throw new UseResolutionError(`Could not import module ${module} (from use: '${use}').${hint}`, { cause: err });
     }
     throw new UseResolutionError(`Error importing module ${module} (from use: '${use}'): ${e?.message ?? String(err)}`, { cause: err });

@@ -70,6 +70,14 @@ export interface GatewayMetrics {
   sandboxCommands: Counter<"outcome" | "limit">;
   /** Seconds a sandbox command took, from the tool's call to its end. */
   sandboxCommandDuration: Histogram;
+  /** Research tool calls (web_search, web_fetch, image_search, web_capture) by `tool` and `provider`, cache hits included. */
+  webToolCalls: Counter<"tool" | "provider">;
+  /** Research tool calls that answered an error, by `tool`, `provider` and `reason` (src/web/web-error.ts). */
+  webToolFailures: Counter<"tool" | "provider" | "reason">;
+  /** Seconds a research tool call took (cache misses), by `tool` and `provider`. */
+  webToolDuration: Histogram<"tool" | "provider">;
+  /** Research tool calls served from the cache, by `tool` and `provider`. */
+  webToolCacheHits: Counter<"tool" | "provider">;
 }
 
 /**
@@ -98,6 +106,10 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     configReloads: new Counter({ name: "deerflow_config_reloads_total", help: "Config file reloads", labelNames: ["result"], registers }),
     httpRequests: new Counter({ name: "deerflow_http_requests_total", help: "HTTP responses by route pattern and status", labelNames: ["method", "route", "status"], registers }),
     httpDuration: new Histogram({ name: "deerflow_http_request_duration_seconds", help: "HTTP handling time by route pattern", labelNames: ["method", "route"], buckets: HTTP_BUCKETS, registers }),
+    webToolCalls: new Counter({ name: "deerflow_web_tool_calls_total", help: "Research tool calls by tool and provider", labelNames: ["tool", "provider"], registers }),
+    webToolFailures: new Counter({ name: "deerflow_web_tool_failures_total", help: "Research tool calls that answered an error, by reason", labelNames: ["tool", "provider", "reason"], registers }),
+    webToolDuration: new Histogram({ name: "deerflow_web_tool_duration_seconds", help: "Research tool call time (cache misses)", labelNames: ["tool", "provider"], buckets: HTTP_BUCKETS, registers }),
+    webToolCacheHits: new Counter({ name: "deerflow_web_tool_cache_hits_total", help: "Research tool calls served from the cache", labelNames: ["tool", "provider"], registers }),
     limitRejections: new Counter({ name: "deerflow_limit_rejections_total", help: "Requests refused by a rate limit, run cap or token quota", labelNames: ["limit"], registers }),
     sandboxCommands: new Counter({ name: "deerflow_sandbox_commands_total", help: "Sandbox commands by outcome and the limit that ended them", labelNames: ["outcome", "limit"], registers }),
     sandboxCommandDuration: new Histogram({ name: "deerflow_sandbox_command_duration_seconds", help: "Sandbox command duration", buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600], registers }),

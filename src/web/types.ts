@@ -52,6 +52,11 @@ export interface ProviderCallContext {
   signal: AbortSignal;
   /** `fetch` with the gateway's size cap and timeout applied. */
   fetch: typeof globalThis.fetch;
+  /**
+   * The provider's key: the entry's `api_key` when set (already `$VAR`-substituted), else the named environment
+   * variable (its usual one, e.g. `TAVILY_API_KEY`), else undefined (the provider then throws a `no_key` error).
+   */
+  apiKey(envVar: string): string | undefined;
 }
 
 /** A web search backend (DeerFlow `community/<name>/tools.py:web_search_tool`). */
