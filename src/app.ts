@@ -8,6 +8,7 @@ import { registerRoutes } from "../routes/index.js";
 import { sseSerializer } from "../routes/sse.js";
 import { capDetail, installErrorHandlers } from "../routes/errors.js";
 import { registerOpenApi } from "../routes/openapi.js";
+import { checkGuardProviders } from "./agents/lead-agent/guards.js";
 import { buildMemoryManager } from "./agents/memory/build-manager.js";
 import type { MemoryManager } from "./agents/memory/manager.js";
 import { closeMcpClients } from "./tools/mcp-tools.js";
@@ -130,6 +131,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   // An unresolvable memory backend stops the start here, before anything is opened (memory is persistent state:
   // never silently replaced by another backend).
   const memoryManager = options.memoryManager ?? (await buildMemoryManager(appConfig.memory, readConfig, getProjectRoot(), home));
+  // A guardrail or authorization provider that cannot be loaded stops the start, naming it (never a silent skip).
+  await checkGuardProviders(appConfig);
   // Checked before anything is opened: auth disabled in production stops the start here.
   const auth = createAuthRuntime({ home, authDisabled: options.authDisabled, trustedProxies: options.trustedProxies, corsOrigins, originAllowed: corsOriginAllowed });
   // With Redis and a shared database, other processes' runs are live: only the reaper may mark them.

@@ -5,6 +5,7 @@ import { MemoryConfigSchema } from "../agents/memory/memory-config.js";
 import { SummarizationConfigSchema } from "../agents/middlewares/summarization-options.js";
 import { TitleConfigSchema } from "../agents/middlewares/title-options.js";
 import { TokenBudgetConfigSchema } from "../agents/middlewares/token-budget-options.js";
+import { AuthorizationConfigSchema, GuardrailsConfigSchema } from "../agents/middlewares/guardrails-options.js";
 import { SandboxConfigSchema } from "../sandbox/sandbox-config.js";
 import { LimitsConfigSchema } from "./limits-config.js";
 import { SkillEvolutionConfigSchema } from "./skill-evolution-config.js";
@@ -148,6 +149,7 @@ export const KNOWN_TOP_LEVEL_KEYS = [
   "subagents", "database", "stream_bridge", "uploads", "safety_finish_reason", "extensions", "limits",
   // Read by their own modules (auth: src/config/auth-config.ts; suggestions: routes/web-features.ts).
   "auth", "suggestions", "skill_evolution",
+  "guardrails", "authorization",
 ] as const;
 
 /**
@@ -181,6 +183,8 @@ export const AppConfigSchema = z.looseObject({
   extensions: nullish(z.record(z.string(), z.unknown())),
   limits: LimitsConfigSchema.default(LimitsConfigSchema.parse({})),
   skill_evolution: SkillEvolutionConfigSchema.default(SkillEvolutionConfigSchema.parse({})),
+  guardrails: GuardrailsConfigSchema.default(GuardrailsConfigSchema.parse({})),
+  authorization: AuthorizationConfigSchema.default(AuthorizationConfigSchema.parse({})),
 });
 
 /** The validated application config. Treat as immutable: `getAppConfig()` hands out the same object until the file changes. */

@@ -63,6 +63,8 @@ export interface GatewayMetrics {
   httpDuration: Histogram<"method" | "route">;
   /** Requests refused by a limit, by `limit` (`rate`, `concurrent_runs`, `token_quota`). */
   limitRejections: Counter<"limit">;
+  /** Tool-call checks by `guard` (`guardrails`, `authorization`) and `decision` (`allow`, `deny`, `error`: a denial by fail-closed). */
+  guardDecisions: Counter<"guard" | "decision">;
 }
 
 /**
@@ -92,5 +94,6 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     httpRequests: new Counter({ name: "deerflow_http_requests_total", help: "HTTP responses by route pattern and status", labelNames: ["method", "route", "status"], registers }),
     httpDuration: new Histogram({ name: "deerflow_http_request_duration_seconds", help: "HTTP handling time by route pattern", labelNames: ["method", "route"], buckets: HTTP_BUCKETS, registers }),
     limitRejections: new Counter({ name: "deerflow_limit_rejections_total", help: "Requests refused by a rate limit, run cap or token quota", labelNames: ["limit"], registers }),
+    guardDecisions: new Counter({ name: "deerflow_guard_decisions_total", help: "Tool-call checks by guardrail or authorization, by decision", labelNames: ["guard", "decision"], registers }),
   };
 }

@@ -58,6 +58,8 @@ export interface BuildMiddlewaresOptions {
   custom?: AgentMiddleware[];
   /** The model's fallback chain (ModelFallbackMiddleware), placed after the custom middlewares. */
   modelFallback?: AgentMiddleware | null;
+  /** Tool-call guards (authorization, then guardrails: GuardrailMiddleware), placed between DanglingToolCall and ToolErrorHandling. */
+  toolGuards?: AgentMiddleware[];
   /** Clock of DynamicContextMiddleware (tests). */
   now?: () => Date;
   /** A token budget that replaces `token_budget` for this build (a subagent type's `token_budget`). */
@@ -67,7 +69,8 @@ export interface BuildMiddlewaresOptions {
 /**
  * The app-layer chain, in DeerFlow's order (DeerFlow `_build_middlewares`):
  * 1. ThreadDataMiddleware (lazy paths); 2. UploadsMiddleware; 3. SandboxMiddleware (lazy);
- * 4. DanglingToolCallMiddleware; 5. ToolErrorHandlingMiddleware;
+ * 4. DanglingToolCallMiddleware; 4b. [tool guards: authorization, then guardrails (GuardrailMiddleware), upstream's
+ *    place]; 5. ToolErrorHandlingMiddleware;
  * 6. DynamicContextMiddleware (date + memory reminder per turn; no memory for subagents);
  * 7. SkillActivationMiddleware (`/skill-name`);
  * 8. [SummarizationMiddleware when `summarization.enabled` and a summary model exists];
@@ -100,6 +103,7 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
     new UploadsMiddleware({ declareState: false }),
     new SandboxMiddleware({ lazyInit: true }),
     new DanglingToolCallMiddleware(),
+    ...(options.toolGuards ?? []),
     new ToolErrorHandlingMiddleware(),
     new DynamicContextMiddleware({ agentName: options.agentName ?? null, memoryConfig, now: options.now, manager: options.memoryManager }),
     new SkillActivationMiddleware({ skills: options.skills ?? [], allowlist: options.skillAllowlist ?? null, containerPath: appConfig.skills.container_path }),

@@ -212,6 +212,7 @@ async function buildAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps, progres
     threadId,
     runId,
     userId: String(runConfig.context.user_id),
+    userRole: typeof runConfig.context.user_role === "string" ? runConfig.context.user_role : undefined,
     options: runConfig.context,
     appConfig: deps.getAppConfig(),
     memoryManager: deps.memoryManager,
