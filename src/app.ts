@@ -151,7 +151,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   }
   const { runs } = coordination;
   // Every run's events are also kept on disk for `GET .../runs/{run_id}/events` (the bridge forgets them).
-  const runEvents = new RunEventLog(path.join(home, "data", "run-events"));
+  const runEvents = new RunEventLog(path.join(home, "data", "run-events"), { backend: appConfig.run_events.backend === "memory" ? "memory" : "db", maxTraceContent: appConfig.run_events.max_trace_content });
   const bridge = new RecordingStreamBridge(coordination.bridge, runEvents);
   const closing = new AbortController();
   const sandbox = createSandboxProvider(appConfig, home, getSkillsRoot(appConfig.skills));
