@@ -44,6 +44,13 @@ authorization:
         user:
           tools: {allow: "*", deny: ["write_file", "web_serch"]}
           routes: {allow: "*"}
+# Both guards in one chain: authorization outer, then the guardrail (it allows write_file).
+guardrails:
+  enabled: true
+  provider:
+    use: deerflow.guardrails.builtin:AllowlistProvider
+    config:
+      denied_tools: ["bash"]
 `;
 
 beforeAll(async () => {

@@ -58,7 +58,8 @@ async function decide(provider: GuardrailProvider, request: GuardrailRequest, ti
  * before ToolErrorHandling (upstream's runtime chain), so a tool's own error is still turned into a result inside it.
  */
 export class GuardrailMiddleware extends DeerflowMiddleware {
-  readonly name: string = "GuardrailMiddleware";
+  /** `GuardrailMiddleware`, or `AuthorizationGuardMiddleware` for the authorization guard (names are unique in a chain). */
+  readonly name: string;
   private readonly failClosed: boolean;
   private readonly passport: string | null;
   private readonly timeoutMs: number;
@@ -73,6 +74,7 @@ export class GuardrailMiddleware extends DeerflowMiddleware {
     this.passport = options.passport ?? null;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_GUARD_TIMEOUT_MS;
     this.guard = options.guard ?? "guardrails";
+    this.name = this.guard === "guardrails" ? "GuardrailMiddleware" : `${this.guard[0].toUpperCase()}${this.guard.slice(1)}GuardMiddleware`;
   }
 
   /** What the provider is asked about `request` (the run's identity from its context). */
