@@ -316,7 +316,7 @@ async function recordOutcome(run: ActiveRun, job: RunJob, deps: WorkerDeps, prog
     const { status, checkpointer } = progress;
     if (observation?.scope.fallbacks.length) run.record.metadata = { ...run.record.metadata, model_fallbacks: observation.scope.fallbacks };
     // run_events.track_token_usage: false leaves the run's token counters at zero (DeerFlow's RunRow switch).
-    const trackTokens = runContextOf(progress.context).appConfig?.run_events.track_token_usage !== false;
+    const trackTokens = runContextOf({ context: progress.context }).appConfig?.run_events.track_token_usage !== false;
     Object.assign(run.record, runCounters(trackTokens ? observation?.usage : undefined, progress.before, checkpointer?.latestRoot, progress.context));
     // A thread created busy for this run is released even when the run never started (a rollback while pending).
     const releaseThread = progress.started || status === "interrupted" || job.freshThread;
