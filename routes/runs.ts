@@ -48,20 +48,20 @@ export async function runRoutes(app: FastifyInstance, opts: { prefix?: string })
   };
 
   async function stream(threadId: string | null, body: RunCreate, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const { run } = await runService.start(threadId, body, principalOf(request).id, { requestId: request.id });
+    const { run } = await runService.start(threadId, body, principalOf(request).id, { requestId: request.id, userRole: principalOf(request).role });
     reply.header("Content-Location", location(run));
     await streamRunEvents(reply, bridge, run, { cancelOnDisconnect: run.onDisconnect === "cancel" });
   }
 
   async function wait(threadId: string | null, body: RunCreate, request: FastifyRequest, reply: FastifyReply) {
-    const { run } = await runService.start(threadId, body, principalOf(request).id, { requestId: request.id });
+    const { run } = await runService.start(threadId, body, principalOf(request).id, { requestId: request.id, userRole: principalOf(request).role });
     reply.header("Content-Location", location(run));
     cancelOnClientGone(request, run, run.onDisconnect === "cancel");
     return runService.result(run);
   }
 
   async function create(threadId: string | null, body: RunCreate, request: FastifyRequest, reply: FastifyReply) {
-    const { run } = await runService.start(threadId, body, principalOf(request).id, { requestId: request.id });
+    const { run } = await runService.start(threadId, body, principalOf(request).id, { requestId: request.id, userRole: principalOf(request).role });
     reply.header("Content-Location", location(run));
     return run.record;
   }

@@ -4,7 +4,7 @@
 // as "not configured / disabled" so it hides the feature instead of retrying or showing an error.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { DeerflowError } from "../src/errors.js";
+import { BadRequestError, DeerflowError, NotFoundError } from "../src/errors.js";
 import { parseJsonStringList, runOneshot } from "../src/runtime/webapp/oneshot.js";
 import { doc, validInput } from "./openapi.js";
 import { ownedThread } from "./thread-access.js";
@@ -22,6 +22,12 @@ const SuggestionsConfig = z.looseObject({
 const SuggestionsBody = z.looseObject({
   messages: z.array(z.looseObject({ role: z.string(), content: z.string() })).max(100),
   n: z.number().int().min(1).max(MAX_SUGGESTIONS_LIMIT).default(DEFAULT_MAX_SUGGESTIONS),
+  model_name: z.string().nullish(),
+});
+/** The `input_polish` config section (DeerFlow `input_polish_config.py`): switch, draft cap, model. */
+const InputPolishConfig = z.looseObject({
+  enabled: z.boolean().default(true),
+  max_chars: z.number().int().min(1).default(4000),
   model_name: z.string().nullish(),
 });
 const PolishBody = z.looseObject({ text: z.string().max(20_000), locale: z.string().max(64).nullish(), thread_id: z.string().nullish(), model_name: z.string().nullish() });
@@ -85,10 +91,14 @@ export async function webFeatureRoutes(app: FastifyInstance): Promise<void> {
 
   app.post("/input-polish", { schema: doc("features", "Rewrite a composer draft with the configured model", { body: PolishBody }) }, async (request) => {
     const body = validInput(PolishBody, request.body);
+    const cfg = InputPolishConfig.parse((getAppConfig() as Record<string, unknown>).input_polish ?? {});
+    if (!cfg.enabled) throw new NotFoundError("Input polishing is disabled");
     const draft = body.text;
     if (!draft.trim()) return { rewritten_text: draft, changed: false };
+    // Code points, as upstream's len(); the stripped draft is what the model gets.
+    if (Array.from(draft.trim()).length > cfg.max_chars) throw new BadRequestError(`Input text exceeds ${cfg.max_chars} characters`);
     const locale = body.locale?.trim() || "same language as the draft";
-    const rewritten = await runOneshot(getAppConfig(), body.model_name, POLISH_SYSTEM, `Locale hint: ${locale}\n\nDraft:\n${draft}`);
+    const rewritten = await runOneshot(getAppConfig(), body.model_name ?? cfg.model_name, POLISH_SYSTEM, `Locale hint: ${locale}\n\nDraft:\n${draft}`);
     if (!rewritten) return { rewritten_text: draft, changed: false };
     return { rewritten_text: rewritten, changed: rewritten !== draft };
   });

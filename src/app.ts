@@ -8,6 +8,7 @@ import { registerRoutes } from "../routes/index.js";
 import { sseSerializer } from "../routes/sse.js";
 import { capDetail, installErrorHandlers } from "../routes/errors.js";
 import { registerOpenApi } from "../routes/openapi.js";
+import { checkGuardProviders } from "./agents/lead-agent/guards.js";
 import { buildMemoryManager } from "./agents/memory/build-manager.js";
 import type { MemoryManager } from "./agents/memory/manager.js";
 import { closeMcpClients } from "./tools/mcp-tools.js";
@@ -133,6 +134,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   // An unresolvable memory backend stops the start here, before anything is opened (memory is persistent state:
   // never silently replaced by another backend).
   const memoryManager = options.memoryManager ?? (await buildMemoryManager(appConfig.memory, readConfig, getProjectRoot(), home));
+  // A guardrail or authorization provider that cannot be loaded stops the start, naming it (never a silent skip).
+  await checkGuardProviders(appConfig);
   // Checked before anything is opened: auth disabled in production stops the start here.
   const auth = createAuthRuntime({ home, authDisabled: options.authDisabled, trustedProxies: options.trustedProxies, corsOrigins, originAllowed: corsOriginAllowed });
   // With Redis and a shared database, other processes' runs are live: only the reaper may mark them.
@@ -151,7 +154,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   }
   const { runs } = coordination;
   // Every run's events are also kept on disk for `GET .../runs/{run_id}/events` (the bridge forgets them).
-  const runEvents = new RunEventLog(path.join(home, "data", "run-events"));
+  const runEvents = new RunEventLog(path.join(home, "data", "run-events"), { backend: appConfig.run_events.backend === "memory" ? "memory" : "db", maxTraceContent: appConfig.run_events.max_trace_content });
   const bridge = new RecordingStreamBridge(coordination.bridge, runEvents);
   const closing = new AbortController();
   const metrics = options.metrics ?? createGatewayMetrics();

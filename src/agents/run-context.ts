@@ -59,6 +59,8 @@ export const RunContextSchema = z.looseObject({
   thread_id: z.string(),
   run_id: z.string().optional(),
   user_id: z.string(),
+  /** The user's role (`admin`, `user`), set by the server from the principal; read by tool authorization. */
+  user_role: z.string().optional(),
   agent_name: z.string().nullish(),
   model_name: z.string().nullish(),
   mode: z.string().nullish(),
@@ -90,6 +92,8 @@ export interface BuildRunContextArgs {
   runId?: string;
   /** The authenticated principal's id (or {@link DEFAULT_USER_ID} with auth off). Never taken from the client. */
   userId: string;
+  /** The principal's role (`admin`, `user`); absent for runs with no principal (authorization then uses its default). */
+  userRole?: string;
   /** Caller options already filtered by the run-config rules (whitelisted `context` keys, `agent_name`...). */
   options?: Record<string, unknown>;
   appConfig?: AppConfig;
@@ -99,7 +103,7 @@ export interface BuildRunContextArgs {
 }
 
 /** Keys only the server sets; values for them in `options` are dropped. */
-const SERVER_OWNED_KEYS = ["thread_id", "run_id", "user_id", "app_config", "memory_manager", "sandbox_provider", "sandbox_id", "is_internal", SUBAGENT_CONTEXT_KEY] as const;
+const SERVER_OWNED_KEYS = ["thread_id", "run_id", "user_id", "user_role", "app_config", "memory_manager", "sandbox_provider", "sandbox_id", "is_internal", SUBAGENT_CONTEXT_KEY] as const;
 
 /**
  * Builds the runtime context of a run: the caller's options first, then the server-owned keys on top (so a client
@@ -113,6 +117,7 @@ export function buildRunContext(args: BuildRunContextArgs): RunContext {
   context.thread_id = args.threadId;
   if (args.runId !== undefined) context.run_id = args.runId;
   context.user_id = args.userId;
+  if (args.userRole !== undefined) context.user_role = args.userRole;
   context.is_internal = false;
   if (args.appConfig) context.app_config = args.appConfig;
   if (args.memoryManager) context.memory_manager = args.memoryManager;
@@ -135,6 +140,8 @@ export interface RunContextView {
   runId: string | undefined;
   /** The server-set user id; {@link DEFAULT_USER_ID} when absent (an SDK embed without a context). */
   userId: string;
+  /** The server-set role of the user, or undefined. */
+  userRole: string | undefined;
   agentName: string | undefined;
   appConfig: AppConfig | undefined;
   memoryManager: MemoryManager | undefined;
@@ -165,6 +172,7 @@ export function runContextOf(runtime: RuntimeLike | null | undefined): RunContex
     threadId: str(pick("thread_id")),
     runId: str(pick("run_id")),
     userId: str(pick("user_id")) ?? DEFAULT_USER_ID,
+    userRole: str(raw.user_role),
     agentName: str(pick("agent_name")),
     appConfig: isAppConfig(appConfig) ? appConfig : undefined,
     memoryManager: isMemoryManager(memory) ? memory : undefined,

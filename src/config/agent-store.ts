@@ -264,7 +264,8 @@ export class AgentStore {
       const configKeys: (keyof AgentUpdate)[] = ["description", "tool_groups", "skills", "model", "model_settings", "thinking_enabled", "reasoning_effort"];
       if (configKeys.some(has)) {
         const pick = (k: keyof AgentUpdate) => (has(k) ? patch[k] : existing[k]);
-        const doc: Doc = { name: existing.name ?? lower, description: has("description") ? (patch.description ?? "") : (existing.description ?? "") };
+        // The name is the directory's, whatever a hand edit left in config.yaml (upstream update_agent forces it).
+        const doc: Doc = { name: lower, description: has("description") ? (patch.description ?? "") : (existing.description ?? "") };
         for (const k of ["tool_groups", "skills", "model"] as const) {
           const v = pick(k);
           if (v !== null && v !== undefined && v !== "") doc[k] = v;

@@ -12,7 +12,8 @@ import { formatKeyPath, substituteEnv } from "./env-substitution.js";
 import { unsupportedCommunityTools } from "../web/catalog.js";
 import { resolveConfigPath } from "./paths.js";
 import { configStableMs, WatchedFile } from "./watched-file.js";
-import { AppConfigSchema, brandAppConfig, KNOWN_TOP_LEVEL_KEYS, STARTUP_ONLY_FIELDS, type AppConfig, type StartupOnlyField } from "./schema.js";
+import { checkConfigKeys } from "./config-keys.js";
+import { AppConfigSchema, brandAppConfig, STARTUP_ONLY_FIELDS, type AppConfig, type StartupOnlyField } from "./schema.js";
 
 export type { FileSignature } from "./watched-file.js";
 
@@ -114,6 +115,7 @@ export function parseAppConfigText(text: string, path: string, env: NodeJS.Proce
   } catch (err) {
     throw new ConfigError(`${path}: ${(err as Error).message}`, { path, cause: err });
   }
+  refuseUnsupportedKeys(substituted as Record<string, unknown>, path, env);
   const parsed = AppConfigSchema.safeParse(substituted);
   if (!parsed.success) throw new ConfigError(`Invalid config ${path}: ${formatIssues(parsed.error.issues)}`, { path, cause: parsed.error });
   const unsupported = unsupportedCommunityTools(parsed.data.tools);
@@ -128,15 +130,29 @@ export function parseAppConfigText(text: string, path: string, env: NodeJS.Proce
     const fields = new Set(Object.keys(raw ?? {}).filter((k) => typeof raw![k] === "string" && (raw![k] as string).startsWith("$")));
     if (fields.size) ENV_SOURCED.set(model, fields);
   });
-  for (const key of Object.keys(config)) {
-    if (!(KNOWN_TOP_LEVEL_KEYS as readonly string[]).includes(key) && !warnedKeys.has(key)) {
-      warnedKeys.add(key);
-      getLogger().warn({ key, path }, `config key '${key}' is not used by deerflow-gateway yet; it is kept as is`);
-    }
-  }
   if (config.models.length === 0) getLogger().warn({ path }, "No models are configured. Add at least one entry under `models:`.");
   checkConfigVersion(data.config_version, path);
   return config;
+}
+
+/**
+ * Refuses keys this gateway does not implement (see config-keys.ts): unknown keys and typos (with the closest known
+ * key), and sections that turn on a feature that is not offered. `DEER_FLOW_IGNORE_UNSUPPORTED=key,...` (key paths
+ * as the message names them) lets an operator start anyway: each ignored key is logged at error level, once.
+ * @throws ConfigError naming every refused key and how to start anyway.
+ */
+function refuseUnsupportedKeys(raw: Record<string, unknown>, path: string, env: NodeJS.ProcessEnv): void {
+  const problems = checkConfigKeys(raw, AppConfigSchema.shape as Record<string, z.ZodType>);
+  if (!problems.length) return;
+  const ignored = new Set((env.DEER_FLOW_IGNORE_UNSUPPORTED ?? "").split(",").map((k) => k.trim()).filter(Boolean));
+  const refused = problems.filter((p) => !ignored.has(p.key));
+  for (const p of problems) {
+    if (refused.includes(p) || warnedKeys.has(p.key)) continue;
+    warnedKeys.add(p.key);
+    getLogger().error({ key: p.key, path }, `DEER_FLOW_IGNORE_UNSUPPORTED: starting anyway with ${p.message}; this setting has NO effect`);
+  }
+  if (!refused.length) return;
+  throw new ConfigError(`${path}: ${refused.map((p) => p.message).join("; ")}. To start anyway, set DEER_FLOW_IGNORE_UNSUPPORTED=${refused.map((p) => p.key).join(",")}`, { path });
 }
 
 /** Formats zod issues as `models[0].name: <message>; ...`. */

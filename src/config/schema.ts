@@ -9,10 +9,12 @@ import { MemoryConfigSchema } from "../agents/memory/memory-config.js";
 import { SummarizationConfigSchema } from "../agents/middlewares/summarization-options.js";
 import { TitleConfigSchema } from "../agents/middlewares/title-options.js";
 import { TokenBudgetConfigSchema } from "../agents/middlewares/token-budget-options.js";
+import { AuthorizationConfigSchema, GuardrailsConfigSchema } from "../agents/middlewares/guardrails-options.js";
 import { SandboxConfigSchema } from "../sandbox/sandbox-config.js";
 import { LimitsConfigSchema } from "./limits-config.js";
 import { SkillEvolutionConfigSchema } from "./skill-evolution-config.js";
 import { SubagentsConfigSchema } from "./subagents-config.js";
+import { AgentStorageConfigSchema, RunEventsConfigSchema, RunOwnershipConfigSchema } from "./run-sections-config.js";
 import { brandAppConfig, hasAppConfigBrand } from "./app-config-brand.js";
 
 export { SubagentsConfigSchema } from "./subagents-config.js";
@@ -138,6 +140,8 @@ export const STARTUP_ONLY_FIELDS = {
   database: "the thread/run database is opened once at start-up",
   stream_bridge: "the stream bridge holds live runs and is created once at start-up",
   sandbox: "the sandbox provider owns per-thread resources and is created once at start-up",
+  run_events: "the run event log is opened once at start-up",
+  run_ownership: "the process lease is set when the shared run coordination starts",
 } as const;
 
 /** A restart-only top-level field. */
@@ -154,6 +158,7 @@ export const KNOWN_TOP_LEVEL_KEYS = [
   "llm_call", "circuit_breaker", "tool_output", "read_before_write", "tool_progress",
   // Read by their own modules (auth: src/config/auth-config.ts; suggestions: routes/web-features.ts).
   "auth", "suggestions", "skill_evolution",
+  "guardrails", "authorization", "run_events", "agent_storage", "run_ownership",
 ] as const;
 
 /**
@@ -192,6 +197,12 @@ export const AppConfigSchema = z.looseObject({
   tool_output: ToolOutputConfigSchema.default(ToolOutputConfigSchema.parse({})),
   read_before_write: ReadBeforeWriteConfigSchema.default(ReadBeforeWriteConfigSchema.parse({})),
   tool_progress: ToolProgressConfigSchema.default(ToolProgressConfigSchema.parse({})),
+  guardrails: GuardrailsConfigSchema.default(GuardrailsConfigSchema.parse({})),
+  authorization: AuthorizationConfigSchema.default(AuthorizationConfigSchema.parse({})),
+  run_events: startupOnly("run_events", RunEventsConfigSchema.default(RunEventsConfigSchema.parse({}))),
+  agent_storage: AgentStorageConfigSchema.default(AgentStorageConfigSchema.parse({})),
+  /** Absent (null) keeps `stream_bridge.lease_ms`. */
+  run_ownership: startupOnly("run_ownership", nullish(RunOwnershipConfigSchema)),
 });
 
 /** The validated application config. Treat as immutable: `getAppConfig()` hands out the same object until the file changes. */

@@ -78,6 +78,8 @@ export interface GatewayMetrics {
   webToolDuration: Histogram<"tool" | "provider">;
   /** Research tool calls served from the cache, by `tool` and `provider`. */
   webToolCacheHits: Counter<"tool" | "provider">;
+  /** Tool-call checks by `guard` (`guardrails`, `authorization`) and `decision` (`allow`, `deny`, `error`: a denial by fail-closed). */
+  guardDecisions: Counter<"guard" | "decision">;
 }
 
 /**
@@ -113,5 +115,6 @@ export function createGatewayMetrics(options: GatewayMetricsOptions = {}): Gatew
     limitRejections: new Counter({ name: "deerflow_limit_rejections_total", help: "Requests refused by a rate limit, run cap or token quota", labelNames: ["limit"], registers }),
     sandboxCommands: new Counter({ name: "deerflow_sandbox_commands_total", help: "Sandbox commands by outcome and the limit that ended them", labelNames: ["outcome", "limit"], registers }),
     sandboxCommandDuration: new Histogram({ name: "deerflow_sandbox_command_duration_seconds", help: "Sandbox command duration", buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600], registers }),
+    guardDecisions: new Counter({ name: "deerflow_guard_decisions_total", help: "Tool-call checks by guardrail or authorization, by decision", labelNames: ["guard", "decision"], registers }),
   };
 }

@@ -134,11 +134,10 @@ describe("parseAppConfigText: YAML to typed config", () => {
     expect(() => parseAppConfigText(MODEL("m", "    api_key: ${DF_TEST_KEY}\n"), "/x/c.yaml", { DF_TEST_KEY: "v" })).toThrow("{DF_TEST_KEY}");
   });
 
-  it("keeps unknown top-level keys and warns about each once", () => {
-    const cfg = parseAppConfigText("channels: {a: 1}\nzz_unknown_key_once: 1\n", "/x/c.yaml") as Record<string, unknown>;
-    expect(cfg.channels).toEqual({ a: 1 });
-    parseAppConfigText("zz_unknown_key_once: 2\n", "/x/c.yaml");
-    expect(warnings().filter((m) => m.includes("'zz_unknown_key_once'"))).toHaveLength(1);
+  it("keeps a not-offered section that leaves its feature off, and refuses an unknown top-level key (issue 46)", () => {
+    const cfg = parseAppConfigText("channels: {telegram: {enabled: false}}\n", "/x/c.yaml") as Record<string, unknown>;
+    expect(cfg.channels).toEqual({ telegram: { enabled: false } });
+    expect(() => parseAppConfigText("zz_unknown_key_once: 2\n", "/x/c.yaml")).toThrow("'zz_unknown_key_once' is not a DeerFlow or deerflow-gateway config key");
   });
 
   it("looks models and tools up by name, first duplicate wins, unknown gives undefined (CF-012)", () => {

@@ -14,7 +14,8 @@ export interface RecordedRequest {
 /** What the fake answers for one request. */
 export interface FakeReply {
   content?: string;
-  toolCalls?: { name: string; args: Record<string, unknown>; id?: string }[];
+  /** `rawArguments` is sent as the call's `arguments` text as is (malformed JSON), instead of `args` serialised. */
+  toolCalls?: { name: string; args: Record<string, unknown>; id?: string; rawArguments?: string }[];
   /** Answer with this HTTP status and an OpenAI-style error body instead. */
   status?: number;
   /** Wait this long (ms) before answering (provider timeouts). */
@@ -141,7 +142,7 @@ function createFakeOpenAI(): { fake: FakeOpenAI; listen(): Promise<void> } {
       return;
     }
     const id = `chatcmpl-${++counter}`;
-    const toolCalls = (reply.toolCalls ?? []).map((tc, i) => ({ index: i, id: tc.id ?? `call_${counter}_${i}`, type: "function", function: { name: tc.name, arguments: JSON.stringify(tc.args) } }));
+    const toolCalls = (reply.toolCalls ?? []).map((tc, i) => ({ index: i, id: tc.id ?? `call_${counter}_${i}`, type: "function", function: { name: tc.name, arguments: tc.rawArguments ?? JSON.stringify(tc.args) } }));
     const usage = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
     const finish = reply.finishReason ?? (toolCalls.length ? "tool_calls" : "stop");
     if (!body.stream) {

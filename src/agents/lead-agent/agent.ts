@@ -14,6 +14,7 @@ import { deferredToolsSection } from "../../tools/builtins/tool-search.js";
 import { createDeerflowAgent, type DeerflowAgent } from "../factory.js";
 import { sharedBuild } from "./build-cache.js";
 import { ThreadStateFields } from "../thread-state.js";
+import { applyToolGuards } from "./guards.js";
 import { buildMiddlewares } from "./middlewares.js";
 import { applyPromptTemplate } from "./prompt.js";
 import { buildSignature, resolveBuildInputs, type BuildInputs, type LeadAgentConfig } from "./resolve-build-inputs.js";
@@ -153,7 +154,10 @@ async function compileLeadAgent(inputs: BuildInputs, appConfig: AppConfig): Prom
   // A subagent build takes its role, tool filter and token budget from its type (unknown types never get here:
   // the task tool refuses them; general-purpose is the safe reading of a hand-built marker).
   const subagentType = subagent ? (getSubagentType(appConfig, subagent.type) ?? getSubagentType(appConfig, "general-purpose")!) : null;
-  const { tools, deferred } = await resolveLeadTools(inputs, appConfig, subagentType, usableSkills, deferredDiscovery);
+  const assembled = await resolveLeadTools(inputs, appConfig, subagentType, usableSkills, deferredDiscovery);
+  const { deferred } = assembled;
+  // authorization (tools bound by role) and guardrails: the tools to bind and the call-time guards.
+  const { tools, middlewares: toolGuards } = await applyToolGuards(appConfig, inputs.runContext, assembled.tools, deferred ? ["tool_search"] : []);
   const systemPrompt = leadSystemPrompt(inputs, appConfig, subagentType, usableSkills, deferredDiscovery, deferred);
   const middleware = buildMiddlewares({
     appConfig,
@@ -172,6 +176,7 @@ async function compileLeadAgent(inputs: BuildInputs, appConfig: AppConfig): Prom
     subagent: Boolean(subagent),
     modelFallback,
     modelMaxAttempts: typeof inputs.modelConfig.max_retries === "number" ? inputs.modelConfig.max_retries + 1 : null,
+    toolGuards,
     tokenBudget: subagentType?.tokenBudget ?? null,
   });
   getLogger().debug({ agent: agentName ?? "default", branch, model: modelName, thinkingEnabled, reasoningEffort, isPlanMode: inputs.isPlanMode, subagentEnabled: inputs.subagentEnabled, tools: tools.map((t) => t.name) }, "lead agent compiled");

@@ -66,6 +66,8 @@ export interface BuildMiddlewaresOptions {
   modelFallback?: AgentMiddleware | null;
   /** Attempts per model call of this agent's model (its entry's `max_retries` + 1); null: `llm_call.retry_max_attempts`. */
   modelMaxAttempts?: number | null;
+  /** Tool-call guards (authorization, then guardrails: GuardrailMiddleware), placed between DanglingToolCall and ToolErrorHandling. */
+  toolGuards?: AgentMiddleware[];
   /** Clock of DynamicContextMiddleware (tests). */
   now?: () => Date;
   /** A token budget that replaces `token_budget` for this build (a subagent type's `token_budget`). */
@@ -80,7 +82,8 @@ export interface BuildMiddlewaresOptions {
  * 3b. InputSanitizationMiddleware (upstream's outermost model wrapper, placed inner of ThreadData/Uploads
  *     because they make upstream's before_agent rewrite of the user message on the first model call);
  * 4. DanglingToolCallMiddleware; 4b. LLMErrorHandlingMiddleware (`llm_call`, `circuit_breaker`);
- * 4c. [ReadBeforeWriteMiddleware when `read_before_write.enabled`]; 5. ToolErrorHandlingMiddleware;
+ * 4c. [tool guards: authorization, then guardrails (GuardrailMiddleware), upstream's place];
+ * 4d. [ReadBeforeWriteMiddleware when `read_before_write.enabled`]; 5. ToolErrorHandlingMiddleware;
  * 6. DynamicContextMiddleware (date + memory reminder per turn; no memory for subagents);
  * 7. SkillActivationMiddleware (`/skill-name`);
  * 8. [SummarizationMiddleware when `summarization.enabled` and a summary model exists];
@@ -121,6 +124,7 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
     new InputSanitizationMiddleware(),
     new DanglingToolCallMiddleware(),
     new LLMErrorHandlingMiddleware({ llmCall: appConfig.llm_call, circuitBreaker: appConfig.circuit_breaker, maxAttempts: options.modelMaxAttempts ?? undefined }),
+    ...(options.toolGuards ?? []),
   );
   if (appConfig.read_before_write.enabled) chain.push(new ReadBeforeWriteMiddleware());
   chain.push(

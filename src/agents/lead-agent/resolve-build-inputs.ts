@@ -185,6 +185,8 @@ export function buildSignature(inputs: BuildInputs, appConfig: AppConfig): strin
     getAgentsDir(),
     getSkillsRoot(appConfig.skills),
     inputs.runContext.userId,
+    // Tool authorization binds tools by role: a role change must not reuse another role's build.
+    inputs.runContext.userRole ?? null,
     inputs.branch,
     inputs.agentName,
     inputs.subagent ?? null,

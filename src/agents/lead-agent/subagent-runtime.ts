@@ -96,6 +96,7 @@ export class LeadSubagentRuntime implements SubagentRuntime {
       threadId: parentRun.threadId ?? "",
       runId: parentRun.runId,
       userId: parentRun.userId,
+      userRole: parentRun.userRole,
       appConfig,
       memoryManager: parentRun.memoryManager,
       sandboxProvider: parentRun.sandboxProvider,

@@ -10,6 +10,37 @@ interface Call {
   invalid?: string;
 }
 
+/** Longest parser error shown to the model. */
+const MAX_PARSER_ERROR = 500;
+
+/**
+ * The parser error of an invalid tool call without the arguments it failed on: Node's JSON.parse quotes the start
+ * of its input (`Unexpected token 'x', "{bad..." is not valid JSON`), and a model told its own malformed payload
+ * back tends to resend it (upstream issue #2894). Cut at the quote, and at any echo of the raw arguments.
+ */
+export function parserError(error: unknown, rawArgs: unknown): string {
+  let text = typeof error === "string" ? error : "";
+  const quoted = text.search(/,?\s*"/);
+  if (quoted !== -1 && /is not valid JSON/.test(text.slice(quoted))) text = `${text.slice(0, quoted)} (not valid JSON)`;
+  const raw = typeof rawArgs === "string" ? rawArgs.trim() : "";
+  const echo = raw.length >= 4 ? text.indexOf(raw.slice(0, 12)) : -1;
+  if (echo !== -1) text = text.slice(0, echo).trimEnd();
+  return text.slice(0, MAX_PARSER_ERROR);
+}
+
+/**
+ * The synthetic result of a call whose arguments did not parse (upstream `_synthetic_tool_message_content`): the
+ * tool failed before execution, with the parser error, never the arguments. A `write_file` call gets the advice
+ * upstream gives for its usual cause, one huge Markdown payload.
+ */
+export function invalidCallResult(name: string, error: string): string {
+  const detail = error ? ` Parser error: ${error}` : "";
+  if (name === "write_file") {
+    return `[write_file failed before execution: its arguments were not valid JSON, so nothing was written. Large Markdown content with unescaped quotes, backslashes or code fences usually causes this: do not resend the same payload; give the content as plain text in your reply, or write the file in smaller parts.${detail}]`;
+  }
+  return `[${name} failed before execution: its arguments were not valid JSON, so the tool did not run.${detail}]`;
+}
+
 /**
  * Repairs the outgoing message list so every tool call of an AI message is answered right after it, which
  * providers require. On the request only (state is untouched): blank call ids get stable synthetic ids
@@ -42,7 +73,7 @@ export function repairToolCallHistory(messages: BaseMessage[]): { messages: Base
     const invalid = (m.invalid_tool_calls ?? []).map((tc, pos) => ({
       id: tc.id?.trim() ? tc.id : `deerflow_synthetic_tool_call_${msgIdx}_invalid_${pos}`,
       name: tc.name?.trim() ? tc.name : "unknown_tool",
-      invalid: String(tc.error ?? "could not parse arguments").slice(0, 500),
+      invalid: parserError(tc.error, tc.args),
     }));
     if (rewritten) {
       out.push(new AIMessage({ content: m.content, id: m.id, name: m.name, tool_calls: valid, invalid_tool_calls: m.invalid_tool_calls,
@@ -59,8 +90,8 @@ export function repairToolCallHistory(messages: BaseMessage[]): { messages: Base
       }
       placeholders++;
       changed = true;
-      const content = call.invalid
-        ? `Error: the arguments were invalid for tool '${call.name}': ${call.invalid}. Call the tool again with valid JSON arguments.`
+      const content = call.invalid !== undefined
+        ? invalidCallResult(call.name, call.invalid)
         : call.name === "unknown_tool"
           ? "Error: this tool call had an empty tool name and was not executed. Call a tool by its exact name."
           : `Error: the tool call '${call.name}' was interrupted before it returned a result. Retry it if it is still needed.`;

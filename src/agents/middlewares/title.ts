@@ -34,14 +34,16 @@ export function isRealUserMessage(m: BaseMessage): boolean {
 
 /**
  * Title from the first user message: the text itself when it fits in `min(maxChars, 50)`, else its first
- * `min(50, maxChars - 3)` chars, right-trimmed, plus "..."; "New Conversation" when empty. Mirrors DeerFlow
+ * `min(50, maxChars - 3)` characters (code points), right-trimmed, plus "..."; "New Conversation" when empty. Mirrors DeerFlow
  * `_fallback_title`.
  */
 export function fallbackTitle(userText: string, maxChars = 60): string {
   const text = userText.replace(/\s+/g, " ").trim();
   if (!text) return "New Conversation";
-  if (text.length <= Math.min(maxChars, 50)) return text;
-  return `${text.slice(0, Math.min(50, maxChars - 3)).trimEnd()}...`;
+  // Counted in code points, as Python's len(): a cut never splits a surrogate pair (an emoji, a rare CJK character).
+  const chars = Array.from(text);
+  if (chars.length <= Math.min(maxChars, 50)) return text;
+  return `${chars.slice(0, Math.min(50, maxChars - 3)).join("").trimEnd()}...`;
 }
 
 /** Gate of DeerFlow `_should_generate_title`: >= 2 messages, exactly one real user message, >= 1 AI message. */

@@ -29,6 +29,8 @@ export type RunServiceDeps = WorkerDeps & {
 /** Where a run request came from: the HTTP request id goes into the run's metadata and its log lines. */
 export interface RunOrigin {
   requestId?: string;
+  /** The principal's role (`admin`, `user`): the run context's `user_role`, read by tool authorization. */
+  userRole?: string;
 }
 
 /** A started run and the request it came from. */
@@ -79,6 +81,8 @@ export class RunService {
     }
     const appConfig = this.deps.getAppConfig();
     const runConfig = buildRunConfig(request, tid, { maxRecursionLimit: appConfig.max_recursion_limit, userId });
+    // Set by the server only: buildRunConfig has stripped any `user_role` the caller sent.
+    if (origin.userRole !== undefined) runConfig.context.user_role = origin.userRole;
     const input = toGraphInput(request);
     const checkpointId = request.checkpoint_id ?? (request.checkpoint?.checkpoint_id as string | undefined);
     if (request.checkpoint?.thread_id !== undefined && request.checkpoint.thread_id !== tid) {

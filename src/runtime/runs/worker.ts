@@ -7,7 +7,7 @@ import type { Checkpoint, CheckpointTuple } from "@langchain/langgraph";
 import { MiddlewareError } from "langchain";
 import type { Logger } from "pino";
 import type { MemoryManager } from "../../agents/memory/manager.js";
-import { buildRunContext, type RunSandboxProvider } from "../../agents/run-context.js";
+import { buildRunContext, runContextOf, type RunSandboxProvider } from "../../agents/run-context.js";
 import { streamAgent } from "../../agents/stream-agent.js";
 import type { RunObservation, RunObserver, RunUsage } from "../../observability/run-observer.js";
 import type { AppConfig } from "../../config/schema.js";
@@ -214,6 +214,7 @@ async function buildAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps, progres
     threadId,
     runId,
     userId: String(runConfig.context.user_id),
+    userRole: typeof runConfig.context.user_role === "string" ? runConfig.context.user_role : undefined,
     options: runConfig.context,
     appConfig: deps.getAppConfig(),
     memoryManager: deps.memoryManager,
@@ -316,7 +317,9 @@ async function recordOutcome(run: ActiveRun, job: RunJob, deps: WorkerDeps, prog
     if (progress.status !== "success") await settleUnfinishedRun(run, job, deps, progress, log);
     const { status, checkpointer } = progress;
     if (observation?.scope.fallbacks.length) run.record.metadata = { ...run.record.metadata, model_fallbacks: observation.scope.fallbacks };
-    Object.assign(run.record, runCounters(observation?.usage, progress.before, checkpointer?.latestRoot, progress.context));
+    // run_events.track_token_usage: false leaves the run's token counters at zero (DeerFlow's RunRow switch).
+    const trackTokens = runContextOf({ context: progress.context }).appConfig?.run_events.track_token_usage !== false;
+    Object.assign(run.record, runCounters(trackTokens ? observation?.usage : undefined, progress.before, checkpointer?.latestRoot, progress.context));
     // A thread created busy for this run is released even when the run never started (a rollback while pending).
     const releaseThread = progress.started || status === "interrupted" || job.freshThread;
     let threadStatus: ThreadStatus = status === "error" && !run.cancelAction ? "error" : "idle";

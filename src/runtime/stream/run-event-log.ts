@@ -56,14 +56,19 @@ export class RunEventLog {
    * @param dir The data directory: the database is `<dir>.sqlite` next to it (created on first write), and
    *   `<dir>/<run_id>.jsonl` files of earlier versions are read when a run has no rows.
    */
-  constructor(private readonly dir: string) {}
+  constructor(
+    private readonly dir: string,
+    /** `run_events`: `memory` keeps the log in an in-memory database (lost on restart); `maxTraceContent` in bytes. */
+    private readonly options: { backend?: "memory" | "db"; maxTraceContent?: number } = {},
+  ) {}
 
   /** The database, opened (and its table created) on first use; null when it cannot be opened. */
   private open(): Database.Database | null {
     if (this.db) return this.db;
     try {
-      mkdirSync(path.dirname(this.dir), { recursive: true });
-      const db = openSqlite(`${this.dir}.sqlite`);
+      const memory = this.options.backend === "memory";
+      if (!memory) mkdirSync(path.dirname(this.dir), { recursive: true });
+      const db = openSqlite(memory ? ":memory:" : `${this.dir}.sqlite`);
       db.exec(`CREATE TABLE IF NOT EXISTS run_events (
         run_id TEXT NOT NULL, seq INTEGER NOT NULL, event_type TEXT NOT NULL, category TEXT NOT NULL,
         content TEXT NOT NULL, metadata TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID`);
@@ -84,11 +89,21 @@ export class RunEventLog {
     if (!SAFE_ID.test(runId)) return;
     const seq = (this.seqs.get(runId) ?? 0) + 1;
     this.seqs.set(runId, seq);
-    const row: RunEvent = { seq, run_id: runId, event_type: event, category: categoryOf(event), content: data, metadata: {}, created_at: new Date().toISOString() };
+    const category = categoryOf(event);
+    const row: RunEvent = { seq, run_id: runId, event_type: event, category, content: category === "trace" ? this.capTrace(data) : data, metadata: {}, created_at: new Date().toISOString() };
     let rows = this.pending.get(runId);
     if (!rows) this.pending.set(runId, (rows = []));
     rows.push(row);
     if (rows.length >= FLUSH_EVERY) this.flush(runId);
+  }
+
+  /** A trace event's content, or a preview of it when its JSON is over `run_events.max_trace_content` bytes. */
+  private capTrace(data: unknown): unknown {
+    const max = this.options.maxTraceContent;
+    if (max === undefined) return data;
+    const text = JSON.stringify(data ?? null);
+    if (Buffer.byteLength(text) <= max) return data;
+    return { truncated: true, bytes: Buffer.byteLength(text), preview: Buffer.from(text).subarray(0, max).toString("utf8").replace(/\uFFFD$/, "") };
   }
 
   /** Writes the buffered events of `runId`. A failed write drops them (a full disk must not break the run). */

@@ -69,7 +69,7 @@ describe("repairToolCallHistory (agent-factory.md §6.4)", () => {
     const placeholder = out.messages[2] as ToolMessage;
     expect(placeholder.tool_call_id).toBe("bad-1");
     expect(placeholder.status).toBe("error");
-    expect(String(placeholder.content)).toContain("arguments were invalid");
+    expect(String(placeholder.content)).toContain("write_file failed before execution");
     expect(String(placeholder.content)).toContain("Unexpected token n");
   });
 
