@@ -48,7 +48,7 @@ export function locatePidsCgroup(mountinfo: string, selfCgroup: string): PidsCgr
 /** `<mount point>` + the group's path relative to the mount's root (a container's mount shows only its subtree). */
 function join(point: string, root: string, group: string): string {
   const rel = root !== "/" && (group === root || group.startsWith(`${root}/`)) ? group.slice(root.length) : group;
-  return path.join(point, rel);
+  return path.join(point, rel).replace(/(.)\/+$/, "$1");
 }
 
 /** mountinfo escapes spaces and the like as octal (`\040`). */
