@@ -5,7 +5,6 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { getAppConfigStatus } from "../src/config/app-config.js";
 import { checkModels } from "../src/runtime/model-health.js";
-import { BubblewrapSandboxProvider } from "../src/sandbox/bwrap-provider.js";
 import { doc } from "./openapi.js";
 
 /** What `GET /health` answers. */
@@ -17,6 +16,8 @@ export const HealthSchema = z.object({
   sandbox: z.string().optional().describe("The active sandbox provider: `local`, `bubblewrap` or `aio_sandbox` (fixed at start)"),
   sandbox_process_limit: z.enum(["pids_cgroup", "rlimit", "none"]).optional().describe("bubblewrap only: what enforces sandbox.limits.processes (`none`: a root gateway without a writable pids cgroup)"),
 });
+
+type HealthBody = z.infer<typeof HealthSchema>;
 
 /**
  * `GET /health` -> 200 `{status: "healthy", service}`; `{status: "reloading"}` while a config.yaml edit waits out
@@ -38,8 +39,10 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
     const modelErrors = config ? await checkModels(config) : [];
     // An edit still settling is `reloading` (200, the last good config serves): a routine edit never looks broken.
     const status = error || modelErrors.length ? "degraded" : pending ? "reloading" : "healthy";
-    const body: z.infer<typeof HealthSchema> = { status, service: "deer-flow-gateway", sandbox: app.deerflow.sandbox.kind };
-    if (app.deerflow.sandbox instanceof BubblewrapSandboxProvider) body.sandbox_process_limit = app.deerflow.sandbox.processLimit;
+    const body: HealthBody = { status, service: "deer-flow-gateway", sandbox: app.deerflow.sandbox.kind };
+    // Only the bubblewrap provider has one (routes do not import the sandbox layer's classes).
+    const processLimit = (app.deerflow.sandbox as { processLimit?: HealthBody["sandbox_process_limit"] }).processLimit;
+    if (processLimit) body.sandbox_process_limit = processLimit;
     // The file is named by its base name only: where the gateway's files live is not for anonymous callers.
     if (error) body.config_error = path ? error.split(path).join(basename(path)) : error;
     if (modelErrors.length) body.model_errors = modelErrors;

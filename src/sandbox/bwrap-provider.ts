@@ -18,6 +18,8 @@ export interface BubblewrapSandboxProviderOptions extends LocalSandboxProviderOp
   limits?: SandboxLimitsConfig;
   /** Called once per command (the gateway counts them in /metrics). */
   onAudit?: (record: SandboxAuditRecord) => void;
+  /** `sandbox.pids_cgroup`: where the commands' pids groups are made; unset: the gateway's own pids cgroup. */
+  pidsCgroup?: string;
   /** The pids groups to use, or why there are none (tests); default: {@link openPidsRoot} on this machine. */
   pidsCgroups?: PidsCgroups | { reason: string };
   /** Whether the gateway runs as root (tests); default: the process's real uid is 0. */
@@ -39,7 +41,8 @@ export class SandboxUnavailableError extends Error {}
  * directories, only the thread's `/mnt/user-data` writable, skills and `sandbox.mounts` bound as configured, an
  * empty environment, rlimits per command, a disk quota per thread and concurrency caps. The agent gets `bash`
  * without `allow_host_bash` (see `isHostBashAllowed`).
- * @throws SandboxUnavailableError (from the constructor) naming why bwrap cannot work here and the fix.
+ * @throws SandboxUnavailableError (from the constructor) naming why bwrap cannot work here, or why the configured
+ *   `sandbox.pids_cgroup` cannot be used, and the fix.
  */
 export class BubblewrapSandboxProvider extends LocalSandboxProvider {
   override readonly kind: string = "bubblewrap";
@@ -61,7 +64,10 @@ export class BubblewrapSandboxProvider extends LocalSandboxProvider {
     }
     const defaults = SandboxConfigSchema.parse({});
     this.env = { bwrap: status.path!, network: options.network ?? defaults.network, limits: options.limits ?? defaults.limits, running: { total: 0 }, onAudit: options.onAudit };
-    const pids = options.pidsCgroups ?? openPidsRoot();
+    const pids = options.pidsCgroups ?? openPidsRoot(options.pidsCgroup);
+    if (options.pidsCgroup && !(pids instanceof PidsCgroups)) {
+      throw new SandboxUnavailableError(`sandbox.pids_cgroup ${options.pidsCgroup} cannot hold the sandbox's process limits: ${pids.reason}. Fix: name a writable cgroup directory (v1 pids hierarchy, or a delegated v2 group with pids available and no processes of its own), or remove the key`);
+    }
     const root = options.root ?? process.getuid?.() === 0;
     if (pids instanceof PidsCgroups) {
       this.env.pids = pids;

@@ -2,7 +2,7 @@
 // (`ulimit -u`) is not enforced for processes whose real user is root, and bwrap's user namespace maps the sandbox
 // to the gateway's uid, so as root a fork bomb would be bounded only by the timeout. The kernel's pids controller
 // counts every task in the group whatever its uid: fork fails with EAGAIN at `pids.max`, and `pids.events` says so.
-import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { mkdir, readFile, readdir, rmdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -167,17 +167,23 @@ export class CommandCgroup {
   }
 }
 
+/** Files {@link openPidsRoot} reads (tests pass others). */
+const PROC_FILES = { mountinfo: "/proc/self/mountinfo", cgroup: "/proc/self/cgroup" };
+
 /**
- * Opens the pids root for the sandbox's groups when this machine has a writable one: reads the gateway's own
- * cgroup, checks the pids controller is there (v2: listed in `cgroup.controllers`, and enabled for the groups by
- * writing `+pids` to `cgroup.subtree_control` on the way down), makes `deerflow-sandbox/` and proves a group with
- * a `pids.max` can be made there. Synchronous: runs once, when the provider starts.
- * @returns the groups, or the reason none can be used (shown in the start-up warning).
+ * Opens the pids root for the sandbox's groups when this machine has a writable one: `configured` (the
+ * `sandbox.pids_cgroup` directory) or else the gateway's own pids cgroup. Checks the pids controller is there (v2:
+ * listed in `cgroup.controllers`, and enabled for the groups by writing `+pids` to `cgroup.subtree_control` on the
+ * way down), makes `deerflow-sandbox/` and proves a group with a `pids.max` can be made in it. Synchronous: runs
+ * once, when the provider starts.
+ * @returns the groups, or the reason none can be used (shown in the start-up warning or error).
  */
-export function openPidsRoot(procFiles = { mountinfo: "/proc/self/mountinfo", cgroup: "/proc/self/cgroup" }): PidsCgroups | { reason: string } {
+export function openPidsRoot(configured?: string, procFiles = PROC_FILES): PidsCgroups | { reason: string } {
   let root: PidsCgroupRoot | null;
   try {
-    root = locatePidsCgroup(readFileSync(procFiles.mountinfo, "utf8"), readFileSync(procFiles.cgroup, "utf8"));
+    root = configured
+      ? { version: existsSync(path.join(configured, "cgroup.controllers")) ? 2 : 1, dir: path.resolve(configured) }
+      : locatePidsCgroup(readFileSync(procFiles.mountinfo, "utf8"), readFileSync(procFiles.cgroup, "utf8"));
   } catch (err) {
     return { reason: `cannot read the process's cgroups (${(err as Error).message})` };
   }
@@ -190,10 +196,11 @@ export function openPidsRoot(procFiles = { mountinfo: "/proc/self/mountinfo", cg
     if (root.version === 2) enablePids(root.dir);
     mkdirSync(groups.folder, { recursive: true });
     if (root.version === 2) enablePids(groups.folder);
-    // Proves the kernel takes a limit here: a read-only or foreign hierarchy fails now, not on the first command.
+    // Proves the kernel takes a limit here: a read-only or foreign hierarchy, or a plain directory, fails now.
     const probe = path.join(groups.folder, `${process.pid}-${randomBytes(6).toString("hex")}`);
     mkdirSync(probe);
     try {
+      if (!existsSync(path.join(probe, "pids.max"))) throw new Error("not a pids cgroup: a new group has no pids.max");
       writeFileSync(path.join(probe, "pids.max"), "1");
     } finally {
       rmdirSync(probe);

@@ -37,9 +37,9 @@ describe("locatePidsCgroup", () => {
         writeFileSync(file, text);
         return file;
       };
-      const none = openPidsRoot({ mountinfo: write("mi", "30 22 0:27 / /sys/fs/cgroup rw - tmpfs tmpfs rw"), cgroup: write("cg", "0::/") });
+      const none = openPidsRoot(undefined, { mountinfo: write("mi", "30 22 0:27 / /sys/fs/cgroup rw - tmpfs tmpfs rw"), cgroup: write("cg", "0::/") });
       expect(none).toEqual({ reason: "no cgroup hierarchy with the pids controller is mounted" });
-      const v2 = openPidsRoot({ mountinfo: write("mi2", `25 20 0:26 / ${dir} rw - cgroup2 cgroup2 rw`), cgroup: write("cg2", "0::/") });
+      const v2 = openPidsRoot(undefined, { mountinfo: write("mi2", `25 20 0:26 / ${dir} rw - cgroup2 cgroup2 rw`), cgroup: write("cg2", "0::/") });
       expect(v2).toMatchObject({ reason: expect.stringContaining("cannot be used") });
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -88,6 +88,32 @@ describe.runIf(HAS_CGROUP)("with a writable pids cgroup (this machine)", () => {
       expect(readdirSync(groups.folder).filter((n) => n.startsWith(`${process.pid}-`))).toEqual([]);
     } finally {
       await h.close();
+    }
+  });
+
+  it("sandbox.pids_cgroup: the groups are made under the named directory; a directory that is not a pids cgroup stops the start", async () => {
+    const dir = path.join(groups.root.dir, `deerflow-test-${process.pid}-${Date.now()}`);
+    const h = await startBwrapGateway(`  pids_cgroup: ${dir}\n  limits: { processes: 16 }`);
+    try {
+      const t = await newThread(h);
+      // The group is there while the command runs: its pids.max is the limit plus bwrap's two.
+      const seen = bash(h, t, "for i in $(seq 100); do [ -e go ] && break; sleep 0.1; done; echo done");
+      await until(() => readdirSync(path.join(dir, "deerflow-sandbox")).some((n) => n.startsWith(`${process.pid}-`)));
+      const group = readdirSync(path.join(dir, "deerflow-sandbox")).find((n) => n.startsWith(`${process.pid}-`))!;
+      expect(readFileSync(path.join(dir, "deerflow-sandbox", group, "pids.max"), "utf8").trim()).toBe("18");
+      writeFileSync(path.join((h.app.deerflow.sandbox as BubblewrapSandboxProvider).dirsFor(t).workspace, "go"), "");
+      expect(await seen).toBe("done");
+      expect(readdirSync(path.join(dir, "deerflow-sandbox")).filter((n) => n.startsWith(`${process.pid}-`))).toEqual([]);
+    } finally {
+      await h.close();
+      rmdirSync(path.join(dir, "deerflow-sandbox"));
+      rmdirSync(dir);
+    }
+    const plain = mkdtempSync(path.join(tmpdir(), "not-a-cgroup-"));
+    try {
+      await expect(startBwrapGateway(`  pids_cgroup: ${plain}`)).rejects.toThrow(/sandbox.pids_cgroup .* cannot hold the sandbox's process limits: .*not a pids cgroup/);
+    } finally {
+      rmSync(plain, { recursive: true, force: true });
     }
   });
 
