@@ -14,13 +14,17 @@ export const HealthSchema = z.object({
   config_error: z.string().optional().describe("Why the last config edit was not applied (the last good config is served)"),
   model_errors: z.array(z.object({ model: z.string(), error: z.string() })).optional().describe("Models whose `use:` cannot be resolved or whose fallbacks name no configured model"),
   sandbox: z.string().optional().describe("The active sandbox provider: `local`, `bubblewrap` or `aio_sandbox` (fixed at start)"),
+  sandbox_process_limit: z.enum(["pids_cgroup", "rlimit", "none"]).optional().describe("bubblewrap only: what enforces sandbox.limits.processes (`none`: a root gateway without a writable pids cgroup)"),
 });
+
+type HealthBody = z.infer<typeof HealthSchema>;
 
 /**
  * `GET /health` -> 200 `{status: "healthy", service}`; `{status: "reloading"}` while a config.yaml edit waits out
  * its stability period (the last good config serves); or `{status: "degraded", config_error?, model_errors?}`
  * after a bad config edit (the config file named by its base name, never its absolute path) or with a model that
- * cannot be built (`use: nosuchpkg:Nope`). Each answer names the active sandbox provider (`sandbox`).
+ * cannot be built (`use: nosuchpkg:Nope`). Each answer names the active sandbox provider (`sandbox`) and, for
+ * bubblewrap, what enforces its process limit (`sandbox_process_limit`).
  */
 export async function healthRoutes(app: FastifyInstance): Promise<void> {
   app.get("/health", { schema: doc("health", "Liveness, config and model health", { response: { 200: HealthSchema } }) }, async () => {
@@ -35,7 +39,10 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
     const modelErrors = config ? await checkModels(config) : [];
     // An edit still settling is `reloading` (200, the last good config serves): a routine edit never looks broken.
     const status = error || modelErrors.length ? "degraded" : pending ? "reloading" : "healthy";
-    const body: z.infer<typeof HealthSchema> = { status, service: "deer-flow-gateway", sandbox: app.deerflow.sandbox.kind };
+    const body: HealthBody = { status, service: "deer-flow-gateway", sandbox: app.deerflow.sandbox.kind };
+    // Only the bubblewrap provider has one (routes do not import the sandbox layer's classes).
+    const processLimit = (app.deerflow.sandbox as { processLimit?: HealthBody["sandbox_process_limit"] }).processLimit;
+    if (processLimit) body.sandbox_process_limit = processLimit;
     // The file is named by its base name only: where the gateway's files live is not for anonymous callers.
     if (error) body.config_error = path ? error.split(path).join(basename(path)) : error;
     if (modelErrors.length) body.model_errors = modelErrors;

@@ -4,9 +4,17 @@
 import { spawn } from "node:child_process";
 import { bubblewrapArgs } from "./bubblewrap.js";
 import { HeadTail, killGroup, type RunResult } from "./host-bash.js";
+import { BWRAP_TASKS, type CommandCgroup, type PidsCgroups } from "./pids-cgroup.js";
 
 /** coreutils `nice`, by absolute path (the gateway's PATH is not trusted here). */
 const NICE = "/usr/bin/nice";
+/** How often a command's pids group is checked for a fork refused at its limit, in ms. */
+const PIDS_POLL_MS = 100;
+/**
+ * The launcher of a command with a pids group: puts itself (`$$`) in the group (`$1`), then execs bwrap (`$2...`)
+ * in place. It forks nothing before joining, so every process of the sandbox is born inside the group.
+ */
+const JOIN_CGROUP = 'echo $$ > "$1/cgroup.procs" || { echo "sandbox: could not join the process-limit cgroup" >&2; exit 125; }; shift; exec "$@"';
 
 /** Which limit ended a command. */
 export type SandboxLimitName = "timeout" | "cpu" | "memory" | "processes" | "file_size" | "disk" | "output" | "tmp";
@@ -37,6 +45,12 @@ export interface BubblewrapRunOptions {
   signal?: AbortSignal;
   /** Polled every `intervalMs` while the command runs; `true` kills it with limit `disk`. */
   watch?: { intervalMs: number; overLimit(): Promise<boolean> };
+  /**
+   * Where the command's pids group is made (the process limit that holds for root): `pids.max` is
+   * `limits.processes` plus bwrap's own tasks; a fork refused there kills the command with limit `processes`, and
+   * whatever is left in the group after the command is killed. Absent: `ulimit -u` alone bounds processes.
+   */
+  pids?: PidsCgroups;
 }
 
 /** A finished command: {@link RunResult} plus the limit that ended it, if one did. */
@@ -73,17 +87,41 @@ export function limitFromExit(exitCode: number | null, output: string): SandboxL
 /**
  * Runs `command` in a fresh bubblewrap sandbox with `limits`. The sandbox has its own pid namespace and dies
  * with `bwrap` (`--die-with-parent`), so killing bwrap's process group ends every process the command started,
- * background jobs included, as does the command's own exit. Output is captured (head and tail) up to
+ * background jobs included, as does the command's own exit. With `options.pids` the command runs in its own pids
+ * group, which is emptied and removed before this resolves. Output is captured (head and tail) up to
  * `limits.outputBytes`; past it, the command is killed with limit `output`.
  */
-export function runInBubblewrap(command: string, options: BubblewrapRunOptions): Promise<BubblewrapRunResult> {
+export async function runInBubblewrap(command: string, options: BubblewrapRunOptions): Promise<BubblewrapRunResult> {
+  let group: CommandCgroup | undefined;
+  try {
+    group = await options.pids?.create(options.limits.processes + BWRAP_TASKS);
+  } catch (err) {
+    // Fail closed: without its group the command would run with no process limit that holds for root.
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    return { output: `sandbox: could not create the command's process-limit cgroup (${why})\n`, exitCode: null, timedOut: false, aborted: false, droppedBytes: 0, limit: null };
+  }
+  try {
+    return await spawnSandbox(command, options, group);
+  } finally {
+    await group?.release();
+  }
+}
+
+/** The argv that starts bwrap: through `nice` when set, and through the cgroup launcher when there is a group. */
+function launchArgv(command: string, options: BubblewrapRunOptions, group: CommandCgroup | undefined): [string, string[]] {
+  const { limits } = options;
+  const args = bubblewrapArgs(options.root, limitScript(limits), { network: options.network, mounts: options.mounts, tmpBytes: limits.tmpBytes, argv: ["sandbox", command] });
+  // `nice` (and the launcher) exec bwrap in place, so the child's pid (and process group) is bwrap's.
+  const argv = limits.nice > 0 ? [NICE, "-n", String(limits.nice), options.bwrap, ...args] : [options.bwrap, ...args];
+  return group ? ["/bin/sh", ["-c", JOIN_CGROUP, "sandbox-launch", group.dir, ...argv]] : [argv[0], argv.slice(1)];
+}
+
+function spawnSandbox(command: string, options: BubblewrapRunOptions, group: CommandCgroup | undefined): Promise<BubblewrapRunResult> {
   return new Promise((resolve) => {
     const { limits } = options;
     const capture = new HeadTail();
-    const args = bubblewrapArgs(options.root, limitScript(limits), { network: options.network, mounts: options.mounts, tmpBytes: limits.tmpBytes, argv: ["sandbox", command] });
+    const [file, argv] = launchArgv(command, options, group);
     // An empty environment: bwrap's own /proc/<pid>/environ holds nothing of the gateway's.
-    // `nice` execs bwrap in place, so the child's pid (and process group) is bwrap's.
-    const [file, argv] = limits.nice > 0 ? [NICE, ["-n", String(limits.nice), options.bwrap, ...args]] : [options.bwrap, args];
     const child = spawn(file, argv, { cwd: "/", env: {}, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     let limit: SandboxLimitName | null = null;
     let aborted = false;
@@ -93,6 +131,7 @@ export function runInBubblewrap(command: string, options: BubblewrapRunOptions):
       if (why === "abort") aborted = true;
       else limit ??= why;
       killGroup(child.pid);
+      void group?.kill();
     };
     const onData = (chunk: Buffer) => {
       seen += chunk.length;
@@ -105,21 +144,14 @@ export function runInBubblewrap(command: string, options: BubblewrapRunOptions):
     child.stdout.on("data", onData);
     child.stderr.on("data", onData);
     const timer = setTimeout(() => stop("timeout"), Math.max(1, limits.timeoutSeconds * 1000));
-    let checking = false;
-    const poll = options.watch
-      ? setInterval(() => {
-          if (checking) return;
-          checking = true;
-          void options.watch!.overLimit().then((over) => (over ? stop("disk") : undefined)).finally(() => (checking = false));
-        }, options.watch.intervalMs)
-      : undefined;
+    const polls = [watchPoll(options.watch, () => stop("disk")), group && watchPoll({ intervalMs: PIDS_POLL_MS, overLimit: () => group.limitHit() }, () => stop("processes"))];
     const onAbort = () => stop("abort");
     options.signal?.addEventListener("abort", onAbort, { once: true });
     const finish = (exitCode: number | null) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      clearInterval(poll);
+      for (const poll of polls) clearInterval(poll);
       options.signal?.removeEventListener("abort", onAbort);
       child.stdout.destroy();
       child.stderr.destroy();
@@ -131,9 +163,24 @@ export function runInBubblewrap(command: string, options: BubblewrapRunOptions):
       capture.push(Buffer.from(`${err.message}\n`));
       finish(null);
     });
-    // The sandbox's processes all end with bwrap, so `close` (pipes closed) follows `exit` promptly.
+    // The sandbox's processes all end with bwrap, so `close` (pipes closed) follows `exit` promptly; what is left
+    // in the command's pids group is killed at once.
     child.on("close", (code, sig) => finish(code ?? (sig ? 128 + 9 : null)));
-    child.on("exit", (code, sig) => setTimeout(() => finish(code ?? (sig ? 128 + 9 : null)), 2000).unref());
+    child.on("exit", (code, sig) => {
+      void group?.kill();
+      setTimeout(() => finish(code ?? (sig ? 128 + 9 : null)), 2000).unref();
+    });
     if (options.signal?.aborted) onAbort();
   });
+}
+
+/** Calls `overLimit` every `intervalMs` (one check at a time) and `onOver` once it answers true. */
+function watchPoll(watch: BubblewrapRunOptions["watch"], onOver: () => void): NodeJS.Timeout | undefined {
+  if (!watch) return undefined;
+  let checking = false;
+  return setInterval(() => {
+    if (checking) return;
+    checking = true;
+    void watch.overLimit().then((over) => (over ? onOver() : undefined)).finally(() => (checking = false));
+  }, watch.intervalMs);
 }

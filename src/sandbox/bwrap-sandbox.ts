@@ -8,6 +8,7 @@ import { runInBubblewrap, type BubblewrapRunResult, type SandboxLimitName } from
 import { LocalSandbox, type ExecuteOptions } from "./local-sandbox.js";
 import type { SandboxMount } from "./mounts.js";
 import { SandboxPathError, type SandboxDirs } from "./paths.js";
+import type { PidsCgroups } from "./pids-cgroup.js";
 import type { SandboxLimitsConfig } from "./sandbox-config.js";
 
 const MIB = 1024 * 1024;
@@ -40,6 +41,8 @@ export interface BubblewrapEnv {
   running: { total: number };
   /** Called once per command, after it ended or was refused. */
   onAudit?: (record: SandboxAuditRecord) => void;
+  /** Where each command gets its own pids group (the process limit that holds for root); absent: `ulimit -u` only. */
+  pids?: PidsCgroups;
 }
 
 /** Result of {@link BubblewrapSandbox.execute}: the run's result, and a ready message when a limit or cap stopped it. */
@@ -140,6 +143,7 @@ export class BubblewrapSandbox extends LocalSandbox {
       signal: options.signal,
       limits: { timeoutSeconds: options.timeoutSeconds, cpuSeconds: l.cpu_seconds, memoryBytes: l.memory_mb * MIB, processes: l.processes, fileSizeBytes: fileSize, outputBytes: Math.floor(l.output_mb * MIB), tmpBytes: l.tmp_mb * MIB, nice: l.nice },
       watch: { intervalMs: DISK_POLL_MS, overLimit: async () => (await this.usage()) > quota },
+      pids: this.env.pids,
     });
     // Writes of many files that together passed the quota between two polls are caught here.
     if (!result.limit && !result.aborted && (await this.usage()) > quota) result.limit = "disk";

@@ -11,7 +11,10 @@ export const SandboxLimitsSchema = z.strictObject({
   cpu_seconds: z.number().int().min(1).default(60),
   /** Address space per process in MiB (RLIMIT_AS): allocations past it fail (MemoryError, ENOMEM). */
   memory_mb: z.number().int().min(64).default(2048),
-  /** Processes and threads in the sandbox at once (RLIMIT_NPROC, counted in the sandbox's user namespace). */
+  /**
+   * Processes and threads of one command at once: a pids cgroup per command where one is writable (holds for a
+   * root gateway), else RLIMIT_NPROC (which the kernel does not apply to root). See docs/sandbox.md.
+   */
   processes: z.number().int().min(4).default(256),
   /** Largest file a command may write, in MiB (RLIMIT_FSIZE; also capped by the thread's remaining quota). */
   file_size_mb: z.number().int().min(1).default(512),
@@ -56,6 +59,12 @@ export const SandboxConfigSchema = z.looseObject({
   bash_command_timeout: z.number().positive().default(600),
   /** Network inside the bubblewrap provider's sandbox: `none` (own empty network namespace) or `full` (the host's). */
   network: z.enum(["none", "full"]).default("none"),
+  /**
+   * Bubblewrap provider: a writable cgroup directory (v1 `pids` hierarchy, or a delegated v2 group with `pids`
+   * available and no processes of its own) under which each command's pids group is made. Unset: the gateway's own
+   * pids cgroup, found at start. Set but unusable: the provider refuses to start.
+   */
+  pids_cgroup: z.string().min(1).optional(),
   limits: SandboxLimitsSchema.default(SandboxLimitsSchema.parse({})),
   // DeerFlow's container sandbox (aio_sandbox) over its HTTP API: see aio-provider.ts and docs/sandbox.md.
   ...AioSandboxKeys,

@@ -79,7 +79,7 @@ export function createSandboxProvider(
     getLogger().warn({ reason: bubblewrapStatus().reason }, `sandbox.use AutoSandboxProvider: bubblewrap does not work here (${bubblewrapStatus().reason}); using the local provider (no bash)`);
   }
   if (isIsolatedSandbox(appConfig)) {
-    return new BubblewrapSandboxProvider({ ...base, network: sandbox?.network, limits: sandbox?.limits, onAudit });
+    return new BubblewrapSandboxProvider({ ...base, network: sandbox?.network, limits: sandbox?.limits, pidsCgroup: sandbox?.pids_cgroup, onAudit });
   }
   if (sandbox?.allow_host_bash === true) warnAboutHostBash();
   return new LocalSandboxProvider(base);
