@@ -5,12 +5,15 @@ import { parseSse } from "../support/sse.js";
 import { until } from "../support/wait.js";
 
 // The gateway's run-lifecycle acceptance cases (streaming, waiting, cancelling, joining; the GW-* ids) over HTTP,
-// against the fake OpenAI server (its streamed reply stands in for the fixture's "echo" graph; an HTTP 400 for "boom").
+// against the fake OpenAI server (its streamed reply stands in for the fixture's "echo" graph). "boom" is an agent
+// error: the scripted model's `!fail boom` (a provider's HTTP error is no longer one: LLMErrorHandlingMiddleware
+// answers it with user-facing text, as upstream does).
 const fake = useFakeOpenAI();
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness(`models:
   - {name: m-default, use: "langchain_openai:ChatOpenAI", model: gpt-test, api_key: sk-test, base_url: "${fake.url}", max_retries: 0}
+  - {name: m-boom, use: "deerflow-gateway:ScriptedChatModel", model: scripted, token_delay_ms: 0}
 `);
 });
 afterAll(async () => {
@@ -28,6 +31,8 @@ const get = async (p: string) => {
   return { s: r.status, b: await r.text() };
 };
 const hi = { messages: [{ role: "user", content: "hi" }] };
+/** The fixture's "boom" run: an agent error (the scripted model failing with "boom"). */
+const boom = { input: { messages: [{ role: "user", content: "!fail boom" }] }, context: { model_name: "m-boom" } };
 const newThread = async (id?: string) => JSON.parse((await post("/threads", id ? { thread_id: id } : {})).b).thread_id as string;
 
 describe("gateway acceptance cases: runs (spec/cases/gateway.md)", () => {
@@ -60,14 +65,13 @@ describe("gateway acceptance cases: runs (spec/cases/gateway.md)", () => {
   });
 
   it("reports a model failure as error then end, with message and name, and an error run and thread (GW-031)", async () => {
-    fake.respond = () => ({ status: 400 });
     const t = await newThread();
-    const r = await post(`/threads/${t}/runs/stream`, { input: hi, stream_mode: ["values"] });
+    const r = await post(`/threads/${t}/runs/stream`, { ...boom, stream_mode: ["values"] });
     const { frames } = parseSse(r.b);
     const events = frames.map((f) => f.event);
     check("GW-031 order", events[0] === "metadata" && events.at(-2) === "error" && events.at(-1) === "end", events);
     const err = frames.find((f) => f.event === "error")?.data;
-    check("GW-031 payload", typeof err?.message === "string" && typeof err?.name === "string" && err?.error === err?.name, err);
+    check("GW-031 payload", err?.message === "boom" && typeof err?.name === "string" && err?.error === err?.name, err);
     const rid = (r.h.get("content-location") ?? "").split("/").at(-1);
     const run = JSON.parse((await get(`/threads/${t}/runs/${rid}`)).b);
     check("GW-031 run", run.status === "error", run);
@@ -94,8 +98,7 @@ describe("gateway acceptance cases: runs (spec/cases/gateway.md)", () => {
     check("GW-053 values", r.s === 200 && body.messages.at(-1).content === "Hello" && !Object.keys(body).some((k) => k.startsWith("__pregel")), body);
     r = await post("/runs/wait", { input: hi });
     check("GW-053 stateless", r.s === 200 && JSON.parse(r.b).messages.at(-1).content === "Hello", r);
-    fake.respond = () => ({ status: 400 });
-    r = await post(`/threads/${t}/runs/wait`, { input: hi });
+    r = await post(`/threads/${t}/runs/wait`, boom);
     body = JSON.parse(r.b);
     check("GW-053 error", r.s === 200 && typeof body.__error__?.error === "string" && typeof body.__error__?.message === "string", body);
   });
