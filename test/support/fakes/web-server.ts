@@ -29,7 +29,7 @@ function ddgResultsPage(query: string): string {
 
 function route(req: IncomingMessage, res: ServerResponse, body: string, base: string): void {
   const url = new URL(req.url ?? "/", base);
-  const html = (s: string, type = "text/html; charset=utf-8") => res.writeHead(200, { "content-type": type }).end(s);
+  const html = (s: string | Buffer, type = "text/html; charset=utf-8"): void => void res.writeHead(200, { "content-type": type }).end(s);
   switch (url.pathname) {
     case "/page":
       return html(ARTICLE);
@@ -38,7 +38,7 @@ function route(req: IncomingMessage, res: ServerResponse, body: string, base: st
     case "/text":
       return html("plain notes\nline two", "text/plain");
     case "/pdf":
-      return html(makePdf(["Quarterly deer census report"]) as unknown as string, "application/pdf");
+      return html(makePdf(["Quarterly deer census report"]), "application/pdf");
     case "/image":
       return html("\x89PNG....", "image/png");
     case "/redirect":
@@ -52,7 +52,7 @@ function route(req: IncomingMessage, res: ServerResponse, body: string, base: st
     case "/deep":
       return html(`<html><head><title>Deep</title></head><body>${"<div>".repeat(100_000)}bottom${"</div>".repeat(100_000)}</body></html>`);
     case "/binary":
-      return html(Buffer.from(Array.from({ length: 65536 }, (_, i) => (i * 7919) % 256)) as unknown as string);
+      return html(Buffer.from(Array.from({ length: 65536 }, (_, i) => (i * 7919) % 256)));
     case "/huge": {
       // 10 GB declared and streamed until the client hangs up.
       res.writeHead(200, { "content-type": "text/html" });
