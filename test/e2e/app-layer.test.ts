@@ -187,11 +187,11 @@ describe("bad input over HTTP", () => {
     const { captureLogs } = await import("../support/capture-logs.js");
     const logs = captureLogs();
     try {
-      h.writeConfig(`${config(fake.url)}tools:\n  - name: web_search\n    group: web\n    use: deerflow.community.tavily.tools:web_search_tool\n`);
+      h.writeConfig(`${config(fake.url)}tools:\n  - name: web_search\n    group: web\n    use: deerflow.tools.custom_search:web_search_tool\n`);
       const frames = await run("still works");
       expect(frames.some((f) => f.event === "error")).toBe(false);
       expect(toolNames(fake.requests[0].body)).not.toContain("web_search");
-      expect(logs.messages().some((m) => m.includes("tool 'web_search' (use: 'deerflow.community.tavily.tools:web_search_tool') is unavailable"))).toBe(true);
+      expect(logs.messages().some((m) => m.includes("tool 'web_search' (use: 'deerflow.tools.custom_search:web_search_tool') is unavailable"))).toBe(true);
     } finally {
       logs.restore();
     }
