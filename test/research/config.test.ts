@@ -90,3 +90,16 @@ describe("the shipped config, offline", () => {
     }
   });
 });
+
+describe("web_capture without a capture provider", () => {
+  it("answers a clear error naming the missing provider, and the run continues", async () => {
+    const h = await startHarness(researchConfig("  - name: web_capture\n    group: web\n    use: deerflow-gateway/web:web_capture_tool"));
+    try {
+      const { result, final } = await callTool(h, "web_capture", { url: "https://example.com/" });
+      expect(result).toBe("Error: web_capture: no web_capture provider is available for use: 'deerflow-gateway/web:web_capture_tool'");
+      expect(final).not.toBe(result);
+    } finally {
+      await h.close();
+    }
+  });
+});
