@@ -149,7 +149,7 @@ export function applyPromptTemplate(options: PromptOptions = {}): string {
       "- Use Markdown for structure when it helps; keep short answers short.",
       "</response_style>",
     ].join("\n"),
-    ["<citations>", "Cite web sources inline as [title](url) right after the claim they support; never invent a source.", "</citations>"].join("\n"),
+    ["<citations>", "When an answer uses results of web_search or web_fetch, cite each source inline as [title](url) right after the claim it supports; never invent a source or a URL.", "</citations>"].join("\n"),
     [
       "<critical_reminders>",
       "- Clarify first when the request is ambiguous; otherwise act without asking for permission.",
