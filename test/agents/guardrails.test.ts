@@ -77,6 +77,7 @@ const toolMessage = (messages: any[]) => messages.find((m) => m.type === "tool")
 
 describe("guardrails over HTTP", () => {
   it("denies a denied tool: it does not run, and the model sees the reason as the tool result", async () => {
+    h.writeConfig(config(DENY_WRITE)); // each test sets its own section: the order is not fixed
     scriptWrite("denied.txt");
     const { threadId, messages } = await run();
     expect(toolMessage(messages)).toMatchObject({ name: "write_file", status: "error" });
