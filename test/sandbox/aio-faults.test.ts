@@ -114,7 +114,12 @@ describe("AioSandboxProvider with base_url: the service failing", () => {
     }
   });
 
-  it("never writes the service's address or token to the log", () => {
+  it("never writes the service's address or token to the log", async () => {
+    // A failing call and a working one of its own, so the log holds both paths whatever ran before.
+    fake.faults.push({ route: "/v1/shell/exec", status: 500 });
+    await call(h, "f-log-fail", "bash", { command: "true" });
+    fake.faults.length = 0;
+    expect((await call(h, "f-log", "bash", { command: "echo logged" })).text).toBe("logged");
     const all = JSON.stringify(logs.lines());
     expect(all).toContain("aio sandbox acquired");
     expectNoSecrets(all);
