@@ -86,13 +86,15 @@ describe("SSE headers", () => {
   it("reach the client at once for an enqueued run, Content-Location included", async () => {
     h = await startHarness(CONFIG, { heartbeatMs: 0 });
     await postJson(`${h.url}/threads`, { thread_id: "busy" });
-    const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(" ");
+    // Long enough to still be running on a loaded machine; cancelled once checked.
+    const words = Array.from({ length: 1000 }, (_, i) => `w${i}`).join(" ");
     const first = await (await postJson(`${h.url}/threads/busy/runs`, { input: { messages: [{ role: "user", content: words }] } })).json();
     const second = await postJson(`${h.url}/threads/busy/runs/stream`, { input: { messages: [{ role: "user", content: "next" }] }, multitask_strategy: "enqueue" });
     expect(second.status).toBe(200);
     expect(second.headers.get("content-location")).toMatch(/^\/threads\/busy\/runs\/[0-9a-f-]{36}$/);
     // The headers came while the first run was still going: nothing of the second run had happened yet.
     expect((await (await fetch(`${h.url}/threads/busy/runs/${first.run_id}`)).json()).status).toBe("running");
+    await postJson(`${h.url}/threads/busy/runs/${first.run_id}/cancel`, {});
     await second.text();
   });
 });
