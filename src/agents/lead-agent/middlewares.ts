@@ -15,6 +15,7 @@ import { ModelLengthFinishReasonMiddleware } from "../middlewares/model-length-f
 import { ReadBeforeWriteMiddleware } from "../middlewares/read-before-write.js";
 import { TerminalResponseMiddleware } from "../middlewares/terminal-response.js";
 import { ToolOutputBudgetMiddleware } from "../middlewares/tool-output-budget.js";
+import { ToolProgressMiddleware } from "../middlewares/tool-progress.js";
 import { MemoryMiddleware } from "../middlewares/memory.js";
 import { SafetyFinishReasonMiddleware } from "../middlewares/safety-finish-reason.js";
 import { SandboxMiddleware } from "../middlewares/sandbox.js";
@@ -80,7 +81,9 @@ export interface BuildMiddlewaresOptions {
  * 3b. InputSanitizationMiddleware (upstream's outermost model wrapper, placed inner of ThreadData/Uploads
  *     because they make upstream's before_agent rewrite of the user message on the first model call);
  * 4. DanglingToolCallMiddleware; 4b. LLMErrorHandlingMiddleware (`llm_call`, `circuit_breaker`);
- * 4c. [ReadBeforeWriteMiddleware when `read_before_write.enabled`]; 5. ToolErrorHandlingMiddleware;
+ * 4c. [ReadBeforeWriteMiddleware when `read_before_write.enabled`]; 4d. [ToolProgressMiddleware when
+ *     `tool_progress.enabled`, outer of ToolErrorHandling so exceptions reach it as error results];
+ * 5. ToolErrorHandlingMiddleware;
  * 6. DynamicContextMiddleware (date + memory reminder per turn; no memory for subagents);
  * 7. SkillActivationMiddleware (`/skill-name`);
  * 8. [SummarizationMiddleware when `summarization.enabled` and a summary model exists];
@@ -123,6 +126,10 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
     new LLMErrorHandlingMiddleware({ llmCall: appConfig.llm_call, circuitBreaker: appConfig.circuit_breaker, maxAttempts: options.modelMaxAttempts ?? undefined }),
   );
   if (appConfig.read_before_write.enabled) chain.push(new ReadBeforeWriteMiddleware());
+  if (appConfig.tool_progress.enabled) {
+    const loopWarnThreshold = appConfig.loop_detection.enabled ? appConfig.loop_detection.warn_threshold : null;
+    chain.push(new ToolProgressMiddleware(appConfig.tool_progress, { loopWarnThreshold }));
+  }
   chain.push(
     new ToolErrorHandlingMiddleware(),
     new DynamicContextMiddleware({ agentName: options.agentName ?? null, memoryConfig, now: options.now, manager: options.memoryManager }),
