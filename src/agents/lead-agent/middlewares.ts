@@ -20,6 +20,7 @@ import { MemoryMiddleware } from "../middlewares/memory.js";
 import { SafetyFinishReasonMiddleware } from "../middlewares/safety-finish-reason.js";
 import { SandboxMiddleware } from "../middlewares/sandbox.js";
 import { SkillActivationMiddleware } from "../middlewares/skill-activation.js";
+import { SkillToolPolicyMiddleware, skillPolicyNeeded } from "../middlewares/skill-tool-policy.js";
 import { SubagentLimitMiddleware } from "../middlewares/subagent-limit.js";
 import { createSummarizationMiddleware } from "../middlewares/summarization.js";
 import { SystemMessageCoalescingMiddleware } from "../middlewares/system-message-coalescing.js";
@@ -85,7 +86,8 @@ export interface BuildMiddlewaresOptions {
  *     `tool_progress.enabled`, outer of ToolErrorHandling so exceptions reach it as error results];
  * 5. ToolErrorHandlingMiddleware;
  * 6. DynamicContextMiddleware (date + memory reminder per turn; no memory for subagents);
- * 7. SkillActivationMiddleware (`/skill-name`);
+ * 7. SkillActivationMiddleware (`/skill-name`); 7b. [SkillToolPolicyMiddleware when a usable skill declares
+ *     `allowed-tools`: the active skills' lists bound the tools];
  * 8. [SummarizationMiddleware when `summarization.enabled` and a summary model exists];
  * 9. [TodoMiddleware when `is_plan_mode`];
  * 10. [TokenUsageMiddleware when `token_usage.enabled`, default on];
@@ -133,8 +135,11 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
   chain.push(
     new ToolErrorHandlingMiddleware(),
     new DynamicContextMiddleware({ agentName: options.agentName ?? null, memoryConfig, now: options.now, manager: options.memoryManager }),
-    new SkillActivationMiddleware({ skills: options.skills ?? [], allowlist: options.skillAllowlist ?? null, containerPath: appConfig.skills.container_path }),
   );
+  const skillOptions = { skills: options.skills ?? [], allowlist: options.skillAllowlist ?? null, containerPath: appConfig.skills.container_path };
+  chain.push(new SkillActivationMiddleware(skillOptions));
+  // Only when some usable skill declares allowed-tools: otherwise the policy never restricts, so no run pays for it.
+  if (skillPolicyNeeded(skillOptions)) chain.push(new SkillToolPolicyMiddleware(skillOptions));
   const summarization = createSummarizationMiddleware(appConfig.summarization, options.summaryModel);
   if (summarization) chain.push(summarization);
   if (options.isPlanMode) chain.push(new TodoMiddleware());
