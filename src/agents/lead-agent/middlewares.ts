@@ -7,6 +7,8 @@ import type { MemoryManager } from "../memory/manager.js";
 import { ClarificationMiddleware } from "../middlewares/clarification.js";
 import { DanglingToolCallMiddleware } from "../middlewares/dangling-tool-call.js";
 import { DeferredToolFilterMiddleware } from "../middlewares/deferred-tool-filter.js";
+import { McpRoutingMiddleware } from "../middlewares/mcp-routing.js";
+import type { McpRoutingIndex } from "../../tools/mcp-routing.js";
 import { DynamicContextMiddleware } from "../middlewares/dynamic-context.js";
 import { InputSanitizationMiddleware, ToolResultSanitizationMiddleware } from "../middlewares/input-sanitization.js";
 import { LLMErrorHandlingMiddleware } from "../middlewares/llm-error-handling.js";
@@ -54,6 +56,8 @@ export interface BuildMiddlewaresOptions {
   skillAllowlist?: ReadonlySet<string> | null;
   /** Deferred tools of this build (tool_search); DeferredToolFilter is added when non-empty. */
   deferredTools?: { names: ReadonlySet<string>; hash: string } | null;
+  /** Routing hints of the deferred MCP tools; McpRoutingMiddleware is added (before DeferredToolFilter) when non-empty. */
+  mcpRouting?: McpRoutingIndex | null;
   /** Adds SubagentLimitMiddleware (`subagent_enabled`). */
   subagentEnabled?: boolean;
   /** `task` calls per response (default 3, clamped 1-4). */
@@ -95,7 +99,8 @@ export interface BuildMiddlewaresOptions {
  * 12. MemoryMiddleware (always in middleware mode, inert when `memory.enabled` is false; not in memory tool mode,
  *     not for subagents);
  * 13. [ViewImageMiddleware when the resolved model supports vision];
- * 14. [DeferredToolFilterMiddleware when the build has deferred tools];
+ * 14. [McpRoutingMiddleware when deferred tools have routing hints]; [DeferredToolFilterMiddleware when the build
+ *     has deferred tools];
  * 15. SystemMessageCoalescingMiddleware;
  * 16. [SubagentLimitMiddleware when `subagent_enabled`: `max_concurrent_subagents` (3), `max_total_subagents`
  *     (default `subagents.max_total_per_run`)];
@@ -151,7 +156,13 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
     }
   }
   if (options.supportsVision) chain.push(new ViewImageMiddleware());
-  if (options.deferredTools?.names.size) chain.push(new DeferredToolFilterMiddleware(options.deferredTools.names, options.deferredTools.hash));
+  if (options.deferredTools?.names.size) {
+    const { names, hash } = options.deferredTools;
+    // Upstream's order: routing promotes before the filter hides.
+    const routing = options.mcpRouting?.size ? new McpRoutingMiddleware(options.mcpRouting, hash, appConfig.tool_search.auto_promote_top_k) : undefined;
+    if (routing) chain.push(routing);
+    chain.push(new DeferredToolFilterMiddleware(names, hash, routing));
+  }
   chain.push(new SystemMessageCoalescingMiddleware());
   if (options.subagentEnabled) {
     chain.push(new SubagentLimitMiddleware({ maxConcurrent: options.maxConcurrentSubagents ?? 3, maxTotal: options.maxTotalSubagents || appConfig.subagents.max_total_per_run }));
