@@ -13,6 +13,13 @@ export const McpRoutingSchema = z.strictObject({
   keywords: z.array(z.string()).default([]),
 });
 
+/** A per-tool routing override (`tools.<name>.routing`): only the keys it sets replace the server's (no defaults). */
+export const McpRoutingOverrideSchema = z.strictObject({
+  mode: z.enum(["off", "prefer"]).optional(),
+  priority: z.number().transform((p) => Math.min(100, Math.max(0, p))).optional(),
+  keywords: z.array(z.string()).optional(),
+});
+
 /** One MCP server (`mcpServers.<name>`); unknown keys kept. `transport` is accepted for `type` when `type` is absent. */
 export const McpServerConfigSchema = z.preprocess(
   (raw) => {
@@ -32,7 +39,7 @@ export const McpServerConfigSchema = z.preprocess(
     headers: z.record(z.string(), z.string()).default({}),
     description: z.string().default(""),
     routing: McpRoutingSchema.optional(),
-    tools: z.record(z.string(), z.looseObject({ routing: McpRoutingSchema.optional() })).default({}),
+    tools: z.record(z.string(), z.looseObject({ routing: McpRoutingOverrideSchema.optional() })).default({}),
     tool_name_prefix: z.boolean().default(true),
     tool_call_timeout: z.number().positive().nullish(),
     session_init_timeout: z.number().positive().default(60),

@@ -16,8 +16,9 @@ describe("the agent-quality middlewares' config sections (upstream keys and defa
     expect(() => parseAppConfig({ tool_output: { tool_overrides: { bash: n } } })).toThrow(/tool_overrides value must be a positive/);
   });
 
-  it("refuses tool_progress.enabled: true, naming the key (its middleware is not offered yet)", () => {
-    expect(() => parseAppConfig({ tool_progress: { enabled: true } })).toThrow(/tool_progress.enabled: true is not offered/);
+  it("accepts tool_progress.enabled: true (ToolProgressMiddleware) and refuses out-of-range thresholds", () => {
+    expect(parseAppConfig({ tool_progress: { enabled: true } }).tool_progress).toMatchObject({ enabled: true, warn_escalation_count: 2 });
+    expect(() => parseAppConfig({ tool_progress: { enabled: true, jaccard_similarity_threshold: 1.5 } })).toThrow(/jaccard_similarity_threshold/);
   });
 
   it("refuses a storage_subdir that is a path", () => {

@@ -11,6 +11,7 @@ import { ModelFallbackMiddleware } from "../middlewares/model-fallback.js";
 import { filterSkills } from "../../skills/load-skills.js";
 import { getSkillsPromptSection } from "../../skills/skills-prompt.js";
 import { deferredToolsSection } from "../../tools/builtins/tool-search.js";
+import { mcpRoutingHintsSection } from "../../tools/mcp-routing.js";
 import { createDeerflowAgent, type DeerflowAgent } from "../factory.js";
 import { sharedBuild } from "./build-cache.js";
 import { ThreadStateFields } from "../thread-state.js";
@@ -155,10 +156,12 @@ async function compileLeadAgent(inputs: BuildInputs, appConfig: AppConfig): Prom
   // the task tool refuses them; general-purpose is the safe reading of a hand-built marker).
   const subagentType = subagent ? (getSubagentType(appConfig, subagent.type) ?? getSubagentType(appConfig, "general-purpose")!) : null;
   const assembled = await resolveLeadTools(inputs, appConfig, subagentType, usableSkills, deferredDiscovery);
-  const { deferred } = assembled;
+  const { deferred, routing } = assembled;
   // authorization (tools bound by role) and guardrails: the tools to bind and the call-time guards.
   const { tools, middlewares: toolGuards } = await applyToolGuards(appConfig, inputs.runContext, assembled.tools, deferred ? ["tool_search"] : []);
-  const systemPrompt = leadSystemPrompt(inputs, appConfig, subagentType, usableSkills, deferredDiscovery, deferred);
+  const bound = new Set(tools.map((t) => t.name));
+  const routes = new Map([...routing].filter(([name]) => bound.has(name)));
+  const systemPrompt = leadSystemPrompt(inputs, appConfig, subagentType, usableSkills, deferredDiscovery, deferred, routes);
   const middleware = buildMiddlewares({
     appConfig,
     agentName,
@@ -170,6 +173,7 @@ async function compileLeadAgent(inputs: BuildInputs, appConfig: AppConfig): Prom
     skills: inputs.skills,
     skillAllowlist: inputs.allowlist,
     deferredTools: deferred,
+    mcpRouting: deferred ? new Map([...routes].filter(([name]) => deferred.names.has(name))) : null,
     subagentEnabled: inputs.subagentEnabled,
     maxConcurrentSubagents: inputs.maxConcurrentSubagents,
     maxTotalSubagents: inputs.maxTotalSubagents,
@@ -216,7 +220,7 @@ async function resolveLeadTools(inputs: BuildInputs, appConfig: AppConfig, subag
 }
 
 /** The system prompt (`prompt.ts`): soul, skills section, subagent guidance, deferred tools, memory mode, mounts. */
-function leadSystemPrompt(inputs: BuildInputs, appConfig: AppConfig, subagentType: SubagentType | null, usableSkills: BuildInputs["skills"], deferredDiscovery: boolean, deferred: LeadTools["deferred"]): string {
+function leadSystemPrompt(inputs: BuildInputs, appConfig: AppConfig, subagentType: SubagentType | null, usableSkills: BuildInputs["skills"], deferredDiscovery: boolean, deferred: LeadTools["deferred"], routes: LeadTools["routing"]): string {
   const { subagent, subagentEnabled } = inputs;
   const skillsSection = getSkillsPromptSection({
     skills: inputs.skills,
@@ -235,6 +239,7 @@ function leadSystemPrompt(inputs: BuildInputs, appConfig: AppConfig, subagentTyp
     skillDiscoveryDeferred: deferredDiscovery,
     memoryToolMode: appConfig.memory.enabled && appConfig.memory.mode === "tool" && !subagent,
     deferredToolsSection: deferred ? deferredToolsSection(deferred.names) : "",
+    mcpRoutingHintsSection: mcpRoutingHintsSection(routes, deferred?.names ?? new Set()),
     subagent: Boolean(subagent),
     subagentRole: subagentType?.systemPrompt,
     customMounts: appConfig.sandbox.mounts,

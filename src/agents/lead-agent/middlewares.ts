@@ -7,6 +7,8 @@ import type { MemoryManager } from "../memory/manager.js";
 import { ClarificationMiddleware } from "../middlewares/clarification.js";
 import { DanglingToolCallMiddleware } from "../middlewares/dangling-tool-call.js";
 import { DeferredToolFilterMiddleware } from "../middlewares/deferred-tool-filter.js";
+import { McpRoutingMiddleware } from "../middlewares/mcp-routing.js";
+import type { McpRoutingIndex } from "../../tools/mcp-routing.js";
 import { DynamicContextMiddleware } from "../middlewares/dynamic-context.js";
 import { InputSanitizationMiddleware, ToolResultSanitizationMiddleware } from "../middlewares/input-sanitization.js";
 import { LLMErrorHandlingMiddleware } from "../middlewares/llm-error-handling.js";
@@ -15,10 +17,12 @@ import { ModelLengthFinishReasonMiddleware } from "../middlewares/model-length-f
 import { ReadBeforeWriteMiddleware } from "../middlewares/read-before-write.js";
 import { TerminalResponseMiddleware } from "../middlewares/terminal-response.js";
 import { ToolOutputBudgetMiddleware } from "../middlewares/tool-output-budget.js";
+import { ToolProgressMiddleware } from "../middlewares/tool-progress.js";
 import { MemoryMiddleware } from "../middlewares/memory.js";
 import { SafetyFinishReasonMiddleware } from "../middlewares/safety-finish-reason.js";
 import { SandboxMiddleware } from "../middlewares/sandbox.js";
 import { SkillActivationMiddleware } from "../middlewares/skill-activation.js";
+import { SkillToolPolicyMiddleware, skillPolicyNeeded } from "../middlewares/skill-tool-policy.js";
 import { SubagentLimitMiddleware } from "../middlewares/subagent-limit.js";
 import { createSummarizationMiddleware } from "../middlewares/summarization.js";
 import { SystemMessageCoalescingMiddleware } from "../middlewares/system-message-coalescing.js";
@@ -52,6 +56,8 @@ export interface BuildMiddlewaresOptions {
   skillAllowlist?: ReadonlySet<string> | null;
   /** Deferred tools of this build (tool_search); DeferredToolFilter is added when non-empty. */
   deferredTools?: { names: ReadonlySet<string>; hash: string } | null;
+  /** Routing hints of the deferred MCP tools; McpRoutingMiddleware is added (before DeferredToolFilter) when non-empty. */
+  mcpRouting?: McpRoutingIndex | null;
   /** Adds SubagentLimitMiddleware (`subagent_enabled`). */
   subagentEnabled?: boolean;
   /** `task` calls per response (default 3, clamped 1-4). */
@@ -83,9 +89,12 @@ export interface BuildMiddlewaresOptions {
  *     because they make upstream's before_agent rewrite of the user message on the first model call);
  * 4. DanglingToolCallMiddleware; 4b. LLMErrorHandlingMiddleware (`llm_call`, `circuit_breaker`);
  * 4c. [tool guards: authorization, then guardrails (GuardrailMiddleware), upstream's place];
- * 4d. [ReadBeforeWriteMiddleware when `read_before_write.enabled`]; 5. ToolErrorHandlingMiddleware;
+ * 4d. [ReadBeforeWriteMiddleware when `read_before_write.enabled`]; 4e. [ToolProgressMiddleware when
+ *     `tool_progress.enabled`, outer of ToolErrorHandling so exceptions reach it as error results];
+ * 5. ToolErrorHandlingMiddleware;
  * 6. DynamicContextMiddleware (date + memory reminder per turn; no memory for subagents);
- * 7. SkillActivationMiddleware (`/skill-name`);
+ * 7. SkillActivationMiddleware (`/skill-name`); 7b. [SkillToolPolicyMiddleware when a usable skill declares
+ *     `allowed-tools`: the active skills' lists bound the tools];
  * 8. [SummarizationMiddleware when `summarization.enabled` and a summary model exists];
  * 9. [TodoMiddleware when `is_plan_mode`];
  * 10. [TokenUsageMiddleware when `token_usage.enabled`, default on];
@@ -93,7 +102,8 @@ export interface BuildMiddlewaresOptions {
  * 12. MemoryMiddleware (always in middleware mode, inert when `memory.enabled` is false; not in memory tool mode,
  *     not for subagents);
  * 13. [ViewImageMiddleware when the resolved model supports vision];
- * 14. [DeferredToolFilterMiddleware when the build has deferred tools];
+ * 14. [McpRoutingMiddleware when deferred tools have routing hints]; [DeferredToolFilterMiddleware when the build
+ *     has deferred tools];
  * 15. SystemMessageCoalescingMiddleware;
  * 16. [SubagentLimitMiddleware when `subagent_enabled`: `max_concurrent_subagents` (3), `max_total_subagents`
  *     (default `subagents.max_total_per_run`)];
@@ -127,11 +137,18 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
     ...(options.toolGuards ?? []),
   );
   if (appConfig.read_before_write.enabled) chain.push(new ReadBeforeWriteMiddleware());
+  if (appConfig.tool_progress.enabled) {
+    const loopWarnThreshold = appConfig.loop_detection.enabled ? appConfig.loop_detection.warn_threshold : null;
+    chain.push(new ToolProgressMiddleware(appConfig.tool_progress, { loopWarnThreshold }));
+  }
   chain.push(
     new ToolErrorHandlingMiddleware(),
     new DynamicContextMiddleware({ agentName: options.agentName ?? null, memoryConfig, now: options.now, manager: options.memoryManager }),
-    new SkillActivationMiddleware({ skills: options.skills ?? [], allowlist: options.skillAllowlist ?? null, containerPath: appConfig.skills.container_path }),
   );
+  const skillOptions = { skills: options.skills ?? [], allowlist: options.skillAllowlist ?? null, containerPath: appConfig.skills.container_path };
+  chain.push(new SkillActivationMiddleware(skillOptions));
+  // Only when some usable skill declares allowed-tools: otherwise the policy never restricts, so no run pays for it.
+  if (skillPolicyNeeded(skillOptions)) chain.push(new SkillToolPolicyMiddleware(skillOptions));
   const summarization = createSummarizationMiddleware(appConfig.summarization, options.summaryModel);
   if (summarization) chain.push(summarization);
   if (options.isPlanMode) chain.push(new TodoMiddleware());
@@ -143,7 +160,13 @@ export function buildMiddlewares(options: BuildMiddlewaresOptions): AgentMiddlew
     }
   }
   if (options.supportsVision) chain.push(new ViewImageMiddleware());
-  if (options.deferredTools?.names.size) chain.push(new DeferredToolFilterMiddleware(options.deferredTools.names, options.deferredTools.hash));
+  if (options.deferredTools?.names.size) {
+    const { names, hash } = options.deferredTools;
+    // Upstream's order: routing promotes before the filter hides.
+    const routing = options.mcpRouting?.size ? new McpRoutingMiddleware(options.mcpRouting, hash, appConfig.tool_search.auto_promote_top_k) : undefined;
+    if (routing) chain.push(routing);
+    chain.push(new DeferredToolFilterMiddleware(names, hash, routing));
+  }
   chain.push(new SystemMessageCoalescingMiddleware());
   if (options.subagentEnabled) {
     chain.push(new SubagentLimitMiddleware({ maxConcurrent: options.maxConcurrentSubagents ?? 3, maxTotal: options.maxTotalSubagents || appConfig.subagents.max_total_per_run }));

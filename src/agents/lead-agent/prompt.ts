@@ -25,6 +25,8 @@ export interface PromptOptions {
   memoryToolMode?: boolean;
   /** A pre-rendered `<available-deferred-tools>` section (see `deferredToolsSection`), or empty. */
   deferredToolsSection?: string;
+  /** A pre-rendered `<mcp_routing_hints>` section (see `mcpRoutingHintsSection`), or empty. */
+  mcpRoutingHintsSection?: string;
   /** Renders the prompt of a `task` subagent (its own role, no clarification) instead of the lead agent's. */
   subagent?: boolean;
   /** The subagent type's role text (with `subagent`); default: the general-purpose role. */
@@ -87,7 +89,8 @@ function subagentParts(n: number, total: number, types: readonly { name: string;
 /**
  * Builds the lead agent's system prompt. Sections in order: `<role>`, the user-input boundary and
  * confidentiality notes, `<soul>`, `<self_update>` (custom agents), `<thinking_style>`, `<clarification_system>`,
- * the skills section, `<memory_tool_system>` (memory tool mode), `<available-deferred-tools>`, `<subagent_system>`
+ * the skills section, `<memory_tool_system>` (memory tool mode), `<available-deferred-tools>`, `<mcp_routing_hints>`,
+ * `<subagent_system>`
  * (only with subagents), `<working_directory>`, `<response_style>`, `<citations>`, `<critical_reminders>` (with the
  * skill-first reminder for the discovery mode). Same inputs give a byte-identical string.
  * Mirrors DeerFlow `apply_prompt_template` (structure only; the wording is ours).
@@ -131,6 +134,7 @@ export function applyPromptTemplate(options: PromptOptions = {}): string {
     options.skillsSection ?? "",
     options.memoryToolMode ? MEMORY_TOOL_SECTION : "",
     options.deferredToolsSection ?? "",
+    options.mcpRoutingHintsSection ?? "",
     sub.section,
     [
       '<working_directory existed="true">',

@@ -3,6 +3,7 @@ import type { StructuredToolInterface } from "@langchain/core/tools";
 import { getAgentsDir, getSkillsRoot } from "../../config/paths.js";
 import { AgentStore } from "../../config/agent-store.js";
 import type { ExtensionsConfig } from "../../config/extensions-config.js";
+import { buildMcpRoutingIndex, type McpRoutingIndex } from "../../tools/mcp-routing.js";
 import type { AppConfig } from "../../config/schema.js";
 import { getLogger } from "../../logger.js";
 import type { Skill } from "../../skills/parse-skill.js";
@@ -47,6 +48,8 @@ export interface LeadToolsOptions {
 export interface LeadTools {
   tools: AgentTool[];
   deferred: DeferredCatalog | null;
+  /** MCP routing hints of the MCP tools (extensions_config.json `routing`), by tool name; empty when none. */
+  routing: McpRoutingIndex;
 }
 
 /**
@@ -98,5 +101,7 @@ export async function assembleLeadTools(o: LeadToolsOptions): Promise<LeadTools>
       else tools.push(t as unknown as AgentTool);
     }
   }
-  return { tools, deferred };
+  // Routing is off by default: the index is empty and nothing is added to the prompt or the chain.
+  const routing = buildMcpRoutingIndex(tools.filter(isMcpTool) as unknown as { name: string; metadata?: Record<string, unknown> }[], o.extensions);
+  return { tools, deferred, routing };
 }

@@ -2,10 +2,11 @@
 import { z } from "zod";
 
 /**
- * `tool_progress` (off by default, as upstream): counts problem tool calls in a row (an exact repeat, a result
- * near-identical to the previous one of the tool, an error); at `stagnation_threshold` the model is told, and
- * `warn_escalation_count` more problems later it is told to stop and change approach. Only `enabled: false` is
- * accepted for now.
+ * `tool_progress` (off by default, as upstream; ToolProgressMiddleware): counts problem results per tool in a row
+ * (an error, a partial result, a result near-identical to one of the tool's last 3); at `stagnation_threshold` the
+ * model gets a hint, and a tool failing in a way the model cannot fix is blocked `warn_escalation_count` problems
+ * later. `jaccard_similarity_threshold` / `min_word_count_for_similarity` define "near-identical"; `exempt_tools`
+ * are never tracked; `max_tracked_threads` bounds the state kept for runs without a run id.
  */
 export const ToolProgressConfigSchema = z
   .looseObject({
@@ -17,8 +18,6 @@ export const ToolProgressConfigSchema = z
   min_word_count_for_similarity: z.number().int().default(10),
   exempt_tools: z.array(z.string()).default(["ask_clarification", "write_todos", "present_files", "task"]),
   max_tracked_threads: z.number().int().min(1).default(100),
-  })
-  // Its middleware is not built yet: turning it on stops the start instead of being silently ignored.
-  .refine((c) => !c.enabled, { message: "tool_progress.enabled: true is not offered by this gateway yet (ToolProgressMiddleware is not built); set it to false", path: ["enabled"] });
+  });
 /** A validated `tool_progress` section. */
 export type ToolProgressConfig = z.infer<typeof ToolProgressConfigSchema>;
