@@ -5,7 +5,7 @@ import { parseAppConfigText } from "../../src/config/app-config.js";
 import { captureLogs } from "../support/capture-logs.js";
 
 // Issue 46 item 4: every key of DeerFlow's config.example.yaml is implemented or refused.
-const EXAMPLE = path.resolve(import.meta.dirname, "../../../shared/reference/backend/config.example.yaml");
+const EXAMPLE = path.resolve(import.meta.dirname, "../fixtures/deerflow/config.example.yaml");
 const exampleText = () => readFileSync(EXAMPLE, "utf8");
 let logs: ReturnType<typeof captureLogs>;
 beforeEach(() => (logs = captureLogs()));

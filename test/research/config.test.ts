@@ -10,7 +10,7 @@ import { loadConfigTools } from "../../src/tools/get-available-tools.js";
 import { startHarness } from "../support/harness.js";
 import { callTool, researchConfig } from "./support.js";
 
-const UPSTREAM = readFileSync(new URL("../../../shared/reference/backend/config.example.yaml", import.meta.url), "utf8");
+const UPSTREAM = readFileSync(new URL("../fixtures/deerflow/config.example.yaml", import.meta.url), "utf8");
 
 describe("DeerFlow's config.example.yaml, unchanged", () => {
   it("binds web_search, web_fetch and image_search from its deerflow.community paths", async () => {

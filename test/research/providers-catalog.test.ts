@@ -5,7 +5,7 @@ import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { THIRD_PARTY_PROVIDERS } from "../../src/web/providers/third-party.js";
 
-const UPSTREAM_EXAMPLE = resolve(import.meta.dirname, "../../../shared/reference/backend/config.example.yaml");
+const UPSTREAM_EXAMPLE = resolve(import.meta.dirname, "../fixtures/deerflow/config.example.yaml");
 const OURS = /^deerflow\.community\.(tavily|exa|firecrawl|brave|serper|searxng|infoquest|crawl4ai|browserless)[.:]/;
 
 describe("THIRD_PARTY_PROVIDERS", () => {
