@@ -2,11 +2,14 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { atomicWriteFile } from "../../src/config/atomic-write.js";
 
-const dir = mkdtempSync(path.join(tmpdir(), "dfgw-atomic-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const root0 = mkdtempSync(path.join(tmpdir(), "dfgw-atomic-"));
+afterAll(() => rmSync(root0, { recursive: true, force: true }));
+// Each test its own directory: a killed writer's temp file must not be seen by another test (any order).
+let dir = root0;
+beforeEach(() => { dir = mkdtempSync(path.join(root0, "t-")); });
 const root = path.resolve(import.meta.dirname, "../..");
 
 describe("atomicWriteFile", () => {

@@ -1,6 +1,6 @@
 import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { postJson, startHarness, type Harness } from "../support/harness.js";
 
 // Issue 13 items 8-11: CORS methods, Origin and Host checks, SSE headers at once, request time and size bounds,
@@ -89,6 +89,8 @@ describe("SSE headers", () => {
     // Long enough to still be running on a loaded machine; cancelled once checked.
     const words = Array.from({ length: 1000 }, (_, i) => `w${i}`).join(" ");
     const first = await (await postJson(`${h.url}/threads/busy/runs`, { input: { messages: [{ role: "user", content: words }] } })).json();
+    // The first run has started (a cold worker may still hold it as pending when it runs first in a shuffled order).
+    await vi.waitFor(async () => expect((await (await fetch(`${h.url}/threads/busy/runs/${first.run_id}`)).json()).status).toBe("running"), { timeout: 15_000, interval: 20 });
     const second = await postJson(`${h.url}/threads/busy/runs/stream`, { input: { messages: [{ role: "user", content: "next" }] }, multitask_strategy: "enqueue" });
     expect(second.status).toBe(200);
     expect(second.headers.get("content-location")).toMatch(/^\/threads\/busy\/runs\/[0-9a-f-]{36}$/);

@@ -68,23 +68,26 @@ describe("gateway acceptance cases A-C (spec/cases/gateway.md)", () => {
 
   it("run admission and validation answer as GW-019..GW-030, GW-039 and GW-052 say", async () => {
     let r: any;
-    const modes = async (sm: unknown) => { const res = await post("/threads/t-1/runs/stream", { input: { messages: [{ role: "user", content: "hi" }] }, ...(sm === undefined ? {} : { stream_mode: sm }) }); return parseSse(res.b).frames.map((f) => f.event).join(","); };
+    // Its own thread: the threads case may run after this one (any order).
+    const t = "t-runs-" + Math.random().toString(36).slice(2, 8);
+    expect((await post("/threads", { thread_id: t })).s).toBe(200);
+    const modes = async (sm: unknown) => { const res = await post(`/threads/${t}/runs/stream`, { input: { messages: [{ role: "user", content: "hi" }] }, ...(sm === undefined ? {} : { stream_mode: sm }) }); return parseSse(res.b).frames.map((f) => f.event).join(","); };
     const base = await modes(["values"]);
     for (const sm of [undefined, null, "values", []]) { const m = await modes(sm); check("GW-019 " + JSON.stringify(sm), m === base, [m, base]); }
     const dup = await modes(["values", "values"]); check("GW-019 dup", dup === base, [dup, base]);
     for (const [k, v] of [["webhook", "https://x"], ["on_completion", "keep"], ["on_completion", "delete"], ["after_seconds", 1.5], ["if_not_exists", "reject"], ["feedback_keys", []]] as const) {
-      r = await post("/threads/t-1/runs/stream", { [k]: v }); const d = j(r.b).detail?.[0];
+      r = await post(`/threads/${t}/runs/stream`, { [k]: v }); const d = j(r.b).detail?.[0];
       check("GW-021 " + k, r.s === 422 && d?.type === "unsupported_run_option" && JSON.stringify(d.loc) === JSON.stringify(["body", k]) && d.msg === `Run option '${k}' is not supported by DeerFlow` && JSON.stringify(d.input) === JSON.stringify(v) && d.ctx?.option === k, r);
     }
-    r = await post("/threads/t-1/runs/stream", { multitask_strategy: [] }); check("GW-021 list", r.s === 422 && j(r.b).detail?.[0]?.type !== "unsupported_run_option", r);
-    let raw = await fetch(h.url + "/threads/t-1/runs/stream", { method: "POST", headers: { "content-type": "application/json" }, body: '{"input":' }); let rb = await raw.text(); check("GW-023", raw.status === 422 && j(rb).detail, rb);
-    raw = await fetch(h.url + "/threads/t-1/runs/stream", { method: "POST", headers: { "content-type": "application/json" }, body: "[]" }); rb = await raw.text(); check("GW-023 array", raw.status === 422, rb);
+    r = await post(`/threads/${t}/runs/stream`, { multitask_strategy: [] }); check("GW-021 list", r.s === 422 && j(r.b).detail?.[0]?.type !== "unsupported_run_option", r);
+    let raw = await fetch(h.url + `/threads/${t}/runs/stream`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"input":' }); let rb = await raw.text(); check("GW-023", raw.status === 422 && j(rb).detail, rb);
+    raw = await fetch(h.url + `/threads/${t}/runs/stream`, { method: "POST", headers: { "content-type": "application/json" }, body: "[]" }); rb = await raw.text(); check("GW-023 array", raw.status === 422, rb);
     for (const p of ["/threads/never-made/runs/stream", "/threads/never-made/runs", "/threads/never-made/runs/wait"]) { r = await post(p, { input: { messages: [{ role: "user", content: "x" }] } }); check("GW-025 " + p, r.s === 404 && j(r.b).detail === "Thread never-made not found", r); }
-    r = await post("/threads/t-1/runs/stream", { assistant_id: "ghost-agent", input: { messages: [{ role: "user", content: "x" }] } }); const ev = parseSse(r.b).frames; check("GW-028", r.s === 200 && ev.map((f) => f.event).join(",") === "metadata,error,end" && String(ev[1].data.message).includes("ghost-agent") && typeof ev[1].data.name === "string", ev);
-    for (const body of [{ assistant_id: "Bad Name!" }, { assistant_id: "../etc" }, { context: { agent_name: "../etc" } }]) { r = await post("/threads/t-1/runs/stream", body); check("GW-029 " + JSON.stringify(body), r.s === 422, r); }
-    r = await post("/threads/t-1/runs/stream", { checkpoint_id: "does-not-exist", input: { messages: [{ role: "user", content: "x" }] } }); check("GW-030 a", r.s === 404 && String(j(r.b).detail).includes("Checkpoint does-not-exist not found"), r);
-    r = await post("/threads/t-1/runs/stream", { checkpoint: { thread_id: "other", checkpoint_id: "x" }, input: { messages: [{ role: "user", content: "x" }] } }); check("GW-030 b", r.s === 400 && String(j(r.b).detail).includes("checkpoint thread_id does not match request thread_id"), r);
-    r = await post("/threads/t-1/runs/stream", { config: { context: "bad" } }); check("GW-039 bad ctx", r.s === 422, r);
+    r = await post(`/threads/${t}/runs/stream`, { assistant_id: "ghost-agent", input: { messages: [{ role: "user", content: "x" }] } }); const ev = parseSse(r.b).frames; check("GW-028", r.s === 200 && ev.map((f) => f.event).join(",") === "metadata,error,end" && String(ev[1].data.message).includes("ghost-agent") && typeof ev[1].data.name === "string", ev);
+    for (const body of [{ assistant_id: "Bad Name!" }, { assistant_id: "../etc" }, { context: { agent_name: "../etc" } }]) { r = await post(`/threads/${t}/runs/stream`, body); check("GW-029 " + JSON.stringify(body), r.s === 422, r); }
+    r = await post(`/threads/${t}/runs/stream`, { checkpoint_id: "does-not-exist", input: { messages: [{ role: "user", content: "x" }] } }); check("GW-030 a", r.s === 404 && String(j(r.b).detail).includes("Checkpoint does-not-exist not found"), r);
+    r = await post(`/threads/${t}/runs/stream`, { checkpoint: { thread_id: "other", checkpoint_id: "x" }, input: { messages: [{ role: "user", content: "x" }] } }); check("GW-030 b", r.s === 400 && String(j(r.b).detail).includes("checkpoint thread_id does not match request thread_id"), r);
+    r = await post(`/threads/${t}/runs/stream`, { config: { context: "bad" } }); check("GW-039 bad ctx", r.s === 422, r);
     r = await post("/runs/stream", { config: { configurable: null }, input: { messages: [{ role: "user", content: "x" }] } }); check("GW-052 null configurable", r.s === 200, r);
   }, 60_000);
 });
