@@ -84,13 +84,13 @@ describe("Host allowlist", () => {
 
 describe("SSE headers", () => {
   it("reach the client at once for an enqueued run, Content-Location included", async () => {
-    h = await startHarness(CONFIG, { heartbeatMs: 0 });
+    const hh = (h = await startHarness(CONFIG, { heartbeatMs: 0 }));
     await postJson(`${h.url}/threads`, { thread_id: "busy" });
     // Long enough to still be running on a loaded machine; cancelled once checked.
     const words = Array.from({ length: 1000 }, (_, i) => `w${i}`).join(" ");
     const first = await (await postJson(`${h.url}/threads/busy/runs`, { input: { messages: [{ role: "user", content: words }] } })).json();
     // The first run has started (a cold worker may still hold it as pending when it runs first in a shuffled order).
-    await vi.waitFor(async () => expect((await (await fetch(`${h.url}/threads/busy/runs/${first.run_id}`)).json()).status).toBe("running"), { timeout: 15_000, interval: 20 });
+    await vi.waitFor(async () => expect((await (await fetch(`${hh.url}/threads/busy/runs/${first.run_id}`)).json()).status).toBe("running"), { timeout: 15_000, interval: 20 });
     const second = await postJson(`${h.url}/threads/busy/runs/stream`, { input: { messages: [{ role: "user", content: "next" }] }, multitask_strategy: "enqueue" });
     expect(second.status).toBe(200);
     expect(second.headers.get("content-location")).toMatch(/^\/threads\/busy\/runs\/[0-9a-f-]{36}$/);
