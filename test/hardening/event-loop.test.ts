@@ -1,8 +1,9 @@
 // Issue 42 items 1-2: nothing a user controls may run unbounded on the shared event loop. Each attack goes through
 // the real HTTP entry points with sign-in on, while a worker thread polls GET /health. The slowest answer during the
-// attack may exceed the slowest answer during the same requests with benign input by at most 100 ms: on an idle
-// host the benign worst is a few ms, while on a shared CI host an ordinary run alone can delay /health by more
-// than 100 ms, which says nothing about the input. Unbounded work stalls for seconds to hours, far past either.
+// attack may exceed the slowest answer during the same requests with benign input by at most 1 s: on an idle
+// host the benign worst is a few ms, while on a loaded 2-core host an ordinary run alone can delay /health by
+// hundreds of ms, which says nothing about the input. Unbounded work stalls for seconds to hours (the grep pattern
+// below backtracks 2^40 times unguarded), far past either: this is a freeze guard, not a latency measurement.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp, type Session } from "../support/auth-client.js";
 import { watchHealth } from "../support/event-loop-watch.js";
@@ -11,7 +12,7 @@ import { startHarness, type Harness } from "../support/harness.js";
 const CONFIG = "models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\nsandbox:\n  use: deerflow.sandbox.local:LocalSandboxProvider\n" +
   "tools:\n  - name: grep\n    group: file:read\n    use: deerflow.sandbox.tools:grep_tool\n";
 /** How much longer /health may wait during an attack than during the same requests with benign input. */
-const HEALTH_BUDGET_MS = 100;
+const HEALTH_BUDGET_MS = 1000;
 
 let h: Harness;
 let alice: Session;
