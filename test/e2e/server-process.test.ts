@@ -3,12 +3,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { PROCESS_START_MS } from "../support/gateway-process.js";
 import { until } from "../support/wait.js";
 
 // Drives `src/server.ts` as a real process: the entry point `npm start` runs.
 const root = path.resolve(import.meta.dirname, "../..");
 const dir = mkdtempSync(path.join(tmpdir(), "dfgw-proc-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// Retries: a killed child may still be flushing into its home when the directory goes.
+afterAll(() => rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }));
 
 function startServer(env: Record<string, string>, nodeArgs: string[] = []) {
   const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "src/server.ts"], {
@@ -23,7 +25,8 @@ function startServer(env: Record<string, string>, nodeArgs: string[] = []) {
   return { child, exited, output: () => out };
 }
 
-const waitFor = (check: () => Promise<boolean>) => until(check, 15_000, 100);
+// A cold start under load takes tens of seconds (PROCESS_START_MS); the describe allows it.
+const waitFor = (check: () => Promise<boolean>) => until(check, PROCESS_START_MS, 100);
 
 /** Streams a stateless run of "ping" from the server on `port` (auth off) and returns the SSE body. */
 async function streamPing(port: string): Promise<string> {
@@ -35,7 +38,7 @@ async function streamPing(port: string): Promise<string> {
   return res.text();
 }
 
-describe("the server process", () => {
+describe("the server process", { timeout: PROCESS_START_MS + 30_000 }, () => {
   it("loads the OpenTelemetry SDK, the MCP adapters and the OpenAI client only when the config uses them", async () => {
     const config = path.join(dir, "lean.yaml");
     // An OpenAI model is configured but not used by the run; no OTLP endpoint; no MCP server.

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Session, signUp } from "../support/auth-client.js";
-import { freePort, startGateway, type GatewayProcess } from "../support/gateway-process.js";
+import { freePort, PROCESS_HOOK_MS, startGateway, type GatewayProcess } from "../support/gateway-process.js";
 import { createTestDatabase, sharedSections, testPrefix } from "../support/services.js";
 
 // Accounts, sessions and API keys with auth on, across two gateway processes on one PostgreSQL, one Redis and a
@@ -21,7 +21,7 @@ beforeAll(async () => {
   writeFileSync(config, `models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n${sharedSections(db.url, testPrefix())}`);
   const env = { DEER_FLOW_CONFIG_PATH: config, DEER_FLOW_HOME: path.join(dir, "home"), DEER_FLOW_AGENTS_DIR: path.join(dir, "agents"), DEER_FLOW_AUTH_DISABLED: "", AUTH_JWT_SECRET: "" };
   [a, b] = await Promise.all([startGateway(await freePort(), env), startGateway(await freePort(), env)]);
-}, 60_000);
+}, PROCESS_HOOK_MS);
 afterAll(async () => {
   await Promise.all([a?.stop("SIGKILL"), b?.stop("SIGKILL")]);
   await db?.drop();

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, startGateway, type GatewayProcess } from "../support/gateway-process.js";
+import { freePort, PROCESS_HOOK_MS, startGateway, type GatewayProcess } from "../support/gateway-process.js";
 import { postJson } from "../support/harness.js";
 import { createTestDatabase, sharedSections, testPrefix } from "../support/services.js";
 import { parseSse, readFramesUntil, type SseFrame } from "../support/sse.js";
@@ -42,7 +42,7 @@ ${sharedSections(db.url, testPrefix(), LEASE_MS)}`,
   );
   env = { DEER_FLOW_CONFIG_PATH: config, DEER_FLOW_HOME: path.join(dir, "home"), DEER_FLOW_AGENTS_DIR: path.join(dir, "agents") };
   [a, b] = await Promise.all([gateway(), gateway()]);
-}, 60_000);
+}, PROCESS_HOOK_MS);
 
 afterAll(async () => {
   await Promise.all(started.map((g) => g.stop("SIGKILL")));

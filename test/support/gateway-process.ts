@@ -3,6 +3,15 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { until } from "./wait.js";
 
+/**
+ * How long a gateway process may take to answer /health after spawn (ms). A cold start transforms the whole server
+ * with tsx: about 2 s on a quiet machine, tens of seconds on a loaded 2-core host. A hook that starts processes
+ * allows `PROCESS_HOOK_MS`.
+ */
+export const PROCESS_START_MS = 75_000;
+/** Timeout (ms) of a beforeAll that starts up to two gateway processes side by side. */
+export const PROCESS_HOOK_MS = PROCESS_START_MS + 30_000;
+
 const root = path.resolve(import.meta.dirname, "../..");
 
 /** A started gateway process. */
@@ -35,7 +44,7 @@ export async function startGateway(port: number, env: Record<string, string>): P
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve((exitCode = code))));
   const url = `http://127.0.0.1:${port}`;
   try {
-    const ready = until(async () => exitCode === undefined && (await fetch(`${url}/health`)).ok, 30_000, 100);
+    const ready = until(async () => exitCode === undefined && (await fetch(`${url}/health`)).ok, PROCESS_START_MS, 100);
     await Promise.race([ready, exited.then(() => Promise.reject(new Error("exited")))]);
   } catch {
     child.kill("SIGKILL");
