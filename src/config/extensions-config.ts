@@ -20,6 +20,30 @@ export const McpRoutingOverrideSchema = z.strictObject({
   keywords: z.array(z.string()).optional(),
 });
 
+/**
+ * OAuth for an http/sse MCP server (upstream `McpOAuthConfig`): the gateway fetches an access token from `token_url`
+ * (RFC 6749 client credentials or refresh token grant, form-encoded), caches it and refreshes it
+ * `refresh_skew_seconds` before expiry. The `*_field` keys name the fields of a non-standard token response.
+ */
+export const McpOAuthConfigSchema = z.looseObject({
+  enabled: z.boolean().default(true),
+  token_url: z.string().min(1),
+  grant_type: z.enum(["client_credentials", "refresh_token"]).default("client_credentials"),
+  client_id: z.string().nullish(),
+  client_secret: z.string().nullish(),
+  refresh_token: z.string().nullish(),
+  scope: z.string().nullish(),
+  audience: z.string().nullish(),
+  token_field: z.string().default("access_token"),
+  token_type_field: z.string().default("token_type"),
+  expires_in_field: z.string().default("expires_in"),
+  default_token_type: z.string().default("Bearer"),
+  refresh_skew_seconds: z.number().int().default(60),
+  extra_token_params: z.record(z.string(), z.string()).default({}),
+});
+/** A validated OAuth block of an MCP server. */
+export type McpOAuthConfig = z.infer<typeof McpOAuthConfigSchema>;
+
 /** One MCP server (`mcpServers.<name>`); unknown keys kept. `transport` is accepted for `type` when `type` is absent. */
 export const McpServerConfigSchema = z.preprocess(
   (raw) => {
@@ -37,6 +61,7 @@ export const McpServerConfigSchema = z.preprocess(
     env: z.record(z.string(), z.string()).default({}),
     url: z.string().nullish(),
     headers: z.record(z.string(), z.string()).default({}),
+    oauth: McpOAuthConfigSchema.nullish(),
     description: z.string().default(""),
     routing: McpRoutingSchema.optional(),
     tools: z.record(z.string(), z.looseObject({ routing: McpRoutingOverrideSchema.optional() })).default({}),
