@@ -68,7 +68,8 @@ export const McpServerConfigSchema = z.preprocess(
     tool_name_prefix: z.boolean().default(true),
     tool_call_timeout: z.number().positive().nullish(),
     session_init_timeout: z.number().positive().default(60),
-    task_toolsets: z.array(z.looseObject({ name: z.string() })).default([]),
+    /** Ordinary submit/status/cancel tool groups run as background tasks (`mcp_tasks`); raw (unprefixed) tool names. */
+    task_toolsets: z.array(z.strictObject({ name: z.string().trim().min(1).max(255), submit_tool: z.string().min(1), status_tool: z.string().min(1), cancel_tool: z.string().min(1) })).default([]),
   }),
 );
 /** A validated MCP server entry. */
