@@ -40,6 +40,21 @@ export function toConnection(name: string, server: McpServerConfig): Connection 
 /** The MCP SDK client type (a type import: the SDK is loaded on the first configured server). */
 export type SdkClient = import("@modelcontextprotocol/sdk/client/index.js").Client;
 
+let interceptorsWarned = "";
+/**
+ * Upstream's `mcpInterceptors` (Python callables wrapping every MCP tool call) cannot load here: a warning naming
+ * them, once per distinct value, so the file's setting is never dropped silently. OAuth, upstream's built-in
+ * interceptor, is the server's `oauth` block.
+ */
+function warnInterceptors(extensions: ExtensionsConfig): void {
+  const raw = (extensions as Record<string, unknown>).mcpInterceptors;
+  const value = raw == null || (Array.isArray(raw) && raw.length === 0) ? "" : JSON.stringify(raw);
+  if (value && value !== interceptorsWarned) {
+    getLogger().warn({ mcpInterceptors: raw }, `extensions_config.json mcpInterceptors ${value} are not offered by deerflow-gateway (Python callables) and are not applied; OAuth goes in each server's oauth block`);
+  }
+  interceptorsWarned = value;
+}
+
 interface ServerEntry {
   key: string;
   client: { close(): Promise<void> } | null;
@@ -69,6 +84,7 @@ export class McpToolCache {
 
   /** The tools of every enabled server, in server order; never throws. */
   async getTools(extensions: ExtensionsConfig): Promise<StructuredToolInterface[]> {
+    warnInterceptors(extensions);
     const enabled = Object.entries(extensions.mcpServers).filter(([, s]) => s.enabled);
     const names = new Set(enabled.map(([n]) => n));
     for (const [name, entry] of this.servers) if (!names.has(name)) this.drop(name, entry);

@@ -95,6 +95,18 @@ describe("MCP servers behind OAuth", () => {
   });
 });
 
+describe("upstream's mcpInterceptors", () => {
+  it("are named in a warning (Python callables cannot load here), never dropped silently", async () => {
+    const logs = captureLogs();
+    try {
+      await newCache().getTools(ExtensionsConfigSchema.parse({ mcpServers: {}, mcpInterceptors: ["my_pkg.interceptors:build_audit"] }));
+      expect(logs.messages().some((m) => m.includes("mcpInterceptors") && m.includes("my_pkg.interceptors:build_audit") && m.includes("not offered"))).toBe(true);
+    } finally {
+      logs.restore();
+    }
+  });
+});
+
 describe("MCP over OAuth through the gateway", () => {
   const ENV = "DEER_FLOW_EXTENSIONS_CONFIG_PATH";
   const saved = process.env[ENV];
