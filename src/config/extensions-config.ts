@@ -70,6 +70,16 @@ export const McpServerConfigSchema = z.preprocess(
     session_init_timeout: z.number().positive().default(60),
     /** Ordinary submit/status/cancel tool groups run as background tasks (`mcp_tasks`); raw (unprefixed) tool names. */
     task_toolsets: z.array(z.strictObject({ name: z.string().trim().min(1).max(255), submit_tool: z.string().min(1), status_tool: z.string().min(1), cancel_tool: z.string().min(1) })).default([]),
+  }).superRefine((server, ctx) => {
+    // Upstream `_validate_task_tool_bindings`: one raw tool plays one role in one toolset.
+    const claimed = new Map<string, string>();
+    for (const ts of server.task_toolsets) {
+      for (const role of ["submit_tool", "status_tool", "cancel_tool"] as const) {
+        const previous = claimed.get(ts[role]);
+        if (previous) ctx.addIssue({ code: "custom", path: ["task_toolsets"], message: `MCP task tool '${ts[role]}' must be unique across task_toolsets and roles; it is configured as both ${previous} and ${ts.name}.${role}` });
+        claimed.set(ts[role], `${ts.name}.${role}`);
+      }
+    }
   }),
 );
 /** A validated MCP server entry. */

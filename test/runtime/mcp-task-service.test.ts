@@ -7,6 +7,7 @@ import { McpTaskService, type RawToolResult } from "../../src/runtime/mcp-tasks/
 import { McpTaskStore } from "../../src/runtime/mcp-tasks/task-store.js";
 import { detail } from "../../routes/mcp-tasks.js";
 import { parseAppConfig } from "../../src/config/schema.js";
+import { ExtensionsConfigSchema } from "../../src/config/extensions-config.js";
 import { buildTestApp } from "../support/harness.js";
 
 // The poller's rules (upstream app/mcp_tasks/service.py, mcp/tasks/ordinary.py) with a scripted remote server:
@@ -83,6 +84,14 @@ describe("MCP task poller", () => {
     const done = s.get(task.id);
     expect(done).toMatchObject({ status: "completed", result: null, result_truncated: true, next_poll_at: null });
     expect(done.result_preview).toHaveLength(20);
+  });
+});
+
+describe("task_toolsets", () => {
+  it("refuses a raw tool bound to two roles, naming both", () => {
+    const parsed = ExtensionsConfigSchema.safeParse({ mcpServers: { s: { type: "http", url: "http://x/mcp", task_toolsets: [{ name: "a", submit_tool: "go", status_tool: "go", cancel_tool: "stop" }] } } });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0].message).toContain("MCP task tool 'go' must be unique across task_toolsets and roles; it is configured as both a.submit_tool and a.status_tool");
   });
 });
 
