@@ -29,7 +29,8 @@
 //   POST /api/threads/:thread_id/runs/regenerate/prepare|edit-regenerate/prepare, /branches  replay.ts
 //   GET /api/skills, PUT /api/skills/:name, /api/skills/custom[/:name[/history|/rollback]], /api/mcp/config, /api/mcp/cache/reset  settings.ts
 //   /api/memory[/reload|/facts[/:id]|/export|/import|/config|/status]                                memory.ts
-//   channels, scheduled-tasks, integrations/lark, mcp-tasks, browser: "not offered" answers web-features.ts
+//   GET /api/threads/:thread_id/mcp-tasks[/:task_id], POST .../:task_id/cancel   mcp-tasks.ts (MCP background tasks)
+//   channels, scheduled-tasks, integrations/lark, browser: "not offered" answers web-features.ts
 //   GET  /metrics                                 metrics.ts   (Prometheus)
 //   GET  /api/usage                               usage.ts     (the caller's token usage and limits)
 import type { FastifyInstance } from "fastify";
@@ -46,6 +47,7 @@ import { threadRoutes } from "./threads.js";
 import { uploadRoutes } from "./uploads.js";
 import { threadFeedRoutes } from "./thread-feed.js";
 import { webFeatureRoutes } from "./web-features.js";
+import { mcpTaskRoutes } from "./mcp-tasks.js";
 import { replayRoutes } from "./replay.js";
 import { settingsRoutes } from "./settings.js";
 import { memoryRoutes } from "./memory.js";
@@ -62,6 +64,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(artifactRoutes, { prefix: "/api" });
   await app.register(threadFeedRoutes, { prefix: "/api" });
   await app.register(webFeatureRoutes, { prefix: "/api" });
+  await app.register(mcpTaskRoutes, { prefix: "/api" });
   await app.register(replayRoutes, { prefix: "/api" });
   await app.register(settingsRoutes, { prefix: "/api" });
   await app.register(memoryRoutes, { prefix: "/api" });

@@ -1,6 +1,6 @@
 // DeerFlow web-app feature routes: `GET /api/features` (app/gateway/routers/features.py), follow-up suggestions
 // (suggestions.py), input polish (input_polish.py), and the answers for features this gateway does not offer
-// (channels, scheduled tasks, the Lark integration, MCP tasks, browser control), each in the shape the app reads
+// (channels, scheduled tasks, the Lark integration, browser control), each in the shape the app reads
 // as "not configured / disabled" so it hides the feature instead of retrying or showing an error.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
@@ -67,7 +67,7 @@ export async function webFeatureRoutes(app: FastifyInstance): Promise<void> {
   app.get("/features", { schema: doc("features", "Optional features and whether they are on") }, async () => ({
     agents_api: { enabled: Boolean(getAppConfig().agents_api?.enabled) },
     browser_control: { enabled: false },
-    mcp_tasks: { enabled: false },
+    mcp_tasks: { enabled: app.deerflow.mcpTasks !== null },
   }));
 
   app.get("/suggestions/config", { schema: doc("features", "Follow-up suggestions configuration") }, async () => {
@@ -133,12 +133,6 @@ export async function webFeatureRoutes(app: FastifyInstance): Promise<void> {
     app.post(`/integrations/lark/${action}`, async () => { throw new NotOfferedError("The Lark integration"); });
   }
 
-  // MCP background tasks and browser control: off in /features; the list reads as empty.
-  app.get<ThreadParams>("/threads/:thread_id/mcp-tasks", async (request) => {
-    await ownedThread(app, request, request.params.thread_id);
-    return [];
-  });
-  app.get("/threads/:thread_id/mcp-tasks/:task_id", async () => { throw new NotOfferedError("MCP tasks"); });
-  app.post("/threads/:thread_id/mcp-tasks/:task_id/cancel", async () => { throw new NotOfferedError("MCP tasks"); });
+  // Browser control: off in /features. (MCP background tasks: routes/mcp-tasks.ts.)
   app.post("/threads/:thread_id/browser/navigate", async () => { throw new NotOfferedError("Browser control"); });
 }

@@ -12,6 +12,8 @@ import { checkGuardProviders } from "./agents/lead-agent/guards.js";
 import { buildMemoryManager } from "./agents/memory/build-manager.js";
 import type { MemoryManager } from "./agents/memory/manager.js";
 import { closeMcpClients } from "./tools/mcp-tools.js";
+import { openMcpTasks } from "./runtime/mcp-tasks/open-mcp-tasks.js";
+import type { McpTaskService } from "./runtime/mcp-tasks/task-service.js";
 import { AgentStore } from "./config/agent-store.js";
 import { getAppConfig, onAppConfigReload, withPinnedAppConfig } from "./config/app-config.js";
 import { getAgentsDir, getProjectRoot, getRuntimeHome, getSkillsRoot } from "./config/paths.js";
@@ -105,6 +107,8 @@ export interface GatewayServices {
   quotas: RunQuotas;
   /** True when runs and their events are shared with other gateway processes (Redis bridge). */
   distributed: boolean;
+  /** MCP background tasks (`mcp_tasks.enabled`), or null when off. */
+  mcpTasks: McpTaskService | null;
   /** Aborted when the process starts shutting down: new requests get 503, SSE streams are cut (src/server.ts). */
   closing: AbortController;
 }
@@ -153,6 +157,14 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     throw err;
   }
   const { runs } = coordination;
+  let mcpTasks: ReturnType<typeof openMcpTasks>;
+  try {
+    mcpTasks = openMcpTasks(appConfig, home, persistence.shared, readConfig);
+  } catch (err) {
+    await coordination.close();
+    await persistence.close();
+    throw err;
+  }
   // Every run's events are also kept on disk for `GET .../runs/{run_id}/events` (the bridge forgets them).
   const runEvents = new RunEventLog(path.join(home, "data", "run-events"), { backend: appConfig.run_events.backend === "memory" ? "memory" : "db", maxTraceContent: appConfig.run_events.max_trace_content });
   const bridge = new RecordingStreamBridge(coordination.bridge, runEvents);
@@ -217,7 +229,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   app.decorate("metrics", metrics);
   installHttpObservability(app, metrics, options.tracing);
   const stopReloadCount = onAppConfigReload((result) => metrics.configReloads.inc({ result }));
-  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, quotas, runEvents, memoryManager, distributed: coordination.distributed, closing });
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, quotas, runEvents, memoryManager, distributed: coordination.distributed, closing, mcpTasks: mcpTasks?.service ?? null });
   // Every JSON body is bounded in depth and size here, before any route, store or graph sees it.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     try {
@@ -248,6 +260,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     runEvents.close();
     // Pending memory updates are applied within memory.shutdown_flush_timeout_seconds; the rest is dropped.
     await memoryManager.shutdownFlush(readConfig().memory.shutdown_flush_timeout_seconds * 1000);
+    await mcpTasks?.close();
     await closeMcpClients();
     // DeerFlow's container sandbox: stop the idle check, destroy the provisioned sandboxes (upstream shutdown).
     if ("close" in sandbox) await sandbox.close();

@@ -20,6 +20,30 @@ export const McpRoutingOverrideSchema = z.strictObject({
   keywords: z.array(z.string()).optional(),
 });
 
+/**
+ * OAuth for an http/sse MCP server (upstream `McpOAuthConfig`): the gateway fetches an access token from `token_url`
+ * (RFC 6749 client credentials or refresh token grant, form-encoded), caches it and refreshes it
+ * `refresh_skew_seconds` before expiry. The `*_field` keys name the fields of a non-standard token response.
+ */
+export const McpOAuthConfigSchema = z.looseObject({
+  enabled: z.boolean().default(true),
+  token_url: z.string().min(1),
+  grant_type: z.enum(["client_credentials", "refresh_token"]).default("client_credentials"),
+  client_id: z.string().nullish(),
+  client_secret: z.string().nullish(),
+  refresh_token: z.string().nullish(),
+  scope: z.string().nullish(),
+  audience: z.string().nullish(),
+  token_field: z.string().default("access_token"),
+  token_type_field: z.string().default("token_type"),
+  expires_in_field: z.string().default("expires_in"),
+  default_token_type: z.string().default("Bearer"),
+  refresh_skew_seconds: z.number().int().default(60),
+  extra_token_params: z.record(z.string(), z.string()).default({}),
+});
+/** A validated OAuth block of an MCP server. */
+export type McpOAuthConfig = z.infer<typeof McpOAuthConfigSchema>;
+
 /** One MCP server (`mcpServers.<name>`); unknown keys kept. `transport` is accepted for `type` when `type` is absent. */
 export const McpServerConfigSchema = z.preprocess(
   (raw) => {
@@ -37,13 +61,25 @@ export const McpServerConfigSchema = z.preprocess(
     env: z.record(z.string(), z.string()).default({}),
     url: z.string().nullish(),
     headers: z.record(z.string(), z.string()).default({}),
+    oauth: McpOAuthConfigSchema.nullish(),
     description: z.string().default(""),
     routing: McpRoutingSchema.optional(),
     tools: z.record(z.string(), z.looseObject({ routing: McpRoutingOverrideSchema.optional() })).default({}),
     tool_name_prefix: z.boolean().default(true),
     tool_call_timeout: z.number().positive().nullish(),
     session_init_timeout: z.number().positive().default(60),
-    task_toolsets: z.array(z.looseObject({ name: z.string() })).default([]),
+    /** Ordinary submit/status/cancel tool groups run as background tasks (`mcp_tasks`); raw (unprefixed) tool names. */
+    task_toolsets: z.array(z.strictObject({ name: z.string().trim().min(1).max(255), submit_tool: z.string().min(1), status_tool: z.string().min(1), cancel_tool: z.string().min(1) })).default([]),
+  }).superRefine((server, ctx) => {
+    // Upstream `_validate_task_tool_bindings`: one raw tool plays one role in one toolset.
+    const claimed = new Map<string, string>();
+    for (const ts of server.task_toolsets) {
+      for (const role of ["submit_tool", "status_tool", "cancel_tool"] as const) {
+        const previous = claimed.get(ts[role]);
+        if (previous) ctx.addIssue({ code: "custom", path: ["task_toolsets"], message: `MCP task tool '${ts[role]}' must be unique across task_toolsets and roles; it is configured as both ${previous} and ${ts.name}.${role}` });
+        claimed.set(ts[role], `${ts.name}.${role}`);
+      }
+    }
   }),
 );
 /** A validated MCP server entry. */

@@ -159,6 +159,8 @@ export const KNOWN_TOP_LEVEL_KEYS = [
   // Read by their own modules (auth: src/config/auth-config.ts; suggestions: routes/web-features.ts).
   "auth", "suggestions", "skill_evolution",
   "guardrails", "authorization", "run_events", "agent_storage", "run_ownership",
+  // MCP background tasks: src/runtime/mcp-tasks/task-config.ts.
+  "mcp_tasks",
 ] as const;
 
 /**

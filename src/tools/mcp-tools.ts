@@ -1,9 +1,10 @@
 // Port of DeerFlow mcp/tools.py + mcp/cache.py: MCP tools through @langchain/mcp-adapters, cached by config content.
 import { createHash } from "node:crypto";
 import type { StructuredToolInterface } from "@langchain/core/tools";
-import type { Connection, MultiServerMCPClient } from "@langchain/mcp-adapters";
+import type { Connection } from "@langchain/mcp-adapters";
 import type { ExtensionsConfig, McpServerConfig } from "../config/extensions-config.js";
 import { getLogger } from "../logger.js";
+import { connectOAuthClient } from "./mcp-oauth.js";
 
 /** How long a server that failed to start is left alone before the next build tries again, in ms. */
 export const MCP_RETRY_AFTER_MS = 30_000;
@@ -36,9 +37,28 @@ export function toConnection(name: string, server: McpServerConfig): Connection 
   throw new Error(`MCP server '${name}' has unsupported type '${server.type}' (expected stdio, http or sse)`);
 }
 
+/** The MCP SDK client type (a type import: the SDK is loaded on the first configured server). */
+export type SdkClient = import("@modelcontextprotocol/sdk/client/index.js").Client;
+
+let interceptorsWarned = "";
+/**
+ * Upstream's `mcpInterceptors` (Python callables wrapping every MCP tool call) cannot load here: a warning naming
+ * them, once per distinct value, so the file's setting is never dropped silently. OAuth, upstream's built-in
+ * interceptor, is the server's `oauth` block.
+ */
+function warnInterceptors(extensions: ExtensionsConfig): void {
+  const raw = (extensions as Record<string, unknown>).mcpInterceptors;
+  const value = raw == null || (Array.isArray(raw) && raw.length === 0) ? "" : JSON.stringify(raw);
+  if (value && value !== interceptorsWarned) {
+    getLogger().warn({ mcpInterceptors: raw }, `extensions_config.json mcpInterceptors ${value} are not offered by deerflow-gateway (Python callables) and are not applied; OAuth goes in each server's oauth block`);
+  }
+  interceptorsWarned = value;
+}
+
 interface ServerEntry {
   key: string;
-  client: MultiServerMCPClient | null;
+  client: { close(): Promise<void> } | null;
+  sdk?: SdkClient | null;
   tools: Promise<StructuredToolInterface[]>;
   /** Set once the connection attempt has finished. */
   settled: boolean;
@@ -64,6 +84,7 @@ export class McpToolCache {
 
   /** The tools of every enabled server, in server order; never throws. */
   async getTools(extensions: ExtensionsConfig): Promise<StructuredToolInterface[]> {
+    warnInterceptors(extensions);
     const enabled = Object.entries(extensions.mcpServers).filter(([, s]) => s.enabled);
     const names = new Set(enabled.map(([n]) => n));
     for (const [name, entry] of this.servers) if (!names.has(name)) this.drop(name, entry);
@@ -100,23 +121,11 @@ export class McpToolCache {
   private async connect(name: string, server: McpServerConfig, entry: ServerEntry): Promise<StructuredToolInterface[]> {
     let timer: NodeJS.Timeout | undefined;
     try {
-      // Imported on the first configured server: the adapters and the MCP SDK hold ~20 MB of RSS.
-      const { MultiServerMCPClient } = await import("@langchain/mcp-adapters");
-      // Dropped (entry edited or removed, cache closed) while the import was in flight: no client to leak.
-      if (this.servers.get(name) !== entry) return [];
-      const client = new MultiServerMCPClient({
-        mcpServers: { [name]: toConnection(name, server) },
-        onConnectionError: "throw",
-        throwOnLoadError: false,
-        prefixToolNameWithServerName: false,
-        useStandardContentBlocks: false,
-      });
-      entry.client = client;
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no answer within session_init_timeout (${server.session_init_timeout} s)`)), server.session_init_timeout * 1000);
         timer.unref?.();
       });
-      const tools = (await Promise.race([client.getTools(), timeout])) as StructuredToolInterface[];
+      const tools = (await Promise.race([this.open(name, server, entry), timeout])) as StructuredToolInterface[];
       for (const t of tools) {
         const original = t.name;
         if (server.tool_name_prefix) (t as { name: string }).name = `${name}_${original}`;
@@ -131,10 +140,56 @@ export class McpToolCache {
       getLogger().warn({ server: name, err: message }, `MCP server '${name}' is unavailable, its tools are skipped: ${message}`);
       void entry.client?.close().catch(() => undefined);
       entry.client = null;
+      entry.sdk = null;
       return [];
     } finally {
       if (timer) clearTimeout(timer);
     }
+  }
+
+  /**
+   * Opens the server's client on `entry` and lists its tools: through the MCP adapters' client, or, for an http/sse
+   * server with an enabled `oauth` block, through an SDK client whose requests carry the OAuth token.
+   */
+  private async open(name: string, server: McpServerConfig, entry: ServerEntry): Promise<StructuredToolInterface[]> {
+    // Imported on the first configured server: the adapters and the MCP SDK hold ~20 MB of RSS.
+    const { MultiServerMCPClient, loadMcpTools } = await import("@langchain/mcp-adapters");
+    // Dropped (entry edited or removed, cache closed) while the import was in flight: no client to leak.
+    if (this.servers.get(name) !== entry) return [];
+    const connection = toConnection(name, server) as { transport: string; url?: string; headers?: Record<string, string> };
+    if (server.oauth?.enabled) {
+      if (connection.transport === "stdio") throw new Error("an oauth block applies to http and sse servers only");
+      const opened = await connectOAuthClient(name, connection.transport as "http" | "sse", connection.url ?? "", connection.headers ?? {}, server.oauth);
+      entry.client = opened;
+      entry.sdk = opened.client;
+      if (this.servers.get(name) !== entry) return opened.close().then(() => []);
+      return loadMcpTools(name, opened.client as never, {
+        throwOnLoadError: false, prefixToolNameWithServerName: false, useStandardContentBlocks: false,
+        ...(server.tool_call_timeout ? { defaultToolTimeout: server.tool_call_timeout * 1000 } : {}),
+      });
+    }
+    const client = new MultiServerMCPClient({
+      mcpServers: { [name]: connection as Connection },
+      onConnectionError: "throw",
+      throwOnLoadError: false,
+      prefixToolNameWithServerName: false,
+      useStandardContentBlocks: false,
+    });
+    entry.client = client;
+    const tools = await client.getTools();
+    entry.sdk = (await client.getClient(name)) ?? null;
+    return tools;
+  }
+
+  /**
+   * The raw MCP SDK client of a connected server (background tasks call submit/status/cancel tools through it, to
+   * read `structuredContent`), or null when the server is not connected.
+   */
+  async sdkClient(name: string): Promise<SdkClient | null> {
+    const entry = this.servers.get(name);
+    if (!entry) return null;
+    await entry.tools;
+    return entry.sdk ?? null;
   }
 
   /** Closes every client (stdio servers are stopped). */

@@ -33,9 +33,10 @@ describe("DeerFlow's config.example.yaml", () => {
       message = (err as Error).message;
     }
     expect(message).toContain("'scheduler' turns on the scheduled-task runner, which deerflow-gateway does not offer");
-    expect(message).toContain("'mcp_tasks' turns on long-running MCP task polling, which deerflow-gateway does not offer");
+    // MCP background tasks are offered (issue 49): mcp_tasks.enabled: true is not refused.
+    expect(message).not.toContain("'mcp_tasks'");
     expect(message).toContain("'plugins' turns on extension packages (plugins), which deerflow-gateway does not offer");
-    expect(message).toMatch(/To start anyway, set DEER_FLOW_IGNORE_UNSUPPORTED=scheduler,mcp_tasks,plugins$/);
+    expect(message).toMatch(/To start anyway, set DEER_FLOW_IGNORE_UNSUPPORTED=scheduler,plugins$/);
   });
 });
 

@@ -16,6 +16,7 @@ import { buildDeferredCatalog, createToolSearchTool, type DeferredCatalog } from
 import { createUpdateAgentTool, WEBHOOK_CHANNELS } from "../../tools/builtins/update-agent.js";
 import { getAvailableTools, type AgentTool } from "../../tools/get-available-tools.js";
 import { isMcpTool } from "../../tools/mcp-tools.js";
+import { applyMcpTaskToolsets } from "../../runtime/mcp-tasks/task-tools.js";
 
 /** Inputs of {@link assembleLeadTools}. */
 export interface LeadToolsOptions {
@@ -74,6 +75,8 @@ export async function assembleLeadTools(o: LeadToolsOptions): Promise<LeadTools>
     subagentRuntime: o.subagentRuntime,
     extensions: o.extensions,
   });
+  // Task toolsets (mcp_tasks): the submit tool submits a background task; status and cancel are the poller's.
+  tools = applyMcpTaskToolsets(tools, o.extensions);
   const knownSkills = o.skills.map((s) => s.name);
   const store = () => o.store ?? new AgentStore(getAgentsDir());
   if (branch === "bootstrap") {
