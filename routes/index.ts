@@ -30,7 +30,8 @@
 //   GET /api/skills, PUT /api/skills/:name, /api/skills/custom[/:name[/history|/rollback]], /api/mcp/config, /api/mcp/cache/reset  settings.ts
 //   /api/memory[/reload|/facts[/:id]|/export|/import|/config|/status]                                memory.ts
 //   GET /api/threads/:thread_id/mcp-tasks[/:task_id], POST .../:task_id/cancel   mcp-tasks.ts (MCP background tasks)
-//   channels, scheduled-tasks, integrations/lark, browser: "not offered" answers web-features.ts
+//   /api/scheduled-tasks[/:task_id[/pause|/resume|/trigger|/runs]], /api/threads/:thread_id/scheduled-tasks  scheduled-tasks.ts
+//   channels, integrations/lark, browser: "not offered" answers web-features.ts
 //   GET  /metrics                                 metrics.ts   (Prometheus)
 //   GET  /api/usage                               usage.ts     (the caller's token usage and limits)
 import type { FastifyInstance } from "fastify";
@@ -51,6 +52,7 @@ import { mcpTaskRoutes } from "./mcp-tasks.js";
 import { replayRoutes } from "./replay.js";
 import { settingsRoutes } from "./settings.js";
 import { memoryRoutes } from "./memory.js";
+import { scheduledTaskRoutes } from "./scheduled-tasks.js";
 
 /** Registers every route of the gateway. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -68,6 +70,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(replayRoutes, { prefix: "/api" });
   await app.register(settingsRoutes, { prefix: "/api" });
   await app.register(memoryRoutes, { prefix: "/api" });
+  await app.register(scheduledTaskRoutes, { prefix: "/api" });
   for (const prefix of ["", "/api"]) {
     await app.register(threadRoutes, { prefix });
     await app.register(runRoutes, { prefix });

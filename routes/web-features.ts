@@ -1,6 +1,6 @@
 // DeerFlow web-app feature routes: `GET /api/features` (app/gateway/routers/features.py), follow-up suggestions
 // (suggestions.py), input polish (input_polish.py), and the answers for features this gateway does not offer
-// (channels, scheduled tasks, the Lark integration, browser control), each in the shape the app reads
+// (channels, the Lark integration, browser control), each in the shape the app reads
 // as "not configured / disabled" so it hides the feature instead of retrying or showing an error.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
@@ -113,19 +113,6 @@ export async function webFeatureRoutes(app: FastifyInstance): Promise<void> {
   }
   app.delete("/channels/:provider/runtime-config", async () => { throw new NotOfferedError("Channels"); });
   app.delete("/channels/connections/:id", async () => { throw new NotOfferedError("Channels"); });
-
-  // Scheduled tasks: empty lists (upstream's answer when the scheduler is off); actions are refused.
-  app.get("/scheduled-tasks", async () => []);
-  app.get<ThreadParams>("/threads/:thread_id/scheduled-tasks", async (request) => {
-    await ownedThread(app, request, request.params.thread_id);
-    return [];
-  });
-  app.post("/scheduled-tasks", async () => { throw new NotOfferedError("Scheduled tasks"); });
-  app.get("/scheduled-tasks/:task_id", async () => { throw new NotOfferedError("Scheduled tasks"); });
-  app.get("/scheduled-tasks/:task_id/runs", async () => []);
-  app.patch("/scheduled-tasks/:task_id", async () => { throw new NotOfferedError("Scheduled tasks"); });
-  app.delete("/scheduled-tasks/:task_id", async () => { throw new NotOfferedError("Scheduled tasks"); });
-  for (const action of ["pause", "resume", "trigger"]) app.post(`/scheduled-tasks/:task_id/${action}`, async () => { throw new NotOfferedError("Scheduled tasks"); });
 
   // Lark / Feishu: a status that reads "not installed, CLI unavailable".
   app.get("/integrations/lark/status", async () => disabledLarkStatus());

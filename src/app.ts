@@ -24,6 +24,8 @@ import { createAuthRuntime } from "./auth/create-auth.js";
 import { installAuth } from "./auth/auth-plugin.js";
 import { resolveAgentFactory, type AgentFactory } from "./runtime/runs/agent-factory.js";
 import { databaseUrl, openPersistence, type Persistence } from "./runtime/persistence/persistence.js";
+import { SchedulerService } from "./runtime/scheduler/scheduler-service.js";
+import { launchWith } from "./runtime/scheduler/launch.js";
 import type { RunManager } from "./runtime/runs/run-manager.js";
 import { RunService } from "./runtime/runs/run-service.js";
 import { ThreadService } from "./runtime/threads/thread-service.js";
@@ -84,6 +86,8 @@ export interface BuildAppOptions {
   tracing?: GatewayTracing;
   /** The memory backend (default: built from `memory.manager_class` at start-up). */
   memoryManager?: MemoryManager;
+  /** The scheduled-task poller's clock and poll interval (tests); default the wall clock and `scheduler.poll_interval_seconds`. */
+  scheduler?: { now?: () => Date; pollMs?: number };
 }
 
 export { corsOriginAllowed } from "./http/origins.js";
@@ -109,6 +113,8 @@ export interface GatewayServices {
   distributed: boolean;
   /** MCP background tasks (`mcp_tasks.enabled`), or null when off. */
   mcpTasks: McpTaskService | null;
+  /** Scheduled tasks: the poller and the manual trigger (src/runtime/scheduler/). */
+  scheduler: SchedulerService;
   /** Aborted when the process starts shutting down: new requests get 503, SSE streams are cut (src/server.ts). */
   closing: AbortController;
 }
@@ -189,6 +195,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     observer: createRunObserver({ metrics, tracing: options.tracing, onTokens: (userId, tokens) => persistence.usage.add(userId, tokens) }),
     quotas,
   });
+  const scheduler = new SchedulerService({ store: persistence.scheduledTasks, runs: persistence.runs, launch: launchWith(runService), config: appConfig.scheduler, logger, ...options.scheduler });
   const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home, sandboxProvider: sandbox });
 
   const timeouts = { ...DEFAULT_SERVER_TIMEOUTS, ...options.timeouts };
@@ -229,7 +236,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   app.decorate("metrics", metrics);
   installHttpObservability(app, metrics, options.tracing);
   const stopReloadCount = onAppConfigReload((result) => metrics.configReloads.inc({ result }));
-  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, quotas, runEvents, memoryManager, distributed: coordination.distributed, closing, mcpTasks: mcpTasks?.service ?? null });
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, quotas, runEvents, memoryManager, distributed: coordination.distributed, scheduler, closing, mcpTasks: mcpTasks?.service ?? null });
   // Every JSON body is bounded in depth and size here, before any route, store or graph sees it.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     try {
@@ -252,8 +259,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   await registerRateLimit(app, { getAppConfig: readConfig, metrics, redis: options.rateLimitRedis });
   await registerOpenApi(app);
   await app.register(registerRoutes);
+  // The poller starts once the routes exist (scheduler.enabled; the routes answer either way, as upstream).
+  if (appConfig.scheduler.enabled) await scheduler.start();
   app.addHook("onClose", async () => {
     stopReloadCount();
+    await scheduler.stop();
     // Shutdown drain (DeerFlow test_gateway_run_drain_shutdown): interrupt in-flight runs, wait at most 5 s,
     // and only then close the stores, so every final status is written.
     await runs.drain(5_000);

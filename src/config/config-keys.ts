@@ -35,13 +35,13 @@ export const CONFIG_KEYS: Readonly<Record<string, KeyRule>> = {
   skill_evolution: IMPLEMENTED, input_polish: IMPLEMENTED, guardrails: IMPLEMENTED, authorization: IMPLEMENTED,
   run_events: IMPLEMENTED, agent_storage: IMPLEMENTED, run_ownership: IMPLEMENTED,
   mcp_tasks: IMPLEMENTED, // MCP background tasks (issue 49; src/runtime/mcp-tasks/)
+  scheduler: IMPLEMENTED,
   // This round's agent-quality middlewares (issue 46 item 3).
   tool_output: IMPLEMENTED, read_before_write: IMPLEMENTED, tool_progress: IMPLEMENTED, llm_call: IMPLEMENTED, circuit_breaker: IMPLEMENTED,
   // Not offered: accepted while they leave their feature off (as DeerFlow's example does).
   logging: notOffered("request trace correlation (logging.enhance)", (v) => obj(obj(v).enhance).enabled !== true, "set logging.enhance.enabled: false"),
   // Skill safety scanning guards skill writes; the only skill writes here are skill_manage's (skill_evolution).
   skill_scan: notOffered("deterministic skill scanning of agent-managed skill writes", (v, raw) => obj(v).enabled === false || obj(raw.skill_evolution).enabled !== true, "set skill_scan.enabled: false, or leave skill_evolution off"),
-  scheduler: notOffered("the scheduled-task runner", enabledFlag, "set scheduler.enabled: false"),
   channels: notOffered("IM channels (Telegram, Slack, Feishu, ...)", noEnabledEntries, "set enabled: false on every channel"),
   channel_connections: notOffered("IM channel connections", (v) => enabledFlag(v, {}) && noEnabledEntries(v, {}), "set channel_connections.enabled: false"),
   // Dedupe storage only serves inbound channel webhooks, which are not offered: nothing for it to turn on.

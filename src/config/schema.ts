@@ -15,6 +15,7 @@ import { LimitsConfigSchema } from "./limits-config.js";
 import { SkillEvolutionConfigSchema } from "./skill-evolution-config.js";
 import { SubagentsConfigSchema } from "./subagents-config.js";
 import { AgentStorageConfigSchema, RunEventsConfigSchema, RunOwnershipConfigSchema } from "./run-sections-config.js";
+import { SchedulerConfigSchema } from "./scheduler-config.js";
 import { brandAppConfig, hasAppConfigBrand } from "./app-config-brand.js";
 
 export { SubagentsConfigSchema } from "./subagents-config.js";
@@ -142,6 +143,7 @@ export const STARTUP_ONLY_FIELDS = {
   sandbox: "the sandbox provider owns per-thread resources and is created once at start-up",
   run_events: "the run event log is opened once at start-up",
   run_ownership: "the process lease is set when the shared run coordination starts",
+  scheduler: "the scheduled-task poller is started once at start-up",
 } as const;
 
 /** A restart-only top-level field. */
@@ -161,6 +163,7 @@ export const KNOWN_TOP_LEVEL_KEYS = [
   "guardrails", "authorization", "run_events", "agent_storage", "run_ownership",
   // MCP background tasks: src/runtime/mcp-tasks/task-config.ts.
   "mcp_tasks",
+  "scheduler",
 ] as const;
 
 /**
@@ -205,6 +208,8 @@ export const AppConfigSchema = z.looseObject({
   agent_storage: AgentStorageConfigSchema.default(AgentStorageConfigSchema.parse({})),
   /** Absent (null) keeps `stream_bridge.lease_ms`. */
   run_ownership: startupOnly("run_ownership", nullish(RunOwnershipConfigSchema)),
+  /** Scheduled tasks (src/runtime/scheduler/, docs/scheduled-tasks.md). */
+  scheduler: startupOnly("scheduler", SchedulerConfigSchema.default(SchedulerConfigSchema.parse({}))),
 });
 
 /** The validated application config. Treat as immutable: `getAppConfig()` hands out the same object until the file changes. */

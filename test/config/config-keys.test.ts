@@ -23,7 +23,6 @@ describe("DeerFlow's config.example.yaml", () => {
 
   it("stops naming exactly the keys that turn on a feature not offered, and says how to start anyway", () => {
     const text = exampleText()
-      .replace(/^scheduler:\n  enabled: false/m, "scheduler:\n  enabled: true")
       .replace(/^mcp_tasks:\n  enabled: false/m, "mcp_tasks:\n  enabled: true")
       .concat("\nplugins:\n  - name: example\n    use: deerflow_extension_example:install\n    enabled: true\n");
     let message = "";
@@ -32,11 +31,11 @@ describe("DeerFlow's config.example.yaml", () => {
     } catch (err) {
       message = (err as Error).message;
     }
-    expect(message).toContain("'scheduler' turns on the scheduled-task runner, which deerflow-gateway does not offer");
-    // MCP background tasks are offered (issue 49): mcp_tasks.enabled: true is not refused.
+    // MCP background tasks and scheduled tasks are offered (issues 47, 49): turning them on is not refused.
     expect(message).not.toContain("'mcp_tasks'");
+    expect(message).not.toContain("'scheduler'");
     expect(message).toContain("'plugins' turns on extension packages (plugins), which deerflow-gateway does not offer");
-    expect(message).toMatch(/To start anyway, set DEER_FLOW_IGNORE_UNSUPPORTED=scheduler,plugins$/);
+    expect(message).toMatch(/To start anyway, set DEER_FLOW_IGNORE_UNSUPPORTED=plugins$/);
   });
 });
 
@@ -48,14 +47,14 @@ describe("refused keys", () => {
   });
 
   it("accepts a not-offered section that leaves its feature off, and skill_scan while no skill writes exist", () => {
-    expect(() => parseAppConfigText("scheduler:\n  enabled: false\nacp_agents: {}\nskill_scan:\n  enabled: true\n", "c.yaml", {})).not.toThrow();
+    expect(() => parseAppConfigText("mcp_tasks:\n  enabled: false\nacp_agents: {}\nskill_scan:\n  enabled: true\n", "c.yaml", {})).not.toThrow();
     expect(() => parseAppConfigText("skill_scan:\n  enabled: true\nskill_evolution:\n  enabled: true\n", "c.yaml", {})).toThrow("'skill_scan' turns on deterministic skill scanning");
   });
 
   it("starts anyway with DEER_FLOW_IGNORE_UNSUPPORTED, logging each ignored key loudly", () => {
-    const config = parseAppConfigText("scheduler:\n  enabled: true\n", "c.yaml", { DEER_FLOW_IGNORE_UNSUPPORTED: "scheduler" }) as Record<string, unknown>;
-    expect(config.scheduler).toEqual({ enabled: true });
-    const line = logs.lines().find((l) => l.key === "scheduler");
+    const config = parseAppConfigText("mcp_tasks:\n  enabled: true\n", "c.yaml", { DEER_FLOW_IGNORE_UNSUPPORTED: "mcp_tasks" }) as Record<string, unknown>;
+    expect(config.mcp_tasks).toEqual({ enabled: true });
+    const line = logs.lines().find((l) => l.key === "mcp_tasks");
     expect(line?.level).toBe(50);
     expect(line?.msg).toContain("this setting has NO effect");
   });

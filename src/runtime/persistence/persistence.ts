@@ -15,6 +15,8 @@ import type { RunRepository, ThreadRepository } from "./repositories.js";
 import { RunStore } from "./sqlite/run-store.js";
 import { ThreadStore } from "./sqlite/thread-store.js";
 import { UsageLedger } from "../limits/usage-ledger.js";
+import type { ScheduledTaskStore } from "../scheduler/task-store.js";
+import { SqliteTaskStore } from "../scheduler/sqlite-task-store.js";
 
 /** The checkpointer, the thread and run repositories, and how to close them. */
 export interface Persistence {
@@ -31,6 +33,8 @@ export interface Persistence {
   loginCounters: LoginCounterStore;
   /** Token usage per user and UTC day (the `token_usage` table; local SQLite even with PostgreSQL: quotas are per process there). */
   usage: UsageLedger;
+  /** Scheduled tasks and their run history (src/runtime/scheduler/; same database as the thread table). */
+  scheduledTasks: ScheduledTaskStore;
   /** Human-readable location (file path, `memory` or `postgres`), for logs. Never holds credentials. */
   location: string;
   /** True when threads, runs and checkpoints live in a database other processes can share (PostgreSQL). */
@@ -84,7 +88,7 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
   if (pgUrl) return openPostgres(pgUrl, section, recover, home);
   if (section?.type === "memory" || appConfig.database?.backend === "memory") {
     const db = new Database(":memory:");
-    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), runs: new RunStore(db), ...accountStores(db), usage: new UsageLedger(db), location: "memory", shared: false, close: async () => void db.close() };
+    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), runs: new RunStore(db), ...accountStores(db), usage: new UsageLedger(db), scheduledTasks: new SqliteTaskStore(db), location: "memory", shared: false, close: async () => void db.close() };
   }
   const file = section?.type === "sqlite" && section.connection_string ? path.resolve(home, section.connection_string) : path.join(home, "data", "deerflow.sqlite");
   mkdirSync(path.dirname(file), { recursive: true });
@@ -105,14 +109,14 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
   if (section?.type === "postgres") {
     if (!section.connection_string) throw new Error("checkpointer.type postgres needs checkpointer.connection_string");
     const saver = await openCheckpointer(section.connection_string);
-    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), location: "postgres", shared: false, close: async () => { await saver.end(); commits.flush(); db.close(); } };
+    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), location: "postgres", shared: false, close: async () => { await saver.end(); commits.flush(); db.close(); } };
   }
   const checkpointer = new GroupCommitSqliteSaver(withStatementCache(db), commits);
   const close = async () => {
     commits.flush();
     db.close();
   };
-  return { checkpointer, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), location: file, shared: false, close };
+  return { checkpointer, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), location: file, shared: false, close };
 }
 
 /** The account, API-key, session and login-counter stores over `db`. */
@@ -134,12 +138,15 @@ const CHECKPOINTER_SETUP_LOCK = 0x0de3f11;
 async function openPostgres(url: string, section: AppConfig["checkpointer"], recover: boolean, home: string): Promise<Persistence> {
   const { default: pg } = await import("pg");
   const { migratePostgres, PgRunStore, PgThreadStore } = await import("./postgres/pg-stores.js");
+  const { PgTaskStore } = await import("../scheduler/pg-task-store.js");
   const { PgApiKeyRepository, PgLoginCounterStore, PgSessionRepository, PgUserRepository } = await import("../../auth/pg-repositories.js");
   const pool = new pg.Pool({ connectionString: url, max: 20 });
   // An idle client that loses its server emits 'error' on the pool; without a listener that kills the process.
   pool.on("error", () => undefined);
+  const scheduledTasks = new PgTaskStore(pool);
   try {
     await migratePostgres(pool);
+    await scheduledTasks.migrate();
   } catch (err) {
     await pool.end();
     throw new Error(`cannot open database.url: ${(err as Error).message}`);
@@ -190,6 +197,7 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     apiKeys: new PgApiKeyRepository(pool),
     sessions: new PgSessionRepository(pool),
     loginCounters: new PgLoginCounterStore(pool),
+    scheduledTasks,
     location: "postgres",
     shared: section?.type !== "memory" && section?.type !== "sqlite",
     close: async () => {
