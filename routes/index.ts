@@ -29,6 +29,8 @@
 //   POST /api/threads/:thread_id/runs/regenerate/prepare|edit-regenerate/prepare, /branches  replay.ts
 //   GET /api/skills, PUT /api/skills/:name, /api/skills/custom[/:name[/history|/rollback]], /api/mcp/config, /api/mcp/cache/reset  settings.ts
 //   POST /api/skills/install, GET /api/skills/:name                                                 skill-install.ts
+//   GET /api/threads/:id/messages, .../runs/:run_id/messages, /api/runs/:run_id/messages|feedback,
+//   GET .../runs/:run_id/feedback/stats, DELETE .../runs/:run_id/feedback/:feedback_id                run-messages.ts
 //   /api/memory[/reload|/facts[/:id]|/export|/import|/config|/status]                                memory.ts
 //   channels, scheduled-tasks, integrations/lark, mcp-tasks, browser: "not offered" answers web-features.ts
 //   GET  /metrics                                 metrics.ts   (Prometheus)
@@ -51,6 +53,7 @@ import { replayRoutes } from "./replay.js";
 import { settingsRoutes } from "./settings.js";
 import { memoryRoutes } from "./memory.js";
 import { skillInstallRoutes } from "./skill-install.js";
+import { runMessageRoutes } from "./run-messages.js";
 
 /** Registers every route of the gateway. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -68,6 +71,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(settingsRoutes, { prefix: "/api" });
   await app.register(memoryRoutes, { prefix: "/api" });
   await app.register(skillInstallRoutes, { prefix: "/api" });
+  await app.register(runMessageRoutes, { prefix: "/api" });
   for (const prefix of ["", "/api"]) {
     await app.register(threadRoutes, { prefix });
     await app.register(runRoutes, { prefix });
