@@ -36,12 +36,12 @@ export async function agentRoutes(app: FastifyInstance): Promise<void> {
     }
   };
 
-  // Souls are left out of the list unless asked for (the web app never reads them there): a list of many agents
-  // stays small. `GET /api/agents/{name}` always has the soul.
+  // Upstream's list carries every agent's soul (`include_soul=True`); souls are capped at MAX_SOUL_CHARS on write,
+  // so the list stays bounded. `?include_soul=false` leaves them out for a caller that only needs the names.
   const ListQuerySchema = z.looseObject({ include_soul: z.union([z.boolean(), z.enum(["true", "false", "1", "0"])]).optional() });
-  app.get("/agents", { schema: doc("agents", "List custom agents (souls only with ?include_soul=true)", { querystring: ListQuerySchema }) }, async (request) => {
+  app.get("/agents", { schema: doc("agents", "List custom agents with their souls (?include_soul=false leaves them out)", { querystring: ListQuerySchema }) }, async (request) => {
     const query = validInput(ListQuerySchema, request.query, "query");
-    const withSoul = query.include_soul === true || query.include_soul === "true" || query.include_soul === "1";
+    const withSoul = !(query.include_soul === false || query.include_soul === "false" || query.include_soul === "0");
     const agents = store.list(userId(request));
     return { agents: withSoul ? agents : agents.map(({ soul: _soul, ...rest }) => rest) };
   });

@@ -28,6 +28,9 @@
 //   GET  /api/features, /api/suggestions/config; POST .../suggestions, /api/input-polish    web-features.ts
 //   POST /api/threads/:thread_id/runs/regenerate/prepare|edit-regenerate/prepare, /branches  replay.ts
 //   GET /api/skills, PUT /api/skills/:name, /api/skills/custom[/:name[/history|/rollback]], /api/mcp/config, /api/mcp/cache/reset  settings.ts
+//   POST /api/skills/install, GET /api/skills/:name                                                 skill-install.ts
+//   GET /api/threads/:id/messages, .../runs/:run_id/messages, /api/runs/:run_id/messages|feedback,
+//   GET .../runs/:run_id/feedback/stats, DELETE .../runs/:run_id/feedback/:feedback_id                run-messages.ts
 //   /api/memory[/reload|/facts[/:id]|/export|/import|/config|/status]                                memory.ts
 //   GET /api/threads/:thread_id/mcp-tasks[/:task_id], POST .../:task_id/cancel   mcp-tasks.ts (MCP background tasks)
 //   /api/scheduled-tasks[/:task_id[/pause|/resume|/trigger|/runs]], /api/threads/:thread_id/scheduled-tasks  scheduled-tasks.ts
@@ -53,6 +56,8 @@ import { replayRoutes } from "./replay.js";
 import { settingsRoutes } from "./settings.js";
 import { memoryRoutes } from "./memory.js";
 import { scheduledTaskRoutes } from "./scheduled-tasks.js";
+import { skillInstallRoutes } from "./skill-install.js";
+import { runMessageRoutes } from "./run-messages.js";
 
 /** Registers every route of the gateway. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -71,6 +76,8 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(settingsRoutes, { prefix: "/api" });
   await app.register(memoryRoutes, { prefix: "/api" });
   await app.register(scheduledTaskRoutes, { prefix: "/api" });
+  await app.register(skillInstallRoutes, { prefix: "/api" });
+  await app.register(runMessageRoutes, { prefix: "/api" });
   for (const prefix of ["", "/api"]) {
     await app.register(threadRoutes, { prefix });
     await app.register(runRoutes, { prefix });

@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
-import { DeerflowError, ForbiddenError, NotFoundError } from "../src/errors.js";
+import { ForbiddenError, NotFoundError } from "../src/errors.js";
 import { customSkillView, skillView, userSkillStorage } from "../src/runtime/webapp/custom-skills.js";
 import { currentExtensions, maskedServers, replaceMcpServers, resetMcpToolCache, setMcpServerEnabled, setSkillEnabled } from "../src/runtime/webapp/extensions-admin.js";
 import { doc, validInput } from "./openapi.js";
@@ -18,7 +18,7 @@ const McpStateBody = z.looseObject({ server_name: z.string().min(1), enabled: z.
 type NameParams = { Params: { skill_name: string } };
 
 /** Upstream `_ADMIN_REQUIRED_DETAIL`: settings writes need the admin role. */
-function requireAdmin(request: FastifyRequest): string {
+export function requireAdmin(request: FastifyRequest): string {
   const principal = principalOf(request);
   if (principal.role !== "admin") throw new ForbiddenError("Admin privileges are required to change skills or MCP servers");
   return principal.username;
@@ -46,10 +46,6 @@ export async function settingsRoutes(app: FastifyInstance): Promise<void> {
     if (skill.category === "public") setSkillEnabled(skill.name, body.enabled);
     else s.setEnabled(skill.name, body.enabled);
     return { ...skillView(skill), enabled: body.enabled };
-  });
-
-  app.post("/skills/install", { schema: doc("skills", "Install a .skill archive (not offered)") }, async () => {
-    throw new DeerflowError("unsupported", "Installing .skill archives is not offered by this gateway; create a custom skill instead");
   });
 
   app.get("/skills/custom", { schema: doc("skills", "Your custom skills") }, async (request) => ({

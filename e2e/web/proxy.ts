@@ -10,8 +10,8 @@ export function routeFor(url: string, gatewayPort: number, appPort: number): [nu
   return [appPort, url];
 }
 
-/** Starts the proxy on 127.0.0.1 (random port); resolves to the server. */
-export async function startProxy(gatewayPort: number, appPort: number): Promise<http.Server> {
+/** Starts the proxy on `listen` (default 127.0.0.1, a random port); resolves to the server. */
+export async function startProxy(gatewayPort: number, appPort: number, listen: { host?: string; port?: number } = {}): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     const [port, target] = routeFor(req.url ?? "/", gatewayPort, appPort);
     // The browser's Host header goes through unchanged (nginx `proxy_set_header Host $http_host`): the gateway
@@ -27,7 +27,10 @@ export async function startProxy(gatewayPort: number, appPort: number): Promise<
     res.on("close", () => upstream.destroy());
     req.pipe(upstream);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(listen.port ?? 0, listen.host ?? "127.0.0.1", resolve);
+  });
   return server;
 }
 

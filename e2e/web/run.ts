@@ -9,7 +9,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import puppeteer from "puppeteer-core";
 import { freePort } from "../../test/support/gateway-process.js";
-import { ensureFrontendBuild, findChromium, nextBin } from "./frontend.js";
+import { checkFrontendSource, ensureFrontendBuild, findChromium, FrontendSourceError, nextBin } from "./frontend.js";
 import { portOf, startProxy } from "./proxy.js";
 import { runScenario } from "./scenario.js";
 
@@ -74,9 +74,10 @@ async function waitFor(url: string, timeoutMs: number): Promise<void> {
 
 
 async function main(): Promise<void> {
+  const source = checkFrontendSource(FRONTEND_SOURCE, "set DEER_FLOW_FRONTEND_DIR=<path to deer-flow/frontend>");
   const chromium = findChromium();
   if (!chromium) throw new Error("chromium is not installed (Debian: apt-get install -y chromium)");
-  const appDir = await ensureFrontendBuild(FRONTEND_SOURCE);
+  const appDir = await ensureFrontendBuild(source);
 
   const work = mkdtempSync(path.join(tmpdir(), "dfgw-e2e-web-"));
   const shots = path.join(work, "screenshots");
@@ -135,7 +136,8 @@ async function main(): Promise<void> {
 process.on("unhandledRejection", (err) => console.error(`[e2e] unhandled: ${(err as Error)?.message ?? err}`));
 
 main().catch((err: Error) => {
-  console.error(`[e2e] ${err.stack ?? err.message}`);
+  // A missing prerequisite is one line, not a stack.
+  console.error(err instanceof FrontendSourceError ? `npm run e2e:web ${err.message}` : `[e2e] ${err.stack ?? err.message}`);
   for (const c of children) c.kill("SIGTERM");
   process.exit(1);
 });

@@ -30,7 +30,7 @@ export const MAX_SKILL_FILE_BYTES = 512 * 1024;
 export const SUPPORT_DIRS: ReadonlySet<string> = new Set(["references", "templates", "scripts", "assets"]);
 
 /** Actions recorded in a skill's history: `human_*` from the Settings routes, the others from `skill_manage`. */
-export type SkillHistoryAction = "human_create" | "human_edit" | "human_delete" | "rollback" | "create" | "edit" | "patch" | "delete" | "write_file" | "remove_file";
+export type SkillHistoryAction = "human_create" | "human_edit" | "human_delete" | "human_install" | "rollback" | "create" | "edit" | "patch" | "delete" | "write_file" | "remove_file";
 
 /** One history record (DeerFlow `append_history`: `ts` ISO 8601 UTC, then the record). */
 export interface SkillHistoryEntry {
@@ -213,7 +213,7 @@ export class SkillStorage {
     checkSize(content);
     validateSkillMarkdown(clean, content);
     this.writeFile(clean, SKILL_MD_FILE, content);
-    this.record(clean, actor, actor.kind === "human" ? "human_create" : "create", SKILL_MD_FILE, null, content);
+    this.recordChange(clean, actor, actor.kind === "human" ? "human_create" : "create", SKILL_MD_FILE, null, content);
   }
 
   /** Replaces a custom skill's SKILL.md. @throws NotFoundError; BadRequestError (read-only skill, bad content). */
@@ -223,7 +223,7 @@ export class SkillStorage {
     validateSkillMarkdown(clean, content);
     const prev = readFileSync(this.skillFile(clean), "utf8");
     this.writeFile(clean, SKILL_MD_FILE, content);
-    this.record(clean, actor, actor.kind === "human" ? "human_edit" : "edit", SKILL_MD_FILE, prev, content);
+    this.recordChange(clean, actor, actor.kind === "human" ? "human_edit" : "edit", SKILL_MD_FILE, prev, content);
   }
 
   /**
@@ -248,7 +248,7 @@ export class SkillStorage {
     checkSize(next);
     validateSkillMarkdown(clean, next);
     this.writeFile(clean, SKILL_MD_FILE, next);
-    this.record(clean, actor, "patch", SKILL_MD_FILE, prev, next);
+    this.recordChange(clean, actor, "patch", SKILL_MD_FILE, prev, next);
     return { applied, found };
   }
 
@@ -257,7 +257,7 @@ export class SkillStorage {
     const clean = this.ensureEditable(name);
     const prev = readFileSync(this.skillFile(clean), "utf8");
     // History first: a crash after it leaves a skill whose delete can be retried, never a lost SKILL.md.
-    this.record(clean, actor, actor.kind === "human" ? "human_delete" : "delete", SKILL_MD_FILE, prev, null);
+    this.recordChange(clean, actor, actor.kind === "human" ? "human_delete" : "delete", SKILL_MD_FILE, prev, null);
     rmSync(this.skillDir(clean), { recursive: true, force: true });
     invalidateSkillCache();
   }
@@ -273,7 +273,7 @@ export class SkillStorage {
     const target = path.join(this.skillDir(clean), rel);
     const prev = isFile(target) ? readFileSync(target, "utf8") : null;
     this.writeFile(clean, rel, content);
-    this.record(clean, actor, "write_file", rel, prev, content);
+    this.recordChange(clean, actor, "write_file", rel, prev, content);
   }
 
   /** Removes a supporting file. @throws NotFoundError when it does not exist; BadRequestError for a bad path. */
@@ -284,7 +284,7 @@ export class SkillStorage {
     if (!isFile(target)) throw new NotFoundError(`Supporting file '${rel}' not found for skill '${clean}'.`);
     const prev = readFileSync(target, "utf8");
     rmSync(target, { force: true });
-    this.record(clean, actor, "remove_file", rel, prev, null);
+    this.recordChange(clean, actor, "remove_file", rel, prev, null);
   }
 
   /**
@@ -305,7 +305,7 @@ export class SkillStorage {
     validateSkillMarkdown(clean, record.prev_content);
     const current = isFile(this.skillFile(clean)) ? readFileSync(this.skillFile(clean), "utf8") : null;
     this.writeFile(clean, SKILL_MD_FILE, record.prev_content);
-    this.record(clean, actor, "rollback", SKILL_MD_FILE, current, record.prev_content, record.ts);
+    this.recordChange(clean, actor, "rollback", SKILL_MD_FILE, current, record.prev_content, record.ts);
   }
 
   /**
@@ -365,8 +365,11 @@ export class SkillStorage {
     invalidateSkillCache();
   }
 
-  /** Appends one history record (JSON lines; an append of one short line is all-or-nothing in practice). */
-  private record(name: string, actor: SkillActor, action: SkillHistoryAction, filePath: string, prev: string | null, next: string | null, rollbackFromTs?: string): void {
+  /**
+   * Appends one history record (JSON lines; an append of one short line is all-or-nothing in practice). Public
+   * for the archive installer (skill-install.ts), which writes the tree itself.
+   */
+  recordChange(name: string, actor: SkillActor, action: SkillHistoryAction, filePath: string, prev: string | null, next: string | null, rollbackFromTs?: string): void {
     const entry: SkillHistoryEntry = {
       ts: new Date().toISOString(),
       action,

@@ -66,15 +66,21 @@ describe("agents API", () => {
     expect((await req("GET", "/api/agents/Research-Bot")).json().description).toBe("d");
   });
 
-  it("lists agents sorted (souls on request), skipping directories without config.yaml and corrupt agents", async () => {
+  it("lists agents sorted with their souls, skipping directories without config.yaml and corrupt agents", async () => {
     for (const name of ["z-agent", "a-agent", "m-agent"]) await req("POST", "/api/agents", { name, soul: `soul of ${name}` });
     mkdirSync(path.join(agents, "memory-only"), { recursive: true });
     mkdirSync(path.join(agents, "corrupt"), { recursive: true });
     writeFileSync(path.join(agents, "corrupt/config.yaml"), "name: [unclosed");
     const list = (await req("GET", "/api/agents")).json().agents;
     expect(list.map((a: any) => a.name)).toEqual(["a-agent", "m-agent", "z-agent"]);
-    expect(list[0]).not.toHaveProperty("soul");
-    expect((await req("GET", "/api/agents?include_soul=true")).json().agents[0].soul).toBe("soul of a-agent");
+    // Upstream's list carries each agent's soul; ?include_soul=false leaves them out.
+    expect(list[0].soul).toBe("soul of a-agent");
+    expect((await req("GET", "/api/agents?include_soul=false")).json().agents[0]).not.toHaveProperty("soul");
+    // Souls are capped at 64 Ki characters: one more is a 422 on create and on update, and nothing changes.
+    expect((await req("POST", "/api/agents", { name: "big-soul", soul: "s".repeat(64 * 1024 + 1) })).statusCode).toBe(422);
+    expect((await req("PUT", "/api/agents/a-agent", { soul: "s".repeat(64 * 1024 + 1) })).statusCode).toBe(422);
+    expect((await req("PUT", "/api/agents/a-agent", { soul: "s".repeat(64 * 1024) })).statusCode).toBe(200);
+    expect((await req("GET", "/api/agents")).json().agents.map((a: any) => a.name)).not.toContain("big-soul");
   });
 
   it("returns soul as an empty string when the agent has none, and 404 for an unknown agent", async () => {

@@ -45,7 +45,7 @@ function openApiPath(url: string, paths: string[]): string | undefined {
 /** Body-less POSTs: they act on the path (and query) alone. */
 const NO_BODY = new Set([
   "POST /threads/{thread_id}/runs/{run_id}/cancel", "POST /threads/{thread_id}/runs/{run_id}/stream", "POST /api/v1/auth/logout",
-  "POST /api/mcp/cache/reset", "POST /threads/{thread_id}/mcp-tasks/{task_id}/cancel", "POST /api/memory/reload", "POST /api/skills/reload", "POST /api/skills/install",
+  "POST /api/mcp/cache/reset", "POST /threads/{thread_id}/mcp-tasks/{task_id}/cancel", "POST /api/memory/reload", "POST /api/skills/reload",
   "POST /api/scheduled-tasks/{task_id}/pause", "POST /api/scheduled-tasks/{task_id}/resume", "POST /api/scheduled-tasks/{task_id}/trigger",
 ]);
 /** Features the gateway does not offer answer "not offered" without reading a body. */

@@ -299,7 +299,7 @@ describe("regenerate, edit-and-rerun, branch", () => {
     const firstAi = msgs[1];
     const historical = await send("POST", "/api/threads/t9/branches", { message_id: firstAi.id, message_ids: [firstAi.id] });
     expect(historical.status).toBe(200);
-    expect(historical.body).toMatchObject({ parent_thread_id: "t9", branched_from_message_id: firstAi.id, workspace_clone_mode: "skipped_historical_turn" });
+    expect(historical.body).toMatchObject({ parent_thread_id: "t9", branched_from_message_id: firstAi.id, workspace_clone_mode: "skipped_historical_turn", history_seed_mode: "seeded" });
     expect(texts(await page(historical.body.thread_id))).toEqual(["alpha", "You said: alpha"]);
 
     const latest = await send("POST", "/api/threads/t9/branches", { message_id: msgs.at(-1).id, title: "My branch" });
@@ -387,6 +387,8 @@ describe("Settings: skills, MCP, memory", () => {
   it("reads and edits memory facts, exports and imports, clears, and reports config and status", async () => {
     const empty = await getJson("/api/memory");
     expect(empty.body).toMatchObject({ facts: [], user: { workContext: { summary: "" } }, history: { recentMonths: { summary: "" } } });
+    // Upstream's MemoryResponse carries the manifest `revision` (null: this backend keeps none).
+    expect(empty.body).toHaveProperty("revision", null);
     const added = await send("POST", "/api/memory/facts", { content: "Prefers TypeScript", category: "preference", confidence: 0.9 });
     expect(added.body.facts).toEqual([expect.objectContaining({ content: "Prefers TypeScript", category: "preference", confidence: 0.9, source: "manual", createdAt: expect.any(String), id: expect.any(String) })]);
     const id = added.body.facts[0].id;

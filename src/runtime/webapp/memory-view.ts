@@ -44,11 +44,16 @@ export const FactCreateSchema = z.looseObject({ content: z.string().trim().min(1
 /** `PATCH /api/memory/facts/{id}`: omitted fields keep their value. */
 export const FactPatchSchema = z.looseObject({ content: z.string().trim().min(1).max(10_000).nullish(), category: z.string().max(64).nullish(), confidence: z.number().min(0).max(1).nullish() });
 
-/** The `MemoryResponse` of a document (only the documented fields; an empty document for a backend without one). */
-export function memoryView(doc: Partial<MemoryDocument> | null | undefined): MemoryDocument {
+/**
+ * The `MemoryResponse` of a document (only the documented fields; an empty document for a backend without one).
+ * `revision` is upstream's manifest revision: the document's own when its backend keeps one, else null (upstream's
+ * default).
+ */
+export function memoryView(doc: (Partial<MemoryDocument> & { revision?: number | null }) | null | undefined): MemoryDocument & { revision: number | null } {
   const base = emptyMemory();
   return {
     version: doc?.version ?? base.version,
+    revision: typeof doc?.revision === "number" ? doc.revision : null,
     lastUpdated: doc?.lastUpdated ?? "",
     user: { ...base.user, ...(doc?.user ?? {}) },
     history: { ...base.history, ...(doc?.history ?? {}) },

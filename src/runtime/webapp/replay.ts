@@ -199,6 +199,11 @@ export interface BranchResult {
   branched_from_message_id: string;
   /** `copied` (the source's user data was copied), `empty` (it had none) or `skipped_historical_turn`. */
   workspace_clone_mode: string;
+  /**
+   * Upstream's `history_seed_mode`: `seeded` when the branch starts with the turn's messages, `skipped_empty` when
+   * there were none. This gateway's feed reads the checkpoints, so the branch's first checkpoint is the seed.
+   */
+  history_seed_mode: "seeded" | "skipped_empty";
   /** Metadata for the new thread record. */
   metadata: Record<string, unknown>;
 }
@@ -240,5 +245,6 @@ export async function branchThread(
       mode = "copied";
     }
   }
-  return { thread_id: newThreadId, parent_thread_id: sourceThreadId, parent_checkpoint_id: snapshot.checkpoint.id, branched_from_message_id: messageId, workspace_clone_mode: mode, metadata };
+  return { thread_id: newThreadId, parent_thread_id: sourceThreadId, parent_checkpoint_id: snapshot.checkpoint.id, branched_from_message_id: messageId, workspace_clone_mode: mode,
+    history_seed_mode: Array.isArray(copy.channel_values.messages) && copy.channel_values.messages.length ? "seeded" : "skipped_empty", metadata };
 }

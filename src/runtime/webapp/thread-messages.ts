@@ -102,6 +102,20 @@ export function pageRows(rows: ThreadMessageRow[], limit: number, beforeSeq?: nu
   return { data, has_more: hasMore, next_before_seq: hasMore ? data[0].seq : null };
 }
 
+/**
+ * One cursor page of rows (upstream `list_messages_by_run` + `trim_run_message_page`): rows after `afterSeq`
+ * (forward: the oldest `limit`), else before `beforeSeq` (backward: the newest `limit`), else the newest `limit`;
+ * oldest first, `has_more` when rows beyond the page remain in that direction.
+ */
+export function cursorPage(rows: ThreadMessageRow[], limit: number, cursor: { beforeSeq?: number; afterSeq?: number }): { data: ThreadMessageRow[]; has_more: boolean } {
+  if (cursor.afterSeq !== undefined) {
+    const after = rows.filter((r) => r.seq > cursor.afterSeq!);
+    return { data: after.slice(0, limit), has_more: after.length > limit };
+  }
+  const { data, has_more } = pageRows(rows, limit, cursor.beforeSeq);
+  return { data, has_more };
+}
+
 /** The `/token-usage` answer (upstream `ThreadTokenUsageResponse`). Token counts are model tokens. */
 export interface ThreadTokenUsage {
   thread_id: string;
