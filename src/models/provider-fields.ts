@@ -72,7 +72,7 @@ const GEMINI_LEVEL: Record<string, string> = { minimal: "LOW", low: "LOW", mediu
  */
 export function toGoogleFields(settings: Settings, modelName: string): Settings {
   const direct = new Set(["model", "temperature", "top_k", "top_p", "stop_sequences", "max_retries", "streaming", "stream_usage", "safety_settings", "api_version", "json"]);
-  return mapFields(settings, modelName, "ChatGoogleGenerativeAI", (key, value, fields) => {
+  const fields = mapFields(settings, modelName, "ChatGoogleGenerativeAI", (key, value, fields) => {
     if (direct.has(key)) fields[camel(key)] = value;
     else if (key === "api_key" || key === "google_api_key" || key === "gemini_api_key") fields.apiKey = value;
     else if (key === "base_url") fields.baseUrl = value;
@@ -89,18 +89,31 @@ export function toGoogleFields(settings: Settings, modelName: string): Settings 
     else return false;
     return true;
   });
+  // Gemini takes a thinking level or a budget, not both: a requested effort replaces the budget, unless thinking is off (0).
+  const thinking = fields.thinkingConfig as Settings | undefined;
+  if (thinking?.thinkingLevel !== undefined && thinking.thinkingBudget !== undefined) {
+    if (thinking.thinkingBudget === 0) delete thinking.thinkingLevel;
+    else delete thinking.thinkingBudget;
+  }
+  return fields;
 }
+
+/** Ollama's think levels (gpt-oss) for DeerFlow's reasoning efforts. */
+const OLLAMA_LEVEL: Record<string, string> = { minimal: "low", low: "low", medium: "medium", high: "high", xhigh: "high" };
 
 /**
  * `ChatOllama` fields: `base_url` -> `baseUrl`; `reasoning`/`think` -> `think` (Ollama's native thinking switch);
  * the `thinking` shortcut `{type: enabled|disabled}` -> `think: true|false`; `client_kwargs.headers` /
  * `headers` -> `headers`; the other options (`num_predict`, `num_ctx`, `temperature`, `top_k`, `keep_alive`, ...)
- * camelCased. `timeout` is dropped (the Ollama client has none).
+ * camelCased; `reasoning_effort` -> `think: "low"|"medium"|"high"` unless thinking is off. `timeout` is dropped
+ * (the Ollama client has none).
  */
 export function toOllamaFields(settings: Settings, modelName: string): Settings {
   const options = new Set(["model", "temperature", "top_k", "top_p", "num_predict", "num_ctx", "num_gpu", "num_thread", "keep_alive", "seed", "stop", "format", "repeat_penalty", "repeat_last_n", "presence_penalty", "frequency_penalty", "mirostat", "mirostat_eta", "mirostat_tau", "tfs_z", "typical_p", "num_batch", "num_keep", "streaming", "check_or_pull_model"]);
-  return mapFields(settings, modelName, "ChatOllama", (key, value, fields) => {
+  let effort: string | undefined;
+  const fields = mapFields(settings, modelName, "ChatOllama", (key, value, fields) => {
     if (options.has(key)) fields[camel(key)] = value;
+    else if (key === "reasoning_effort") effort = OLLAMA_LEVEL[String(value)] ?? String(value);
     else if (key === "base_url") fields.baseUrl = value;
     else if (key === "reasoning" || key === "think") fields.think = value === true || value === "true";
     else if (key === "thinking" && isObject(value)) fields.think = value.type !== "disabled";
@@ -111,6 +124,9 @@ export function toOllamaFields(settings: Settings, modelName: string): Settings 
     else return false;
     return true;
   });
+  // A requested effort is Ollama's think level (`think: "high"`), unless thinking is off.
+  if (effort && fields.think !== false) fields.think = effort;
+  return fields;
 }
 
 /** The constructor fields for a bundled provider kind. */
