@@ -3,6 +3,7 @@
 // choices of a streamed reply when tools are bound, and gateways over-escape newlines. This adapter converts both
 // ways and fakes streaming (one whole reply, sent in pieces) when tools are bound.
 import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
+import { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { AIMessage, AIMessageChunk, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { ChatGenerationChunk, type ChatResult } from "@langchain/core/outputs";
 import { ChatOpenAI, type ChatOpenAIFields } from "@langchain/openai";
@@ -102,6 +103,18 @@ export class MindIEChatModel extends ChatOpenAI {
 
   static override lc_name() {
     return "MindIEChatModel";
+  }
+
+  // ChatOpenAI.withConfig (bindTools) builds a plain ChatOpenAI; keep this class.
+  override withConfig(config: Partial<this["ParsedCallOptions"]>): this {
+    const model = new MindIEChatModel(this.fields) as this;
+    (model as unknown as { defaultOptions: unknown }).defaultOptions = { ...this.defaultOptions, ...config };
+    return model;
+  }
+
+  // Events are built from this class's chunks (see openai-compatible.ts), so the XML and newline fixes apply.
+  override _streamChatModelEvents(messages: BaseMessage[], options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun) {
+    return BaseChatModel.prototype._streamChatModelEvents.call(this, messages, options, runManager);
   }
 
   override async _generate(messages: BaseMessage[], options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<ChatResult> {

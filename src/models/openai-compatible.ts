@@ -3,6 +3,8 @@
 // provider fields on earlier assistant messages, thinking switches, message-name quirks) and the response
 // (reasoning text in the provider's own field -> `additional_kwargs.reasoning_content`, which the web app shows).
 // Addressed from config.yaml by upstream's `use:` paths (model-catalog.ts).
+import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
+import { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { BaseMessage, BaseMessageChunk } from "@langchain/core/messages";
 import { AIMessage } from "@langchain/core/messages";
 import { ChatOpenAI, ChatOpenAICompletions, type ChatOpenAIFields } from "@langchain/openai";
@@ -47,7 +49,8 @@ export class AdjustedCompletions extends ChatOpenAICompletions {
 
   override completionWithRetry(request: any, requestOptions?: any): any {
     const nested = isObject(requestOptions?.options) ? requestOptions.options : undefined;
-    const originals = (nested?.[ORIGINALS] ?? []) as BaseMessage[];
+    // Streaming passes the call options through (nested `options`); `_generate` spreads `options.options` (top level).
+    const originals = (nested?.[ORIGINALS] ?? requestOptions?.[ORIGINALS] ?? []) as BaseMessage[];
     let cleaned = requestOptions;
     if (nested && ORIGINALS in nested) {
       const { [ORIGINALS]: _dropped, ...rest } = nested;
@@ -214,6 +217,11 @@ function adjusted(name: string, adjustments: ProviderAdjustments) {
     }
     static override lc_name() {
       return name;
+    }
+    // The content-block event stream of @langchain/openai converts the raw stream itself, past the adjustments:
+    // build the events from this model's (adjusted) chunks instead, as langchain does for any chat model.
+    override _streamChatModelEvents(messages: BaseMessage[], options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun) {
+      return BaseChatModel.prototype._streamChatModelEvents.call(this, messages, options, runManager);
     }
   };
   Object.defineProperty(cls, "name", { value: name });
