@@ -35,9 +35,9 @@ tools:
 afterAll(async () => h.close());
 
 /** Runs one turn on a new thread with `model`; returns the final state's messages. */
-async function run(model: string, text: string, context: Record<string, unknown> = {}): Promise<any[]> {
+async function run(model: string, text: string, context: Record<string, unknown> = {}, streamMode = ["values"]): Promise<any[]> {
   const thread = (await (await postJson(`${h.url}/threads`, {})).json()).thread_id;
-  const res = await postJson(`${h.url}/threads/${thread}/runs/stream`, { input: { messages: [{ role: "user", content: text }] }, stream_mode: ["values"], context: { model_name: model, ...context } });
+  const res = await postJson(`${h.url}/threads/${thread}/runs/stream`, { input: { messages: [{ role: "user", content: text }] }, stream_mode: streamMode, context: { model_name: model, ...context } });
   const frames = parseSse(await res.text()).frames;
   expect(frames.filter((f) => f.event === "error").map((f) => f.data)).toEqual([]);
   return (frames.filter((f) => f.event === "values").at(-1)!.data as { messages: any[] }).messages;
@@ -67,6 +67,12 @@ describe("PatchedChatStepFun", () => {
     const messages = await run("stepfun", "write it");
     expect(messages.find((m) => m.type === "ai").additional_kwargs.reasoning_content).toBe("step by step");
     expect(assistantSent().reasoning_content).toBe("step by step");
+  });
+
+  it("keeps the reasoning when the run streams tokens (messages-tuple)", async () => {
+    fake.respond = () => ({ content: "streamed answer", fields: { reasoning: "streamed reasoning" } });
+    const messages = await run("stepfun", "hi", {}, ["messages-tuple", "values"]);
+    expect(messages.at(-1)).toMatchObject({ content: "streamed answer", additional_kwargs: { reasoning_content: "streamed reasoning" } });
   });
 });
 
