@@ -12,6 +12,7 @@ import { formatKeyPath, substituteEnv } from "./env-substitution.js";
 import { unsupportedCommunityTools } from "../web/catalog.js";
 import { resolveConfigPath } from "./paths.js";
 import { configStableMs, WatchedFile } from "./watched-file.js";
+import { modelPathProblem } from "../models/model-catalog.js";
 import { checkConfigKeys } from "./config-keys.js";
 import { AppConfigSchema, brandAppConfig, STARTUP_ONLY_FIELDS, type AppConfig, type StartupOnlyField } from "./schema.js";
 
@@ -122,6 +123,8 @@ export function parseAppConfigText(text: string, path: string, env: NodeJS.Proce
   if (unsupported.length) {
     throw new ConfigError(`${path}: tools: ${unsupported.map((u) => `'${u}'`).join(", ")} ${unsupported.length === 1 ? "is a DeerFlow tool" : "are DeerFlow tools"} that deerflow-gateway does not offer; remove or comment out ${unsupported.length === 1 ? "that entry" : "those entries"} (see docs/research-tools.md)`, { path });
   }
+  const badModels = parsed.data.models.flatMap((m) => (modelPathProblem(m.use) ? [`model '${m.name}': ${modelPathProblem(m.use)}`] : []));
+  if (badModels.length) throw new ConfigError(`${path}: ${badModels.join("; ")} (see docs/models.md)`, { path });
   const config = brandAppConfig(parsed.data);
   // Remember which model fields came from the environment, so responses can leave them out.
   const rawModels = Array.isArray(data.models) ? (data.models as unknown[]) : [];

@@ -6,6 +6,7 @@ import { getProjectRoot } from "../config/paths.js";
 import { getModelConfig, type AppConfig, type ModelConfig } from "../config/schema.js";
 import { DeerflowError, NotFoundError } from "../errors.js";
 import { getLogger } from "../logger.js";
+import { providerKindOf, toProviderFields } from "./provider-fields.js";
 import { resolveClass } from "./resolve-use.js";
 import { createRetryHandler } from "./retry-handler.js";
 import { MODEL_NAME_METADATA_KEY } from "../observability/run-observer.js";
@@ -125,6 +126,11 @@ export function toOpenAIFields(settings: Settings, modelName: string): Settings 
     else if (key === "default_headers") configuration.defaultHeaders = value;
     else if (key === "organization") configuration.organization = value;
     else if (key === "timeout" || key === "request_timeout") fields.timeout = Math.round(Number(value) * 1000);
+    // MindIE's httpx timeouts (upstream mindie_provider.py): the JS client has one request timeout, the read one.
+    else if (key === "read_timeout") fields.timeout ??= Math.round(Number(value) * 1000);
+    else if (key === "connect_timeout" || key === "write_timeout" || key === "pool_timeout") continue;
+    // vLLM's cumulative usage snapshots: the JS client keeps only a stream's last usage, so the total is right as is.
+    else if (key === "cumulative_stream_usage") continue;
     else if (key === "extra_body" && isObject(value)) Object.assign(modelKwargs, value);
     else if (key === "model_kwargs" && isObject(value)) Object.assign(modelKwargs, value);
     else if (key === "reasoning_effort" || key === "thinking") modelKwargs[key] = value;
@@ -173,11 +179,13 @@ export async function createChatModel(name: string | null | undefined, options: 
   const cls = await resolveClass(entry.use, BaseChatModel, getProjectRoot());
   const settings = buildModelSettings(entry, options);
   const isOpenAI = await isChatOpenAIClass(cls);
-  const fields = isOpenAI ? toOpenAIFields(settings, entry.name) : toGenericFields(settings);
+  const kind = isOpenAI ? null : providerKindOf(cls);
+  const fields = isOpenAI ? toOpenAIFields(settings, entry.name) : kind ? toProviderFields(kind, settings, entry.name) : toGenericFields(settings);
   // The metadata names the config entry, so metrics and logs say `gpt-4o-mini`, not whatever the provider calls
   // it; every failed provider attempt of an OpenAI-compatible model is logged with the run's ids and counted
   // (retry-handler.ts).
   const tag = { [MODEL_NAME_METADATA_KEY]: entry.name };
+  if (kind) fields.onFailedAttempt = createRetryHandler(entry.name);
   if (!isOpenAI) {
     const model = new cls(fields);
     model.metadata = { ...(model.metadata ?? {}), ...tag };

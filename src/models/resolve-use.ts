@@ -2,25 +2,24 @@
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { DeerflowError } from "../errors.js";
+import { MODEL_PATH_ALIASES, OPENAI_COMPATIBLE_MODULE, OPENAI_COMPATIBLE_URL } from "./model-catalog.js";
 
 /** The extension of this build's own modules: `.ts` from sources (tsx, vitest), `.js` from `dist/` (`npm start`). */
 const OWN_EXT = import.meta.url.endsWith(".ts") ? "ts" : "js";
 
 /**
  * DeerFlow's Python `use:` paths and their TypeScript counterparts. A whole `module:Export` entry maps one path;
- * a bare module entry renames the module and keeps the export name. OpenAI-compatible DeerFlow providers
- * (patched DeepSeek, vLLM, MindIE) map to `@langchain/openai:ChatOpenAI`, which speaks the same protocol.
+ * a bare module entry renames the module and keeps the export name. DeerFlow's patched OpenAI-compatible providers
+ * (DeepSeek, MiMo, StepFun, MiniMax, vLLM, MindIE, ...) map to the `ChatOpenAI` subclasses of openai-compatible.ts.
  */
 export const USE_ALIASES: Readonly<Record<string, string>> = {
   langchain_openai: "@langchain/openai",
   langchain_anthropic: "@langchain/anthropic",
-  langchain_deepseek: "@langchain/deepseek",
   langchain_google_genai: "@langchain/google-genai",
   langchain_ollama: "@langchain/ollama",
-  "deerflow.models.patched_deepseek:PatchedChatDeepSeek": "@langchain/openai:ChatOpenAI",
-  "deerflow.models.patched_openai:PatchedChatOpenAI": "@langchain/openai:ChatOpenAI",
-  "deerflow.models.vllm_provider:VllmChatModel": "@langchain/openai:ChatOpenAI",
-  "deerflow.models.mindie_provider:MindIEChatModel": "@langchain/openai:ChatOpenAI",
+  // DeerFlow's patched OpenAI-compatible providers (model-catalog.ts): ChatOpenAI subclasses with upstream's fixes.
+  ...MODEL_PATH_ALIASES,
+  [OPENAI_COMPATIBLE_MODULE]: OPENAI_COMPATIBLE_URL,
   "deerflow-gateway": new URL(`./index.${OWN_EXT}`, import.meta.url).href,
   // Sandbox tools and provider (src/tools/sandbox/index.ts), also under DeerFlow's Python paths.
   "deerflow-gateway/sandbox": new URL(`../tools/sandbox/index.${OWN_EXT}`, import.meta.url).href,

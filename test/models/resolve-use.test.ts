@@ -20,8 +20,12 @@ describe("normalizeUsePath", () => {
     expect(normalizeUsePath("a:b:C")).toEqual({ module: "a:b", exportName: "C" });
   });
 
-  it("maps whole OpenAI-compatible DeerFlow provider paths to ChatOpenAI", () => {
-    expect(normalizeUsePath("deerflow.models.vllm_provider:VllmChatModel")).toEqual({ module: "@langchain/openai", exportName: "ChatOpenAI" });
+  it("maps whole OpenAI-compatible DeerFlow provider paths to the gateway's ChatOpenAI adapters", async () => {
+    const { module, exportName } = normalizeUsePath("deerflow.models.vllm_provider:VllmChatModel");
+    expect(module).toMatch(/\/src\/models\/openai-compatible\.ts$/);
+    expect(exportName).toBe("VllmChatModel");
+    const cls = await resolveClass("deerflow.models.vllm_provider:VllmChatModel", BaseChatModel);
+    expect(cls.prototype).toBeInstanceOf(ChatOpenAI);
   });
 
   it.each(["invalid.variable.path", "module:", ":Export"])("rejects %j as not looking like a variable path (CF-042)", (use) => {
@@ -37,10 +41,10 @@ describe("resolveUse (CF-042, adapted to npm)", () => {
   });
 
   it("fails with an npm install hint when the module is not installed", async () => {
-    const err = await resolveUse("langchain_google_genai:ChatGoogleGenerativeAI").catch((e: unknown) => e);
+    const err = await resolveUse("@acme/not-installed-chat:ChatAcme").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UseResolutionError);
-    expect((err as Error).message).toContain("Could not import module @langchain/google-genai");
-    expect((err as Error).message).toContain("npm install @langchain/google-genai");
+    expect((err as Error).message).toContain("Could not import module @acme/not-installed-chat");
+    expect((err as Error).message).toContain("npm install @acme/not-installed-chat");
   });
 
   it("gives the package name (not a deep path) in the install hint", async () => {

@@ -15,7 +15,9 @@ export interface RecordedRequest {
 export interface FakeReply {
   content?: string;
   /** `rawArguments` is sent as the call's `arguments` text as is (malformed JSON), instead of `args` serialised. */
-  toolCalls?: { name: string; args: Record<string, unknown>; id?: string; rawArguments?: string }[];
+  toolCalls?: { name: string; args: Record<string, unknown>; id?: string; rawArguments?: string; extra?: Record<string, unknown> }[];
+  /** Provider fields of the assistant message (`reasoning_content`, ...): sent in a delta of their own before the content. */
+  fields?: Record<string, unknown>;
   /** Answer with this HTTP status and an OpenAI-style error body instead. */
   status?: number;
   /** Wait this long (ms) before answering (provider timeouts). */
@@ -142,14 +144,14 @@ function createFakeOpenAI(): { fake: FakeOpenAI; listen(): Promise<void> } {
       return;
     }
     const id = `chatcmpl-${++counter}`;
-    const toolCalls = (reply.toolCalls ?? []).map((tc, i) => ({ index: i, id: tc.id ?? `call_${counter}_${i}`, type: "function", function: { name: tc.name, arguments: tc.rawArguments ?? JSON.stringify(tc.args) } }));
+    const toolCalls = (reply.toolCalls ?? []).map((tc, i) => ({ index: i, id: tc.id ?? `call_${counter}_${i}`, type: "function", function: { name: tc.name, arguments: tc.rawArguments ?? JSON.stringify(tc.args) }, ...tc.extra }));
     const usage = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
     const finish = reply.finishReason ?? (toolCalls.length ? "tool_calls" : "stop");
     if (!body.stream) {
       res.writeHead(200, { "content-type": "application/json" }).end(
         JSON.stringify({
           id, object: "chat.completion", created: 0, model: body.model,
-          choices: [{ index: 0, finish_reason: finish, message: { role: "assistant", content: reply.content ?? null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) } }],
+          choices: [{ index: 0, finish_reason: finish, message: { role: "assistant", content: reply.content ?? null, ...reply.fields, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) } }],
           usage,
         }),
       );
@@ -159,6 +161,7 @@ function createFakeOpenAI(): { fake: FakeOpenAI; listen(): Promise<void> } {
     const send = (delta: Record<string, unknown>, finishReason: string | null = null) =>
       res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: body.model, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
     send({ role: "assistant", content: "" });
+    if (reply.fields) send(reply.fields);
     const tokens = (reply.content ?? "").match(/\S+\s*|\s+/g) ?? [];
     if (reply.breakAfterTokens !== undefined) {
       for (const token of tokens.slice(0, reply.breakAfterTokens)) send({ content: token });
@@ -167,7 +170,8 @@ function createFakeOpenAI(): { fake: FakeOpenAI; listen(): Promise<void> } {
     }
     for (const token of tokens) send({ content: token });
     for (const tc of toolCalls) {
-      send({ tool_calls: [{ index: tc.index, id: tc.id, type: "function", function: { name: tc.function.name, arguments: "" } }] });
+      const { index, id, type, function: fn, ...extra } = tc;
+      send({ tool_calls: [{ index, id, type, function: { name: fn.name, arguments: "" }, ...extra }] });
       send({ tool_calls: [{ index: tc.index, function: { arguments: tc.function.arguments } }] });
     }
     send({}, finish);
