@@ -49,7 +49,7 @@ const NO_BODY = new Set([
   "POST /api/scheduled-tasks/{task_id}/pause", "POST /api/scheduled-tasks/{task_id}/resume", "POST /api/scheduled-tasks/{task_id}/trigger",
 ]);
 /** Features the gateway does not offer answer "not offered" without reading a body. */
-const NOT_OFFERED = /^\/api\/(channels|integrations\/lark|threads\/\{thread_id\}\/browser)/;
+const NOT_OFFERED = /^\/api\/(channels|integrations\/lark|threads\/\{thread_id\}\/browser)\b/;
 
 describe("the OpenAPI document", () => {
   it("is a valid OpenAPI 3.1 document according to an independent validator", async () => {
