@@ -5,6 +5,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
+import { buildGoal, MAX_GOAL_CONTINUATIONS } from "../src/runtime/goals/goal-state.js";
 import { readThreadState } from "../src/runtime/threads/thread-state-reader.js";
 import { compactThread } from "../src/runtime/webapp/compact.js";
 import { FeedbackStore } from "../src/runtime/webapp/feedback-store.js";
@@ -25,11 +26,7 @@ const EventsQuery = z.looseObject({
 const FeedbackBody = z.looseObject({ rating: z.union([z.literal(1), z.literal(-1)]), comment: z.string().max(10_000).nullish(), message_id: z.string().nullish() });
 const ContextSize = z.looseObject({ type: z.enum(["messages", "tokens", "fraction"]), value: z.number().positive() });
 const CompactBody = z.looseObject({ force: z.boolean().default(true), keep: ContextSize.nullish(), agent_name: z.string().max(128).nullish(), model_name: z.string().max(128).nullish() });
-const GoalBody = z.looseObject({ objective: z.string().trim().min(1).max(4000), max_continuations: z.number().int().min(0).max(20).default(20) });
-
-/** Upstream DEFAULT_MAX_GOAL_CONTINUATIONS / DEFAULT_MAX_NO_PROGRESS_CONTINUATIONS. */
-const MAX_GOAL_CONTINUATIONS = 20;
-const MAX_NO_PROGRESS_CONTINUATIONS = 3;
+const GoalBody = z.looseObject({ objective: z.string().trim().min(1).max(4000), max_continuations: z.number().int().min(0).max(MAX_GOAL_CONTINUATIONS).default(MAX_GOAL_CONTINUATIONS) });
 
 type ThreadParams = { Params: { thread_id: string } };
 type RunParams = { Params: { thread_id: string; run_id: string } };
@@ -41,7 +38,7 @@ const visibleGoal = (goal: unknown) => (goal && typeof goal === "object" && (goa
  * Registers, under `/api`: `GET /threads/:id/messages/page` (`?limit=1..200&before_seq=`), `GET
  * /threads/:id/token-usage`, `GET /threads/:id/runs/:run_id/events`, `GET .../runs/:run_id/workspace-changes`
  * (change tracking not offered: `available: false`), `GET|PUT|POST|DELETE .../runs/:run_id/feedback`,
- * `GET|PUT|DELETE /threads/:id/goal`, `POST /threads/:id/compact` (`{keep?, model_name?}`: summarize now; 409 during
+ * `GET|PUT|DELETE /threads/:id/goal` (`{objective, max_continuations?: 0..8 = 8}`; 409 during a run), `POST /threads/:id/compact` (`{keep?, model_name?}`: summarize now; 409 during
  * a run). Another user's thread or run is 404.
  */
 export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
@@ -128,11 +125,9 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
   app.put<ThreadParams>("/threads/:thread_id/goal", { schema: doc("threads", "Set or replace the thread's goal", { body: GoalBody }) }, async (request) => {
     await ownedThread(app, request, request.params.thread_id);
     const body = validInput(GoalBody, request.body);
-    const now = new Date().toISOString();
-    const goal = {
-      objective: body.objective, status: "active", created_at: now, updated_at: now, continuation_count: 0,
-      max_continuations: Math.min(body.max_continuations, MAX_GOAL_CONTINUATIONS), no_progress_count: 0, max_no_progress_continuations: MAX_NO_PROGRESS_CONTINUATIONS,
-    };
+    if (await app.deerflow.runs.hasInFlight(request.params.thread_id)) throw new ConflictError("Thread has a run in flight. Set the goal after the run finishes.");
+    // Each later run evaluates the goal after its turn and continues while it may (src/runtime/goals/).
+    const goal = buildGoal(body.objective, body.max_continuations);
     await threadService.updateState(request.params.thread_id, { values: { goal }, as_node: "goal" });
     return { goal };
   });

@@ -26,6 +26,7 @@ import type { ThreadStatus } from "../persistence/sqlite/thread-store.js";
 import { runTurns } from "./run-scheduler.js";
 import { SettlingCheckpointer } from "../persistence/settling-checkpointer.js";
 import { graphStreamModes, toWireEvents } from "../wire/wire-events.js";
+import { nextGoalTurn, type GoalTurnDeps } from "../goals/goal-loop.js";
 
 /** The one graph method the worker uses after a failed run. */
 type StateUpdatable = { updateState(config: Record<string, unknown>, values: Record<string, unknown>, asNode?: string): Promise<unknown> };
@@ -172,6 +173,8 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     const agent = await buildAgent(run, job, deps, progress, log);
     if (signal.aborted) throw signal.reason;
     await streamAndPublish(agent, run, job, deps.bridge, progress);
+    // An active thread goal continues the run with hidden turns while the evaluator says it may (goal-loop.ts).
+    for (let input; !signal.aborted && (input = await nextGoalTurn(goalDeps(run, job, deps, progress, log))); ) await streamAndPublish(agent, run, { ...job, input }, deps.bridge, progress);
     if (signal.aborted) progress.status = "interrupted";
   } catch (err) {
     reportFailure(err, run, deps.bridge, progress, log);
@@ -181,6 +184,16 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     await recordOutcome(run, job, deps, progress, log);
     log.info({ status: progress.status }, "run finished");
   }
+}
+
+/** What the goal loop needs from this run (built by then: the agent and its settling checkpointer). */
+function goalDeps(run: ActiveRun, job: RunJob, deps: WorkerDeps, progress: RunProgress, log: Logger): GoalTurnDeps {
+  const model = job.runConfig.context.model_name ?? job.runConfig.configurable.model_name;
+  return {
+    threadId: run.record.thread_id, runId: run.record.run_id, checkpointer: progress.checkpointer!, graph: ((progress.agent as { graph?: StateUpdatable }).graph ?? progress.agent) as StateUpdatable,
+    appConfig: deps.getAppConfig(), modelName: typeof model === "string" ? model : null, signal: run.controller.signal, log,
+    publishValues: (values) => deps.bridge.publish(run.record.run_id, "values", values),
+  };
 }
 
 /**
