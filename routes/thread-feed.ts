@@ -6,6 +6,8 @@ import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
 import { buildGoal, MAX_GOAL_CONTINUATIONS } from "../src/runtime/goals/goal-state.js";
+import { workspaceChangesResponse, type WorkspaceChangeResult } from "../src/runtime/workspace/workspace-changes.js";
+import { WORKSPACE_CHANGES_EVENT, WORKSPACE_CHANGES_KEY } from "../src/runtime/workspace/run-workspace.js";
 import { readThreadState } from "../src/runtime/threads/thread-state-reader.js";
 import { compactThread } from "../src/runtime/webapp/compact.js";
 import { FeedbackStore } from "../src/runtime/webapp/feedback-store.js";
@@ -23,6 +25,8 @@ const EventsQuery = z.looseObject({
   limit: z.coerce.number().int().min(1).max(2000).default(500),
   after_seq: z.coerce.number().int().min(1).optional(),
 });
+const QueryBool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+const ChangesQuery = z.looseObject({ include_files: QueryBool.default(true), include_diff: QueryBool.default(true) });
 const FeedbackBody = z.looseObject({ rating: z.union([z.literal(1), z.literal(-1)]), comment: z.string().max(10_000).nullish(), message_id: z.string().nullish() });
 const ContextSize = z.looseObject({ type: z.enum(["messages", "tokens", "fraction"]), value: z.number().positive() });
 const CompactBody = z.looseObject({ force: z.boolean().default(true), keep: ContextSize.nullish(), agent_name: z.string().max(128).nullish(), model_name: z.string().max(128).nullish() });
@@ -37,7 +41,7 @@ const visibleGoal = (goal: unknown) => (goal && typeof goal === "object" && (goa
 /**
  * Registers, under `/api`: `GET /threads/:id/messages/page` (`?limit=1..200&before_seq=`), `GET
  * /threads/:id/token-usage`, `GET /threads/:id/runs/:run_id/events`, `GET .../runs/:run_id/workspace-changes`
- * (change tracking not offered: `available: false`), `GET|PUT|POST|DELETE .../runs/:run_id/feedback`,
+ * (`?include_files=&include_diff=`, both default true; `available: false` when the run changed nothing), `GET|PUT|POST|DELETE .../runs/:run_id/feedback`,
  * `GET|PUT|DELETE /threads/:id/goal` (`{objective, max_continuations?: 0..8 = 8}`; 409 during a run), `POST /threads/:id/compact` (`{keep?, model_name?}`: summarize now; 409 during
  * a run). Another user's thread or run is 404.
  */
@@ -80,13 +84,12 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
     });
   });
 
-  app.get<RunParams>("/threads/:thread_id/runs/:run_id/workspace-changes", { schema: doc("runs", "Workspace changes of a run (not tracked by this gateway)") }, async (request) => {
+  app.get<RunParams>("/threads/:thread_id/runs/:run_id/workspace-changes", { schema: doc("runs", "Files the run added, changed or removed under workspace and outputs, with unified diffs", { querystring: ChangesQuery }) }, async (request) => {
     await ownedRun(app, request, request.params.thread_id, request.params.run_id);
-    // The app hides its changes badge when `available` is false.
-    return {
-      available: false, version: 1, files: [], limits: {},
-      summary: { created: 0, modified: 0, deleted: 0, symlink_created: 0, additions: 0, deletions: 0, truncated: false },
-    };
+    const query = validInput(ChangesQuery, request.query, "query");
+    const [event] = runEvents.list(request.params.run_id, { eventTypes: [WORKSPACE_CHANGES_EVENT] }).slice(-1);
+    const payload = (event?.metadata[WORKSPACE_CHANGES_KEY] ?? null) as WorkspaceChangeResult | null;
+    return workspaceChangesResponse(payload, query.include_files, query.include_diff);
   });
 
   const upsertFeedback = async (request: import("fastify").FastifyRequest<RunParams>) => {

@@ -27,6 +27,7 @@ import { runTurns } from "./run-scheduler.js";
 import { SettlingCheckpointer } from "../persistence/settling-checkpointer.js";
 import { graphStreamModes, toWireEvents } from "../wire/wire-events.js";
 import { nextGoalTurn, type GoalTurnDeps } from "../goals/goal-loop.js";
+import { trackRunWorkspace, type RunWorkspaceTracker, type WorkspaceEventSink } from "../workspace/run-workspace.js";
 
 /** The one graph method the worker uses after a failed run. */
 type StateUpdatable = { updateState(config: Record<string, unknown>, values: Record<string, unknown>, asNode?: string): Promise<unknown> };
@@ -50,6 +51,9 @@ export interface WorkerDeps {
   sandboxProvider?: RunSandboxProvider;
   /** Metrics and model-call observation of each run (src/observability); none in bare embeds. */
   observer?: RunObserver;
+  /** With `home` (the runtime home holding thread files): each run's workspace changes are recorded here. */
+  runEvents?: WorkspaceEventSink;
+  home?: string;
 }
 
 /** What one admitted run executes: its graph input, its assembled config and the request it came from. */
@@ -151,6 +155,8 @@ interface RunProgress {
   metadata: Record<string, unknown> | undefined;
   /** The `running` save, in flight while the graph starts (see {@link buildAgent}). */
   savingRunning: Promise<unknown> | undefined;
+  /** The run's workspace tracker (workspace changes), once the run took its turn. */
+  workspace?: RunWorkspaceTracker;
 }
 
 /**
@@ -170,6 +176,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     }
     progress.started = true;
     job.observation?.started();
+    if (deps.runEvents && deps.home) await (progress.workspace = trackRunWorkspace(deps.home, String(job.runConfig.context.user_id), run.record.thread_id, run.record.run_id, deps.runEvents)).ready;
     const agent = await buildAgent(run, job, deps, progress, log);
     if (signal.aborted) throw signal.reason;
     await streamAndPublish(agent, run, job, deps.bridge, progress);
@@ -353,6 +360,7 @@ async function recordOutcome(run: ActiveRun, job: RunJob, deps: WorkerDeps, prog
   } catch (err) {
     log.error({ err: (err as Error).message }, "recording the run's outcome failed");
   } finally {
+    await progress.workspace?.finish();
     bridge.publishEnd(runId);
     bridge.cleanup(runId, deps.cleanupDelayMs ?? FINISHED_RUN_RETENTION_MS);
     runs.finish(runId);

@@ -13,7 +13,7 @@ export interface RunEvent {
   seq: number;
   run_id: string;
   event_type: string;
-  category: "lifecycle" | "custom" | "update" | "error" | "trace";
+  category: "lifecycle" | "custom" | "update" | "error" | "trace" | "workspace";
   content: unknown;
   metadata: Record<string, unknown>;
   created_at: string;
@@ -95,6 +95,19 @@ export class RunEventLog {
     if (!rows) this.pending.set(runId, (rows = []));
     rows.push(row);
     if (rows.length >= FLUSH_EVERY) this.flush(runId);
+  }
+
+  /**
+   * Stores one event the run did not stream (a `workspace_changes` record: DeerFlow's event-store `put`), in the run's
+   * sequence. Call before the run's `finish` so it is written with the run's other events.
+   */
+  append(runId: string, event: { event_type: string; category: string; content: unknown; metadata: Record<string, unknown> }): void {
+    if (!SAFE_ID.test(runId)) return;
+    const seq = (this.seqs.get(runId) ?? 0) + 1;
+    this.seqs.set(runId, seq);
+    let rows = this.pending.get(runId);
+    if (!rows) this.pending.set(runId, (rows = []));
+    rows.push({ seq, run_id: runId, event_type: event.event_type, category: event.category as RunEvent["category"], content: event.content, metadata: event.metadata, created_at: new Date().toISOString() });
   }
 
   /** A trace event's content, or a preview of it when its JSON is over `run_events.max_trace_content` bytes. */
