@@ -7,13 +7,14 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { openSqlite } from "../persistence/sqlite/sqlite.js";
 import type { BridgeItem, StreamBridge, SubscribeOptions } from "./stream-bridge.js";
+import { subagentRunEvent } from "./subagent-events.js";
 
 /** One stored event. `seq` counts from 1 per run; `created_at` is ISO. */
 export interface RunEvent {
   seq: number;
   run_id: string;
   event_type: string;
-  category: "lifecycle" | "custom" | "update" | "error" | "trace" | "workspace";
+  category: "lifecycle" | "custom" | "update" | "error" | "trace" | "workspace" | "subagent";
   content: unknown;
   metadata: Record<string, unknown>;
   created_at: string;
@@ -83,10 +84,16 @@ export class RunEventLog {
     }
   }
 
-  /** Stores one event of `runId` unless its type is skipped (token chunks, state copies). */
+  /**
+   * Stores one event of `runId` unless its type is skipped (token chunks, state copies). A subagent's `task_*`
+   * custom chunk also stores its DeerFlow catalog event (`subagent.start|step|end`, subagent-events.ts), in the same
+   * buffered batch.
+   */
   record(runId: string, event: string, data: unknown): void {
     if (SKIPPED.test(event)) return;
     if (!SAFE_ID.test(runId)) return;
+    const catalog = event.startsWith("custom") ? subagentRunEvent(data) : null;
+    if (catalog) this.append(runId, catalog);
     const seq = (this.seqs.get(runId) ?? 0) + 1;
     this.seqs.set(runId, seq);
     const category = categoryOf(event);
@@ -162,7 +169,7 @@ export class RunEventLog {
     for (const row of rows) {
       if (options.afterSeq !== undefined && row.seq <= options.afterSeq) continue;
       if (options.eventTypes && !options.eventTypes.includes(row.event_type)) continue;
-      if (options.taskId && (row.content as { task_id?: unknown } | null)?.task_id !== options.taskId) continue;
+      if (options.taskId && ((row.content as { task_id?: unknown } | null)?.task_id ?? row.metadata?.task_id) !== options.taskId) continue;
       out.push(row);
       if (out.length >= (options.limit ?? DEFAULT_LIMIT)) break;
     }
