@@ -18,7 +18,7 @@ export interface GoalTurnDeps {
   threadId: string;
   runId: string;
   /** The run's checkpointer: `settle()` waits for the writes the run started, so reads see its last turn. */
-  checkpointer: BaseCheckpointSaver & { settle(): Promise<void> };
+  checkpointer: BaseCheckpointSaver & { settle(): Promise<void>; latestRoot?: { channel_values?: Record<string, unknown> } };
   /** The run's graph: the goal is written with its `updateState`. */
   graph: { updateState(config: Record<string, unknown>, values: Record<string, unknown>, asNode?: string): Promise<unknown> };
   appConfig: AppConfig;
@@ -65,6 +65,8 @@ async function evaluate(deps: GoalTurnDeps, goal: GoalState, messages: BaseMessa
  * @returns the next turn's graph input, or null to stop.
  */
 export async function nextGoalTurn(deps: GoalTurnDeps): Promise<{ messages: BaseMessage[] } | null> {
+  // The run's own newest checkpoint answers "no goal" without a store read: runs without a goal pay nothing.
+  if (!activeGoal(deps.checkpointer.latestRoot?.channel_values?.goal)) return null;
   try {
     const before = await readGoalAndMessages(deps);
     const goal = before.goal;
