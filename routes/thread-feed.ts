@@ -5,6 +5,9 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../src/errors.js";
+import { buildGoal, MAX_GOAL_CONTINUATIONS } from "../src/runtime/goals/goal-state.js";
+import { workspaceChangesResponse, type WorkspaceChangeResult } from "../src/runtime/workspace/workspace-changes.js";
+import { WORKSPACE_CHANGES_EVENT, WORKSPACE_CHANGES_KEY } from "../src/runtime/workspace/run-workspace.js";
 import { readThreadState } from "../src/runtime/threads/thread-state-reader.js";
 import { compactThread } from "../src/runtime/webapp/compact.js";
 import { FeedbackStore } from "../src/runtime/webapp/feedback-store.js";
@@ -22,14 +25,12 @@ const EventsQuery = z.looseObject({
   limit: z.coerce.number().int().min(1).max(2000).default(500),
   after_seq: z.coerce.number().int().min(1).optional(),
 });
+const QueryBool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+const ChangesQuery = z.looseObject({ include_files: QueryBool.default(true), include_diff: QueryBool.default(true) });
 const FeedbackBody = z.looseObject({ rating: z.union([z.literal(1), z.literal(-1)]), comment: z.string().max(10_000).nullish(), message_id: z.string().nullish() });
 const ContextSize = z.looseObject({ type: z.enum(["messages", "tokens", "fraction"]), value: z.number().positive() });
 const CompactBody = z.looseObject({ force: z.boolean().default(true), keep: ContextSize.nullish(), agent_name: z.string().max(128).nullish(), model_name: z.string().max(128).nullish() });
-const GoalBody = z.looseObject({ objective: z.string().trim().min(1).max(4000), max_continuations: z.number().int().min(0).max(20).default(20) });
-
-/** Upstream DEFAULT_MAX_GOAL_CONTINUATIONS / DEFAULT_MAX_NO_PROGRESS_CONTINUATIONS. */
-const MAX_GOAL_CONTINUATIONS = 20;
-const MAX_NO_PROGRESS_CONTINUATIONS = 3;
+const GoalBody = z.looseObject({ objective: z.string().trim().min(1).max(4000), max_continuations: z.number().int().min(0).max(MAX_GOAL_CONTINUATIONS).default(MAX_GOAL_CONTINUATIONS) });
 
 type ThreadParams = { Params: { thread_id: string } };
 type RunParams = { Params: { thread_id: string; run_id: string } };
@@ -40,8 +41,8 @@ const visibleGoal = (goal: unknown) => (goal && typeof goal === "object" && (goa
 /**
  * Registers, under `/api`: `GET /threads/:id/messages/page` (`?limit=1..200&before_seq=`), `GET
  * /threads/:id/token-usage`, `GET /threads/:id/runs/:run_id/events`, `GET .../runs/:run_id/workspace-changes`
- * (change tracking not offered: `available: false`), `GET|PUT|POST|DELETE .../runs/:run_id/feedback`,
- * `GET|PUT|DELETE /threads/:id/goal`, `POST /threads/:id/compact` (`{keep?, model_name?}`: summarize now; 409 during
+ * (`?include_files=&include_diff=`, both default true; `available: false` when the run changed nothing), `GET|PUT|POST|DELETE .../runs/:run_id/feedback`,
+ * `GET|PUT|DELETE /threads/:id/goal` (`{objective, max_continuations?: 0..8 = 8}`; 409 during a run), `POST /threads/:id/compact` (`{keep?, model_name?}`: summarize now; 409 during
  * a run). Another user's thread or run is 404.
  */
 export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
@@ -83,13 +84,12 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
     });
   });
 
-  app.get<RunParams>("/threads/:thread_id/runs/:run_id/workspace-changes", { schema: doc("runs", "Workspace changes of a run (not tracked by this gateway)") }, async (request) => {
+  app.get<RunParams>("/threads/:thread_id/runs/:run_id/workspace-changes", { schema: doc("runs", "Files the run added, changed or removed under workspace and outputs, with unified diffs", { querystring: ChangesQuery }) }, async (request) => {
     await ownedRun(app, request, request.params.thread_id, request.params.run_id);
-    // The app hides its changes badge when `available` is false.
-    return {
-      available: false, version: 1, files: [], limits: {},
-      summary: { created: 0, modified: 0, deleted: 0, symlink_created: 0, additions: 0, deletions: 0, truncated: false },
-    };
+    const query = validInput(ChangesQuery, request.query, "query");
+    const [event] = runEvents.list(request.params.run_id, { eventTypes: [WORKSPACE_CHANGES_EVENT] }).slice(-1);
+    const payload = (event?.metadata[WORKSPACE_CHANGES_KEY] ?? null) as WorkspaceChangeResult | null;
+    return workspaceChangesResponse(payload, query.include_files, query.include_diff);
   });
 
   const upsertFeedback = async (request: import("fastify").FastifyRequest<RunParams>) => {
@@ -128,11 +128,9 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
   app.put<ThreadParams>("/threads/:thread_id/goal", { schema: doc("threads", "Set or replace the thread's goal", { body: GoalBody }) }, async (request) => {
     await ownedThread(app, request, request.params.thread_id);
     const body = validInput(GoalBody, request.body);
-    const now = new Date().toISOString();
-    const goal = {
-      objective: body.objective, status: "active", created_at: now, updated_at: now, continuation_count: 0,
-      max_continuations: Math.min(body.max_continuations, MAX_GOAL_CONTINUATIONS), no_progress_count: 0, max_no_progress_continuations: MAX_NO_PROGRESS_CONTINUATIONS,
-    };
+    if (await app.deerflow.runs.hasInFlight(request.params.thread_id)) throw new ConflictError("Thread has a run in flight. Set the goal after the run finishes.");
+    // Each later run evaluates the goal after its turn and continues while it may (src/runtime/goals/).
+    const goal = buildGoal(body.objective, body.max_continuations);
     await threadService.updateState(request.params.thread_id, { values: { goal }, as_node: "goal" });
     return { goal };
   });

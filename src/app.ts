@@ -192,6 +192,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     cleanupDelayMs: options.cleanupDelayMs,
     memoryManager,
     sandboxProvider: sandbox,
+    runEvents,
+    home,
     observer: createRunObserver({ metrics, tracing: options.tracing, onTokens: (userId, tokens) => persistence.usage.add(userId, tokens) }),
     quotas,
   });

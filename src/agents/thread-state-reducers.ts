@@ -5,8 +5,12 @@ import { z } from "zod";
 /** A goal record (`goal` channel); opaque to the gateway. */
 export type Goal = Record<string, unknown>;
 
-/** Merges goals. Mirrors DeerFlow `merge_goal`: like todos, null keeps and any value replaces. */
+/**
+ * Merges goals. Mirrors DeerFlow `merge_goal`: like todos, null keeps and any value replaces. A goal whose `status` is
+ * `cleared` empties the channel: upstream removes the goal from the checkpoint, which a null write cannot do here.
+ */
 export function mergeGoal(current: Goal | null | undefined, next: Goal | null | undefined): Goal | null {
+  if (next?.status === "cleared") return null;
   return next == null ? (current ?? null) : next;
 }
 

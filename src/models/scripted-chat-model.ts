@@ -6,6 +6,7 @@ import { ChatGenerationChunk, type ChatResult } from "@langchain/core/outputs";
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import { userTypedText } from "../agents/middlewares/message-utils.js";
 import { scriptedMemoryUpdate } from "../agents/memory/scripted-extraction.js";
+import { scriptedGoalVerdict } from "./scripted-goal-verdict.js";
 
 /**
  * Constructor options of {@link ScriptedChatModel}. The model reads them from a `config.yaml` model entry
@@ -91,6 +92,8 @@ export function scriptedTokens(text: string): string[] {
  *   (<its first heading>): <request>`, so the activation can be seen offline;
  * - a memory-extraction request (the default memory backend's prompt): the JSON update of the fixed rule in
  *   {@link scriptedMemoryUpdate} (first-person sentences of the user become facts);
+ * - a goal evaluation (the goal evaluator's prompt): the verdict of {@link scriptedGoalVerdict} (`GOAL MET` in the
+ *   conversation is satisfied, `GOAL BLOCKED` needs the user, anything else is not met yet);
  * - anything else: `You said: <text>` (the last human text, echoed).
  *
  * Latency: `tokenDelayMs` per token, streamed or not.
@@ -133,6 +136,8 @@ export class ScriptedChatModel extends BaseChatModel {
     if (!last) return { kind: "text", text: "You said nothing." };
     const memoryUpdate = scriptedMemoryUpdate(messages);
     if (memoryUpdate !== null) return { kind: "text", text: memoryUpdate };
+    const goalVerdict = scriptedGoalVerdict(messages);
+    if (goalVerdict !== null) return { kind: "text", text: goalVerdict };
     if (last.getType() === "tool") {
       return { kind: "text", text: `Tool ${last.name ?? "tool"} returned: ${textOf(last)}` };
     }

@@ -19,7 +19,7 @@ describe("RunEventLog", () => {
     log.record("run-1", "values", { messages: [] });
     log.record("run-1", "messages", [{ content: "tok" }]);
     log.record("run-1", "updates", { model_request: { n: 1 } });
-    log.record("run-1", "custom", { task_id: "t1", type: "task_started" });
+    log.record("run-1", "custom", { task_id: "t1", type: "progress" });
     log.record("run-1", "error", { message: "boom" });
     // Buffered rows are listed before they are written.
     expect(log.list("run-1").map((e) => e.event_type)).toEqual(["metadata", "updates", "custom", "error"]);
@@ -68,6 +68,25 @@ describe("RunEventLog", () => {
     expect(log.list("old-run")).toEqual([row]);
     log.remove(["old-run"]);
     expect(readdirSync(dir)).toEqual([]);
+    log.close();
+  });
+});
+
+describe("RunEventLog: DeerFlow's subagent catalog events", () => {
+  it("stores subagent.start/step/end beside the task_* custom chunks, in one batch, and filters steps by task", () => {
+    const dir = path.join(mkdtempSync(path.join(tmpdir(), "run-events-")), "run-events");
+    const log = new RunEventLog(dir);
+    log.record("r", "custom", { type: "task_started", task_id: "t1", description: "look" });
+    log.record("r", "custom", { type: "task_running", task_id: "t1", message_index: 0, message: { type: "ai", content: "x".repeat(9000), tool_calls: [{ name: "bash", args: { command: "y".repeat(9000) } }] } });
+    log.record("r", "custom", { type: "task_running", task_id: "t1", message_index: -1, message: { type: "ai" } });
+    log.record("r", "custom", { type: "task_completed", task_id: "t1", result: "done", usage: { total_tokens: 3 } });
+    log.finish("r");
+    const steps = log.list("r", { eventTypes: ["subagent.step"], taskId: "t1" });
+    expect(steps).toHaveLength(1);
+    expect(steps[0].content).toMatchObject({ task_id: "t1", message_index: 0, kind: "ai", truncated: true, tool_calls: [{ name: "bash", args_truncated: true }] });
+    expect((steps[0].content as any).text).toHaveLength(8192);
+    expect(log.list("r", { eventTypes: ["subagent.end"] })[0].content).toEqual({ task_id: "t1", status: "completed", usage: { total_tokens: 3 }, result: "done" });
+    expect(log.list("r", { eventTypes: ["subagent.start"] })[0].content).toEqual({ task_id: "t1", description: "look" });
     log.close();
   });
 });

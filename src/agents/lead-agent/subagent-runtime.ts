@@ -1,7 +1,7 @@
 // Port of DeerFlow subagents/executor.py (SubagentExecutor) for the `task` tool: the child agent is built by the
 // lead-agent factory itself and streams its progress to the parent's `custom` stream.
 import { randomUUID } from "node:crypto";
-import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { isAppConfig, type AppConfig } from "../../config/schema.js";
 import { MiddlewareError } from "langchain";
 import { buildRunContext, runContextOf } from "../run-context.js";
@@ -37,8 +37,9 @@ type ToolRuntimeConfig = {
   writer?: (chunk: unknown) => void;
 };
 
-/** A compact form of a subagent message for `task_running` events. */
-function describeMessage(m: AIMessage): Record<string, unknown> {
+/** A compact form of a subagent message for `task_running` events: an AI turn with its tool calls, or a tool result. */
+function describeMessage(m: AIMessage | ToolMessage): Record<string, unknown> {
+  if (ToolMessage.isInstance(m)) return { type: "tool", id: m.id ?? null, name: m.name ?? null, tool_call_id: m.tool_call_id, content: textOf(m), status: m.status ?? "success" };
   return { type: "ai", id: m.id ?? null, content: textOf(m), tool_calls: (m.tool_calls ?? []).map((c) => ({ id: c.id ?? null, name: c.name, args: c.args })) };
 }
 
@@ -58,7 +59,7 @@ export interface LeadSubagentRuntimeOptions {
  * tool groups and skill allowlist (`metadata.tool_groups`, `metadata.available_skills`); it gets no `task` tool,
  * cannot ask clarification questions, writes no title and no memory. Progress goes to the parent's `custom`
  * stream through the LangGraph stream writer: `{type: "task_started", task_id, description, subagent_type}`,
- * `{type: "task_running", task_id, message, message_index, usage, model_name}` per new AI message of the child,
+ * `{type: "task_running", task_id, message, message_index, usage, model_name}` per new AI or tool message of the child,
  * `{type: "task_completed", task_id, result, usage, model_name}` or `{type: "task_failed", task_id, error, usage}`;
  * `usage` (`{input_tokens, output_tokens, total_tokens}`) is the child's cumulative spend so far, as upstream's
  * task tool reports it, so the web app's subtask card shows it. The parent's abort
@@ -157,7 +158,8 @@ export class LeadSubagentRuntime implements SubagentRuntime {
       for await (const values of stream as AsyncIterable<{ messages?: BaseMessage[] }>) {
         messages = values.messages ?? messages;
         for (const m of messages) {
-          if (!AIMessage.isInstance(m) || reported.has(m.id ?? String(messages.indexOf(m)))) continue;
+          // The child's AI turns and its tool results, as upstream streams them (the card shows both kinds of step).
+          if (!(AIMessage.isInstance(m) || ToolMessage.isInstance(m)) || reported.has(m.id ?? String(messages.indexOf(m)))) continue;
           reported.add(m.id ?? String(messages.indexOf(m)));
           // Usage is cumulative (the child's whole spend so far): the app replaces its per-task total with it.
           emit({ type: "task_running", message: describeMessage(m), message_index: index++, ...progress() });

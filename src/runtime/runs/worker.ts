@@ -26,6 +26,8 @@ import type { ThreadStatus } from "../persistence/sqlite/thread-store.js";
 import { runTurns } from "./run-scheduler.js";
 import { SettlingCheckpointer } from "../persistence/settling-checkpointer.js";
 import { graphStreamModes, toWireEvents } from "../wire/wire-events.js";
+import { nextGoalTurn, type GoalTurnDeps } from "../goals/goal-loop.js";
+import { trackRunWorkspace, type RunWorkspaceTracker, type WorkspaceEventSink } from "../workspace/run-workspace.js";
 
 /** The one graph method the worker uses after a failed run. */
 type StateUpdatable = { updateState(config: Record<string, unknown>, values: Record<string, unknown>, asNode?: string): Promise<unknown> };
@@ -49,6 +51,9 @@ export interface WorkerDeps {
   sandboxProvider?: RunSandboxProvider;
   /** Metrics and model-call observation of each run (src/observability); none in bare embeds. */
   observer?: RunObserver;
+  /** With `home` (the runtime home holding thread files): each run's workspace changes are recorded here. */
+  runEvents?: WorkspaceEventSink;
+  home?: string;
 }
 
 /** What one admitted run executes: its graph input, its assembled config and the request it came from. */
@@ -150,6 +155,8 @@ interface RunProgress {
   metadata: Record<string, unknown> | undefined;
   /** The `running` save, in flight while the graph starts (see {@link buildAgent}). */
   savingRunning: Promise<unknown> | undefined;
+  /** The run's workspace tracker (workspace changes), once the run took its turn. */
+  workspace?: RunWorkspaceTracker;
 }
 
 /**
@@ -169,9 +176,12 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     }
     progress.started = true;
     job.observation?.started();
+    if (deps.runEvents && deps.home) await (progress.workspace = trackRunWorkspace(deps.home, String(job.runConfig.context.user_id), run.record.thread_id, run.record.run_id, deps.runEvents)).ready;
     const agent = await buildAgent(run, job, deps, progress, log);
     if (signal.aborted) throw signal.reason;
     await streamAndPublish(agent, run, job, deps.bridge, progress);
+    // An active thread goal continues the run with hidden turns while the evaluator says it may (goal-loop.ts).
+    for (let input; !signal.aborted && (input = await nextGoalTurn(goalDeps(run, job, deps, progress, log))); ) await streamAndPublish(agent, run, { ...job, input }, deps.bridge, progress);
     if (signal.aborted) progress.status = "interrupted";
   } catch (err) {
     reportFailure(err, run, deps.bridge, progress, log);
@@ -181,6 +191,16 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     await recordOutcome(run, job, deps, progress, log);
     log.info({ status: progress.status }, "run finished");
   }
+}
+
+/** What the goal loop needs from this run (built by then: the agent and its settling checkpointer). */
+function goalDeps(run: ActiveRun, job: RunJob, deps: WorkerDeps, progress: RunProgress, log: Logger): GoalTurnDeps {
+  const model = job.runConfig.context.model_name ?? job.runConfig.configurable.model_name;
+  return {
+    threadId: run.record.thread_id, runId: run.record.run_id, checkpointer: progress.checkpointer!, graph: ((progress.agent as { graph?: StateUpdatable }).graph ?? progress.agent) as StateUpdatable,
+    appConfig: deps.getAppConfig(), modelName: typeof model === "string" ? model : null, signal: run.controller.signal, log,
+    publishValues: (values) => deps.bridge.publish(run.record.run_id, "values", values),
+  };
 }
 
 /**
@@ -340,6 +360,7 @@ async function recordOutcome(run: ActiveRun, job: RunJob, deps: WorkerDeps, prog
   } catch (err) {
     log.error({ err: (err as Error).message }, "recording the run's outcome failed");
   } finally {
+    await progress.workspace?.finish();
     bridge.publishEnd(runId);
     bridge.cleanup(runId, deps.cleanupDelayMs ?? FINISHED_RUN_RETENTION_MS);
     runs.finish(runId);

@@ -7,13 +7,14 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { openSqlite } from "../persistence/sqlite/sqlite.js";
 import type { BridgeItem, StreamBridge, SubscribeOptions } from "./stream-bridge.js";
+import { subagentRunEvent } from "./subagent-events.js";
 
 /** One stored event. `seq` counts from 1 per run; `created_at` is ISO. */
 export interface RunEvent {
   seq: number;
   run_id: string;
   event_type: string;
-  category: "lifecycle" | "custom" | "update" | "error" | "trace";
+  category: "lifecycle" | "custom" | "update" | "error" | "trace" | "workspace" | "subagent";
   content: unknown;
   metadata: Record<string, unknown>;
   created_at: string;
@@ -83,10 +84,16 @@ export class RunEventLog {
     }
   }
 
-  /** Stores one event of `runId` unless its type is skipped (token chunks, state copies). */
+  /**
+   * Stores one event of `runId` unless its type is skipped (token chunks, state copies). A subagent's `task_*`
+   * custom chunk also stores its DeerFlow catalog event (`subagent.start|step|end`, subagent-events.ts), in the same
+   * buffered batch.
+   */
   record(runId: string, event: string, data: unknown): void {
     if (SKIPPED.test(event)) return;
     if (!SAFE_ID.test(runId)) return;
+    const catalog = event.startsWith("custom") ? subagentRunEvent(data) : null;
+    if (catalog) this.append(runId, catalog);
     const seq = (this.seqs.get(runId) ?? 0) + 1;
     this.seqs.set(runId, seq);
     const category = categoryOf(event);
@@ -95,6 +102,19 @@ export class RunEventLog {
     if (!rows) this.pending.set(runId, (rows = []));
     rows.push(row);
     if (rows.length >= FLUSH_EVERY) this.flush(runId);
+  }
+
+  /**
+   * Stores one event the run did not stream (a `workspace_changes` record: DeerFlow's event-store `put`), in the run's
+   * sequence. Call before the run's `finish` so it is written with the run's other events.
+   */
+  append(runId: string, event: { event_type: string; category: string; content: unknown; metadata: Record<string, unknown> }): void {
+    if (!SAFE_ID.test(runId)) return;
+    const seq = (this.seqs.get(runId) ?? 0) + 1;
+    this.seqs.set(runId, seq);
+    let rows = this.pending.get(runId);
+    if (!rows) this.pending.set(runId, (rows = []));
+    rows.push({ seq, run_id: runId, event_type: event.event_type, category: event.category as RunEvent["category"], content: event.content, metadata: event.metadata, created_at: new Date().toISOString() });
   }
 
   /** A trace event's content, or a preview of it when its JSON is over `run_events.max_trace_content` bytes. */
@@ -149,7 +169,7 @@ export class RunEventLog {
     for (const row of rows) {
       if (options.afterSeq !== undefined && row.seq <= options.afterSeq) continue;
       if (options.eventTypes && !options.eventTypes.includes(row.event_type)) continue;
-      if (options.taskId && (row.content as { task_id?: unknown } | null)?.task_id !== options.taskId) continue;
+      if (options.taskId && ((row.content as { task_id?: unknown } | null)?.task_id ?? row.metadata?.task_id) !== options.taskId) continue;
       out.push(row);
       if (out.length >= (options.limit ?? DEFAULT_LIMIT)) break;
     }

@@ -1,4 +1,5 @@
 // Port of DeerFlow tools/builtins/task_tool.py (task): delegate work to a subagent.
+import { createHash } from "node:crypto";
 import { ToolMessage } from "@langchain/core/messages";
 import { tool } from "langchain";
 import { z } from "zod";
@@ -44,6 +45,23 @@ export function missingSubagentRuntimeMessage(subagentType: string): string {
 const failed = (content: string, config: unknown) =>
   new ToolMessage({ content, tool_call_id: toolCallIdOf(config), name: "task", status: "error", additional_kwargs: { subagent_status: "failed" } });
 
+/** Upstream SUBAGENT_METADATA_TEXT_MAX_CHARS: the longest `subagent_result_brief`, in characters. */
+const RESULT_BRIEF_MAX_CHARS = 2000;
+
+/**
+ * Upstream's completed-result metadata: `subagent_result_brief` (the trimmed result; over 2,000 characters, its first
+ * two thirds and its end around a `\n...\n` marker) and `subagent_result_sha256` (hex SHA-256 of the whole result).
+ * The web app's subtask card shows the brief; none for a blank result.
+ */
+export function resultBrief(result: string): Record<string, string> {
+  const text = result.trim();
+  if (!text) return {};
+  const marker = "\n...\n";
+  const head = Math.floor((RESULT_BRIEF_MAX_CHARS * 2) / 3);
+  const brief = text.length <= RESULT_BRIEF_MAX_CHARS ? text : `${text.slice(0, head)}${marker}${text.slice(-(RESULT_BRIEF_MAX_CHARS - head - marker.length))}`;
+  return { subagent_result_brief: brief, subagent_result_sha256: createHash("sha256").update(result).digest("hex") };
+}
+
 /**
  * Creates the `task` tool. With a `runtime`, an unknown `subagent_type` fails listing the available types, and a
  * known one runs and answers "Task Succeeded. Result: <answer>" (with `subagent_status: completed` and the
@@ -68,6 +86,7 @@ export function createTaskTool(runtime?: SubagentRuntime) {
         // web app's subtask card reads from a finished task (upstream SUBAGENT_TOKEN_USAGE_KEY / _MODEL_NAME_KEY).
         additional_kwargs: {
           subagent_status: "completed",
+          ...resultBrief(result),
           ...(usage ? { subagent_usage: usage, subagent_token_usage: usage } : {}),
           ...(modelName ? { subagent_model_name: modelName } : {}),
         },
