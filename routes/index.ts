@@ -29,7 +29,8 @@
 //   POST /api/threads/:thread_id/runs/regenerate/prepare|edit-regenerate/prepare, /branches  replay.ts
 //   GET /api/skills, PUT /api/skills/:name, /api/skills/custom[/:name[/history|/rollback]], /api/mcp/config, /api/mcp/cache/reset  settings.ts
 //   /api/memory[/reload|/facts[/:id]|/export|/import|/config|/status]                                memory.ts
-//   channels, scheduled-tasks, integrations/lark, mcp-tasks, browser: "not offered" answers web-features.ts
+//   /api/channels[/providers|/connections[/:id]|/:provider/connect], POST /api/channels/webhooks/:provider  channels.ts
+//   scheduled-tasks, integrations/lark, mcp-tasks, browser: "not offered" answers web-features.ts
 //   GET  /metrics                                 metrics.ts   (Prometheus)
 //   GET  /api/usage                               usage.ts     (the caller's token usage and limits)
 import type { FastifyInstance } from "fastify";
@@ -49,6 +50,7 @@ import { webFeatureRoutes } from "./web-features.js";
 import { replayRoutes } from "./replay.js";
 import { settingsRoutes } from "./settings.js";
 import { memoryRoutes } from "./memory.js";
+import { channelRoutes } from "./channels.js";
 
 /** Registers every route of the gateway. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -65,6 +67,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(replayRoutes, { prefix: "/api" });
   await app.register(settingsRoutes, { prefix: "/api" });
   await app.register(memoryRoutes, { prefix: "/api" });
+  await app.register(channelRoutes, { prefix: "/api" });
   for (const prefix of ["", "/api"]) {
     await app.register(threadRoutes, { prefix });
     await app.register(runRoutes, { prefix });

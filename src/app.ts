@@ -44,6 +44,8 @@ import { createRunObserver } from "./observability/run-observer.js";
 import type { GatewayTracing } from "./observability/tracing.js";
 import { RunQuotas } from "./runtime/limits/run-quotas.js";
 import { registerRateLimit } from "./runtime/limits/rate-limit.js";
+import { startChannels, type ChannelService } from "./channels/start.js";
+import { DEFAULT_USER_ID } from "./agents/run-context.js";
 
 /** Options of {@link buildApp}; every field has a production default. */
 export interface BuildAppOptions {
@@ -105,6 +107,8 @@ export interface GatewayServices {
   quotas: RunQuotas;
   /** True when runs and their events are shared with other gateway processes (Redis bridge). */
   distributed: boolean;
+  /** The IM channel runtime (src/channels/), or null when config.yaml enables no channel. */
+  channels: ChannelService | null;
   /** Aborted when the process starts shutting down: new requests get 503, SSE streams are cut (src/server.ts). */
   closing: AbortController;
 }
@@ -177,6 +181,15 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     observer: createRunObserver({ metrics, tracing: options.tracing, onTokens: (userId, tokens) => persistence.usage.add(userId, tokens) }),
     quotas,
   });
+  const authRuntime = auth.runtime(persistence, logger);
+  let channels: ChannelService | null;
+  try {
+    channels = await startChannels({ runService, runs, persistence, bridge, getAppConfig: readConfig, home, redisUrl: streamBridgeUrl(appConfig), authDisabledUser: authRuntime.disabled ? DEFAULT_USER_ID : null, logger });
+  } catch (err) {
+    await coordination.close();
+    await persistence.close();
+    throw err;
+  }
   const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home, sandboxProvider: sandbox });
 
   const timeouts = { ...DEFAULT_SERVER_TIMEOUTS, ...options.timeouts };
@@ -208,7 +221,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     const level = request.url === "/health" ? "debug" : "info";
     request.log[level]({ req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: Math.round(reply.elapsedTime) }, "request completed");
   });
-  installAuth(app, auth.runtime(persistence, logger));
+  installAuth(app, authRuntime);
   app.decorateRequest("thread", null);
   app.addHook("onRequest", async (_request, reply) => {
     // Shutting down behind a load balancer: send the client to another process (it retries or reconnects).
@@ -217,7 +230,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   app.decorate("metrics", metrics);
   installHttpObservability(app, metrics, options.tracing);
   const stopReloadCount = onAppConfigReload((result) => metrics.configReloads.inc({ result }));
-  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, quotas, runEvents, memoryManager, distributed: coordination.distributed, closing });
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, quotas, runEvents, memoryManager, distributed: coordination.distributed, closing, channels });
   // Every JSON body is bounded in depth and size here, before any route, store or graph sees it.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     try {
@@ -242,6 +255,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   await app.register(registerRoutes);
   app.addHook("onClose", async () => {
     stopReloadCount();
+    // Channels first: no new inbound message starts a run while the runs drain.
+    await channels?.close();
     // Shutdown drain (DeerFlow test_gateway_run_drain_shutdown): interrupt in-flight runs, wait at most 5 s,
     // and only then close the stores, so every final status is written.
     await runs.drain(5_000);
