@@ -15,8 +15,6 @@ const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v
 const isEmpty = (v: unknown) => v === null || v === undefined || (Array.isArray(v) && v.length === 0) || (typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
 /** Off unless `enabled: true`. */
 const enabledFlag: Off = (v) => obj(v).enabled !== true;
-/** Off when every entry (a mapping of named entries) is absent, empty or `enabled: false`. */
-const noEnabledEntries: Off = (v) => Object.values(obj(v)).every((e) => typeof e !== "object" || e === null || obj(e).enabled !== true);
 
 const IMPLEMENTED: KeyRule = { status: "implemented" };
 const notOffered = (feature: string, off: Off, howToTurnOff: string): KeyRule => ({ status: "not_offered", feature, off, howToTurnOff });
