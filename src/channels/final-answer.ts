@@ -12,11 +12,12 @@ function textOf(content: unknown): string {
 
 /**
  * Waits for the run and returns what the chat should finally show. An interrupted run (`/stop`) keeps its partial
- * answer with "(stopped)"; a failed run shows a short error (no stack, no host path).
+ * (streamed) answer with "(stopped)"; a failed run shows a short error (no stack, no host path).
  */
-export async function finalAnswer(runService: RunService, run: ActiveRun): Promise<string> {
+export async function finalAnswer(runService: RunService, run: ActiveRun, streamed: string): Promise<string> {
   const result = await runService.result(run).catch(() => null);
-  if (run.record.status === "interrupted") return `${lastAnswer(result) || ""}\n\n(stopped)`.trim();
+  // A stopped run stored no answer: what was streamed so far stays, marked as stopped.
+  if (run.record.status === "interrupted") return `${lastAnswer(result) || streamed}\n\n(stopped)`.trim();
   if (!result || "__error__" in result) return "An internal error occurred. Please try again.";
   return lastAnswer(result) || "(no answer)";
 }

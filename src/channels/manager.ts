@@ -199,7 +199,7 @@ export class ChannelManager {
     }
     const run = started.run;
     const streamer = new ReplyStreamer(adapter, msg);
-    const work = streamer.follow(this.deps.bridge, run.record.run_id, () => finalAnswer(this.deps.runService, run))
+    const work = streamer.follow(this.deps.bridge, run.record.run_id, (streamed) => finalAnswer(this.deps.runService, run, streamed))
       .then((result) => {
         if (result.firstReplyAt !== null) this.deps.onFirstReply?.(result.firstReplyAt - msg.receivedAt, msg.provider);
       })

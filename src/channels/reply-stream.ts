@@ -61,7 +61,7 @@ export class ReplyStreamer {
   constructor(private readonly adapter: ChannelAdapter, private readonly target: ReplyTarget) {}
 
   /** Streams the run's `messages` events until its end, then writes `finalText()`. */
-  async follow(bridge: StreamBridge, runId: string, finalText: () => Promise<string>): Promise<StreamedReply> {
+  async follow(bridge: StreamBridge, runId: string, finalText: (streamed: string) => Promise<string>): Promise<StreamedReply> {
     const texts = new Map<string, string>();
     for await (const item of bridge.subscribe(runId)) {
       if (item.kind !== "event") break;
@@ -74,7 +74,7 @@ export class ReplyStreamer {
     }
     if (this.pendingEdit) clearTimeout(this.pendingEdit);
     await this.inFlight;
-    await this.write(await finalText(), true);
+    await this.write(await finalText(this.latest), true);
     return { firstReplyAt: this.firstReplyAt, messageIds: this.posted };
   }
 
