@@ -34,7 +34,8 @@
 //   /api/memory[/reload|/facts[/:id]|/export|/import|/config|/status]                                memory.ts
 //   GET /api/threads/:thread_id/mcp-tasks[/:task_id], POST .../:task_id/cancel   mcp-tasks.ts (MCP background tasks)
 //   /api/scheduled-tasks[/:task_id[/pause|/resume|/trigger|/runs]], /api/threads/:thread_id/scheduled-tasks  scheduled-tasks.ts
-//   channels, integrations/lark, browser: "not offered" answers web-features.ts
+//   /api/channels[/providers|/connections[/:id]|/:provider/connect], POST /api/channels/webhooks/:provider  channels.ts
+//   integrations/lark, browser: "not offered" answers web-features.ts
 //   GET  /metrics                                 metrics.ts   (Prometheus)
 //   GET  /api/usage                               usage.ts     (the caller's token usage and limits)
 import type { FastifyInstance } from "fastify";
@@ -58,6 +59,7 @@ import { memoryRoutes } from "./memory.js";
 import { scheduledTaskRoutes } from "./scheduled-tasks.js";
 import { skillInstallRoutes } from "./skill-install.js";
 import { runMessageRoutes } from "./run-messages.js";
+import { channelRoutes } from "./channels.js";
 
 /** Registers every route of the gateway. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -78,6 +80,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(scheduledTaskRoutes, { prefix: "/api" });
   await app.register(skillInstallRoutes, { prefix: "/api" });
   await app.register(runMessageRoutes, { prefix: "/api" });
+  await app.register(channelRoutes, { prefix: "/api" });
   for (const prefix of ["", "/api"]) {
     await app.register(threadRoutes, { prefix });
     await app.register(runRoutes, { prefix });

@@ -1,6 +1,6 @@
 // DeerFlow web-app feature routes: `GET /api/features` (app/gateway/routers/features.py), follow-up suggestions
 // (suggestions.py), input polish (input_polish.py), and the answers for features this gateway does not offer
-// (channels, the Lark integration, browser control), each in the shape the app reads
+// (the Lark integration, browser control), each in the shape the app reads
 // as "not configured / disabled" so it hides the feature instead of retrying or showing an error.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
@@ -103,16 +103,6 @@ export async function webFeatureRoutes(app: FastifyInstance): Promise<void> {
     return { rewritten_text: rewritten, changed: rewritten !== draft };
   });
 
-  // Channels (IM bots): the app shows "no providers" and stops polling when `enabled` is false.
-  app.get("/channels", async () => ({ service_running: false, channels: {} }));
-  app.get("/channels/", async () => ({ service_running: false, channels: {} }));
-  app.get("/channels/providers", async () => ({ enabled: false, providers: [] }));
-  app.get("/channels/connections", async () => ({ connections: [] }));
-  for (const route of ["/channels/:provider/connect", "/channels/:provider/runtime-config", "/channels/:provider/restart"]) {
-    app.post(route, async () => { throw new NotOfferedError("Channels"); });
-  }
-  app.delete("/channels/:provider/runtime-config", async () => { throw new NotOfferedError("Channels"); });
-  app.delete("/channels/connections/:id", async () => { throw new NotOfferedError("Channels"); });
 
   // Lark / Feishu: a status that reads "not installed, CLI unavailable".
   app.get("/integrations/lark/status", async () => disabledLarkStatus());

@@ -48,6 +48,8 @@ import { createRunObserver } from "./observability/run-observer.js";
 import type { GatewayTracing } from "./observability/tracing.js";
 import { RunQuotas } from "./runtime/limits/run-quotas.js";
 import { registerRateLimit } from "./runtime/limits/rate-limit.js";
+import { startChannels, type ChannelService } from "./channels/start.js";
+import { DEFAULT_USER_ID } from "./agents/run-context.js";
 
 /** Options of {@link buildApp}; every field has a production default. */
 export interface BuildAppOptions {
@@ -115,6 +117,8 @@ export interface GatewayServices {
   mcpTasks: McpTaskService | null;
   /** Scheduled tasks: the poller and the manual trigger (src/runtime/scheduler/). */
   scheduler: SchedulerService;
+  /** The IM channel runtime (src/channels/), or null when config.yaml enables no channel. */
+  channels: ChannelService | null;
   /** Aborted when the process starts shutting down: new requests get 503, SSE streams are cut (src/server.ts). */
   closing: AbortController;
 }
@@ -198,6 +202,15 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     quotas,
   });
   const scheduler = new SchedulerService({ store: persistence.scheduledTasks, runs: persistence.runs, launch: launchWith(runService), config: appConfig.scheduler, logger, ...options.scheduler });
+  const authRuntime = auth.runtime(persistence, logger);
+  let channels: ChannelService | null;
+  try {
+    channels = await startChannels({ runService, runs, persistence, bridge, getAppConfig: readConfig, home, redisUrl: streamBridgeUrl(appConfig), authDisabledUser: authRuntime.disabled ? DEFAULT_USER_ID : null, logger });
+  } catch (err) {
+    await coordination.close();
+    await persistence.close();
+    throw err;
+  }
   const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home, sandboxProvider: sandbox });
 
   const timeouts = { ...DEFAULT_SERVER_TIMEOUTS, ...options.timeouts };
@@ -229,7 +242,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     const level = request.url === "/health" ? "debug" : "info";
     request.log[level]({ req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: Math.round(reply.elapsedTime) }, "request completed");
   });
-  installAuth(app, auth.runtime(persistence, logger));
+  installAuth(app, authRuntime);
   app.decorateRequest("thread", null);
   app.addHook("onRequest", async (_request, reply) => {
     // Shutting down behind a load balancer: send the client to another process (it retries or reconnects).
@@ -238,7 +251,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   app.decorate("metrics", metrics);
   installHttpObservability(app, metrics, options.tracing);
   const stopReloadCount = onAppConfigReload((result) => metrics.configReloads.inc({ result }));
-  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, quotas, runEvents, memoryManager, distributed: coordination.distributed, scheduler, closing, mcpTasks: mcpTasks?.service ?? null });
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, quotas, runEvents, memoryManager, distributed: coordination.distributed, scheduler, closing, mcpTasks: mcpTasks?.service ?? null, channels });
   // Every JSON body is bounded in depth and size here, before any route, store or graph sees it.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     try {
@@ -265,6 +278,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   if (appConfig.scheduler.enabled) await scheduler.start();
   app.addHook("onClose", async () => {
     stopReloadCount();
+    // Channels first: no new inbound message starts a run while the runs drain.
+    await channels?.close();
     await scheduler.stop();
     // Shutdown drain (DeerFlow test_gateway_run_drain_shutdown): interrupt in-flight runs, wait at most 5 s,
     // and only then close the stores, so every final status is written.

@@ -38,8 +38,8 @@ const PUBLIC_EXACT = new Set([
   // The API description, like /docs (its UI reads /docs/json).
   "/openapi.json",
 ]);
-/** Path prefixes anyone may call (the SSO routes upstream serves there; `/docs/...` assets). */
-const PUBLIC_PREFIXES = ["/docs/", "/api/v1/auth/oauth/", "/api/v1/auth/callback/"];
+/** Path prefixes anyone may call (the SSO routes upstream serves there; `/docs/...` assets; IM platform webhooks, verified by their signatures). */
+const PUBLIC_PREFIXES = ["/docs/", "/api/v1/auth/oauth/", "/api/v1/auth/callback/", "/api/channels/webhooks/"];
 /** Session-creating routes: exempt from the double-submit token (none exists yet) but Origin-checked. */
 const LOGIN_ROUTES = new Set(["/api/v1/auth/login/local", "/api/v1/auth/logout", "/api/v1/auth/register", "/api/v1/auth/initialize"]);
 /** State-changing requests that upstream exempts from the CSRF check. */

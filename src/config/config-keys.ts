@@ -13,10 +13,6 @@ export type KeyRule =
 
 const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 const isEmpty = (v: unknown) => v === null || v === undefined || (Array.isArray(v) && v.length === 0) || (typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
-/** Off unless `enabled: true`. */
-const enabledFlag: Off = (v) => obj(v).enabled !== true;
-/** Off when every entry (a mapping of named entries) is absent, empty or `enabled: false`. */
-const noEnabledEntries: Off = (v) => Object.values(obj(v)).every((e) => typeof e !== "object" || e === null || obj(e).enabled !== true);
 
 const IMPLEMENTED: KeyRule = { status: "implemented" };
 const notOffered = (feature: string, off: Off, howToTurnOff: string): KeyRule => ({ status: "not_offered", feature, off, howToTurnOff });
@@ -42,10 +38,11 @@ export const CONFIG_KEYS: Readonly<Record<string, KeyRule>> = {
   logging: notOffered("request trace correlation (logging.enhance)", (v) => obj(obj(v).enhance).enabled !== true, "set logging.enhance.enabled: false"),
   // Skill safety scanning guards skill writes; the only skill writes here are skill_manage's (skill_evolution).
   skill_scan: notOffered("deterministic skill scanning of agent-managed skill writes", (v, raw) => obj(v).enabled === false || obj(raw.skill_evolution).enabled !== true, "set skill_scan.enabled: false, or leave skill_evolution off"),
-  channels: notOffered("IM channels (Telegram, Slack, Feishu, ...)", noEnabledEntries, "set enabled: false on every channel"),
-  channel_connections: notOffered("IM channel connections", (v) => enabledFlag(v, {}) && noEnabledEntries(v, {}), "set channel_connections.enabled: false"),
-  // Dedupe storage only serves inbound channel webhooks, which are not offered: nothing for it to turn on.
-  dedupe_storage: notOffered("webhook dedupe storage", () => true, ""),
+  // IM channels (issue 48): Telegram and Slack run (src/channels/); any other platform is refused when enabled.
+  channels: notOffered("IM channels other than Telegram and Slack (Feishu, Discord, DingTalk, WeChat, WeCom, Buzz)", (v) => Object.entries(obj(v)).every(([k, e]) => k === "telegram" || k === "slack" || typeof e !== "object" || e === null || obj(e).enabled !== true), "set enabled: false on every channel but telegram and slack"),
+  channel_connections: notOffered("IM channel connections other than Telegram and Slack", (v) => Object.entries(obj(v)).every(([k, e]) => k === "telegram" || k === "slack" || typeof e !== "object" || e === null || obj(e).enabled !== true), "set enabled: false on every provider but telegram and slack"),
+  // Dedupe ids live in the channel database, or Redis when scaled out (`auto`); a PostgreSQL table is not offered.
+  dedupe_storage: notOffered("dedupe_storage.backend: postgres (event ids go to Redis when scaled out: use auto)", (v) => obj(v).backend !== "postgres", "set dedupe_storage.backend: auto"),
   acp_agents: notOffered("ACP agents (external coding agents as subagents)", isEmpty, "remove the acp_agents entries"),
   plugins: notOffered("extension packages (plugins)", (v) => !Array.isArray(v) || v.every((p) => obj(p).enabled === false), "remove the plugins entries or set enabled: false"),
   extensions: notOffered("config-declared agent middlewares (extensions.middlewares)", (v) => Object.values(obj(v)).every(isEmpty), "remove the extensions entries (MCP servers and skills go in extensions_config.json)"),

@@ -1,0 +1,123 @@
+// The `channels:`, `channel_connections:` and `dedupe_storage:` sections of config.yaml (DeerFlow
+// config.example.yaml), parsed here rather than in the core schema: the loader keeps unknown top-level keys, and
+// only the channel runtime reads these. Every platform API root is a key, so tests point them at local fakes.
+import { z } from "zod";
+
+/** A list of ids, or one id as a string (upstream accepts both for `allowed_users`). */
+const IdList = z.union([z.string(), z.number()]).transform((v) => [String(v)]).or(z.array(z.union([z.string(), z.number()])).transform((l) => l.map(String))).default([]);
+
+/** Keys every platform section shares. */
+const Common = {
+  enabled: z.boolean().default(false),
+  /** Platform user ids allowed to talk to the bot; empty: everyone (upstream). */
+  allowed_users: IdList,
+  /** Chats / channels the bot answers in; empty: every one (our name for Discord's `allowed_channels`, on all platforms). */
+  allowed_channels: IdList,
+  /** In group chats, answer only when the bot is mentioned (DMs always). */
+  mention_only: z.boolean().default(false),
+  /** Shortest interval between two edits of a streamed reply, in ms (the platform's per-chat edit limit). */
+  stream_edit_interval_ms: z.number().int().min(0).max(60_000).optional(),
+};
+
+/** `channels.telegram`: Bot API over HTTPS; long polling (default) or a webhook with the secret token header. */
+export const TelegramSection = z.looseObject({
+  ...Common,
+  bot_token: z.string().default(""),
+  /** The Bot API root (`https://api.telegram.org`); requests go to `<api_base>/bot<token>/<method>`. */
+  api_base: z.string().url().default("https://api.telegram.org"),
+  mode: z.enum(["polling", "webhook"]).default("polling"),
+  /** `webhook` mode: the `X-Telegram-Bot-Api-Secret-Token` every delivery must carry (setWebhook `secret_token`). */
+  webhook_secret: z.string().default(""),
+  /** getUpdates long-poll timeout in seconds (upstream `polling_timeout`). */
+  polling_timeout: z.number().int().min(0).max(50).default(25),
+}).superRefine((v, ctx) => {
+  if (v.enabled && !v.bot_token) ctx.addIssue({ code: "custom", message: "channels.telegram.bot_token is required when the channel is enabled" });
+  if (v.enabled && v.mode === "webhook" && !v.webhook_secret) ctx.addIssue({ code: "custom", message: "channels.telegram.webhook_secret is required in webhook mode (Telegram's secret token header is how deliveries are verified)" });
+});
+
+/** `channels.slack`: the Events API webhook, verified with the app's signing secret. */
+export const SlackSection = z.looseObject({
+  ...Common,
+  bot_token: z.string().default(""),
+  /** Socket Mode token (`xapp-...`): accepted, but Socket Mode is not offered (see config-keys / docs). */
+  app_token: z.string().default(""),
+  signing_secret: z.string().default(""),
+  /** The Web API root (`https://slack.com/api`); requests go to `<api_base>/<method>`. */
+  api_base: z.string().url().default("https://slack.com/api"),
+}).superRefine((v, ctx) => {
+  if (v.enabled && !v.bot_token) ctx.addIssue({ code: "custom", message: "channels.slack.bot_token is required when the channel is enabled" });
+  if (v.enabled && !v.signing_secret) ctx.addIssue({ code: "custom", message: "channels.slack.signing_secret is required: events are verified with it (Socket Mode is not offered)" });
+});
+
+/** Upstream's session defaults for every channel run (`channels.session`). */
+const SessionSection = z.looseObject({
+  assistant_id: z.string().default("lead_agent"),
+  config: z.record(z.string(), z.unknown()).default({}),
+  context: z.record(z.string(), z.unknown()).default({}),
+});
+
+/** The `channels` section. Platforms other than `telegram` and `slack` are refused when enabled (config-keys.ts). */
+export const ChannelsSection = z.looseObject({
+  session: SessionSection.default({ assistant_id: "lead_agent", config: {}, context: {} }),
+  /** Inbound messages handled at once (upstream `max_concurrency`). */
+  max_concurrency: z.number().int().min(1).max(100).default(5),
+  /** Queued inbound messages at most (upstream `inbound_queue_maxsize`); beyond it the platform's retry redelivers. */
+  inbound_queue_maxsize: z.number().int().min(1).default(1000),
+  /** The longest inbound text handed to a run, in characters; a longer one is answered with a message, nothing starts. */
+  max_message_chars: z.number().int().min(1).max(1_000_000).default(100_000),
+  telegram: TelegramSection.optional(),
+  slack: SlackSection.optional(),
+});
+export type ChannelsConfig = z.infer<typeof ChannelsSection>;
+export type TelegramConfig = z.infer<typeof TelegramSection>;
+export type SlackConfig = z.infer<typeof SlackSection>;
+
+/** `channel_connections`: per-user bindings of platform identities (upstream channel_connections_config.py). */
+export const ChannelConnectionsSection = z.looseObject({
+  enabled: z.boolean().default(false),
+  /** Unbound platform users get upstream's "connect first" answer and start nothing (upstream default true). */
+  require_bound_identity: z.boolean().default(true),
+  telegram: z.looseObject({ enabled: z.boolean().default(false), bot_username: z.string().default("") }).optional(),
+  slack: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
+});
+export type ChannelConnectionsConfig = z.infer<typeof ChannelConnectionsSection>;
+
+/** `dedupe_storage`: where inbound event ids are remembered (`auto`: Redis when scaled out, else the gateway database). */
+export const DedupeStorageSection = z.looseObject({
+  backend: z.enum(["auto", "memory", "postgres"]).default("auto"),
+  /** Seconds an event id is remembered (upstream's 10-minute window). */
+  ttl_seconds: z.number().int().min(1).default(600),
+});
+export type DedupeStorageConfig = z.infer<typeof DedupeStorageSection>;
+
+/** The three sections, parsed. */
+export interface ChannelSettings {
+  channels: ChannelsConfig;
+  connections: ChannelConnectionsConfig;
+  dedupe: DedupeStorageConfig;
+}
+
+/**
+ * Parses the channel sections out of the raw app config (`$VARS` already resolved by the loader).
+ * @throws Error naming the first bad key ("channels.slack.signing_secret is required ...").
+ */
+export function readChannelSettings(raw: Record<string, unknown>): ChannelSettings {
+  const parse = <T>(name: string, schema: z.ZodType<T>, value: unknown): T => {
+    const result = schema.safeParse(value ?? {});
+    if (result.success) return result.data;
+    const issue = result.error.issues[0];
+    const where = [name, ...issue.path.map(String)].join(".");
+    throw new Error(issue.code === "custom" ? issue.message : `${where}: ${issue.message}`);
+  };
+  return {
+    channels: parse("channels", ChannelsSection, raw.channels),
+    connections: parse("channel_connections", ChannelConnectionsSection, raw.channel_connections),
+    dedupe: parse("dedupe_storage", DedupeStorageSection, raw.dedupe_storage),
+  };
+}
+
+/** The platforms this gateway offers, with their display names and connect modes (upstream `_PROVIDER_META`). */
+export const PROVIDERS: Readonly<Record<string, { display_name: string; auth_mode: "deep_link" | "binding_code" }>> = {
+  telegram: { display_name: "Telegram", auth_mode: "deep_link" },
+  slack: { display_name: "Slack", auth_mode: "binding_code" },
+};

@@ -1,0 +1,118 @@
+// Slack over the Events API webhook (https://api.slack.com/apis/events-api) and the Web API (chat.postMessage,
+// chat.update), on plain fetch with a configurable `api_base`. Every delivery is verified with the app's signing
+// secret (https://api.slack.com/authentication/verifying-requests-from-slack): `v0=` HMAC-SHA256 of
+// `v0:<timestamp>:<raw body>`, the timestamp within five minutes. Socket Mode is not offered (see docs/channels.md).
+import { createHmac } from "node:crypto";
+import { callPlatform, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundMessage, type InboundSink, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
+import type { SlackConfig } from "./config.js";
+import { safeEqual } from "./telegram.js";
+
+/** Slack truncates a message's text past 40,000 characters. */
+export const SLACK_MAX_CHARS = 40_000;
+/** chat.update is a Tier 3 method (~50 a minute): one edit a second and a bit per message. */
+export const SLACK_EDIT_INTERVAL_MS = 1200;
+/** How old a signed request may be (Slack's own recommendation: five minutes). */
+const MAX_SKEW_S = 300;
+/** Error codes that mean the bot token no longer works. */
+const AUTH_ERRORS = new Set(["invalid_auth", "not_authed", "token_revoked", "account_inactive", "token_expired"]);
+
+interface SlackEvent {
+  type: string;
+  subtype?: string;
+  user?: string;
+  bot_id?: string;
+  text?: string;
+  channel?: string;
+  channel_type?: string;
+  ts?: string;
+  thread_ts?: string;
+}
+
+/** Reads a Web API answer: `ok: true`; HTTP 429 or `ratelimited` waits `Retry-After`; 5xx retried; auth errors `auth`. */
+function judge(answer: PlatformAnswer): Verdict {
+  const body = answer.body ?? {};
+  if (answer.status === 429 || body.error === "ratelimited") return { kind: "retry", afterMs: retryAfterHeaderMs(answer.headers) ?? 1000 };
+  if (answer.status >= 500) return { kind: "retry" };
+  if (answer.status === 200 && body.ok === true) return { kind: "ok" };
+  const code = typeof body.error === "string" ? body.error : `HTTP ${answer.status}`;
+  return { kind: "fail", error: new PlatformError("slack", AUTH_ERRORS.has(code) ? "auth" : "other", `Slack refused the call: ${code}`) };
+}
+
+/** The Slack adapter (upstream slack.py, Events API mode). */
+export class SlackAdapter implements ChannelAdapter {
+  readonly provider = "slack";
+  readonly capabilities: AdapterCapabilities;
+  private sink: InboundSink | null = null;
+
+  constructor(private readonly config: SlackConfig, private readonly deps: { retry?: RetryPolicy; counter?: { calls: number }; now?: () => number; botUserId?: string } = {}) {
+    this.capabilities = { editMessages: true, maxMessageChars: SLACK_MAX_CHARS, minEditIntervalMs: config.stream_edit_interval_ms ?? SLACK_EDIT_INTERVAL_MS };
+  }
+
+  async start(sink: InboundSink): Promise<void> {
+    this.sink = sink;
+  }
+
+  async stop(): Promise<void> {
+    this.sink = null;
+  }
+
+  private call(method: string, body: unknown): Promise<PlatformAnswer> {
+    const url = `${this.config.api_base.replace(/\/+$/, "")}/${method}`;
+    return callPlatform("slack", url, body, judge, { headers: { authorization: `Bearer ${this.config.bot_token}` }, policy: this.deps.retry, counter: this.deps.counter });
+  }
+
+  /** True when the request carries a valid, fresh signature over its raw body. */
+  verify(request: WebhookRequest): boolean {
+    const ts = request.headers["x-slack-request-timestamp"];
+    const sig = request.headers["x-slack-signature"];
+    if (typeof ts !== "string" || typeof sig !== "string" || !/^\d+$/.test(ts)) return false;
+    const now = Math.floor((this.deps.now ?? Date.now)() / 1000);
+    if (Math.abs(now - Number(ts)) > MAX_SKEW_S) return false;
+    const expected = `v0=${createHmac("sha256", this.config.signing_secret).update(`v0:${ts}:${request.rawBody}`).digest("hex")}`;
+    return safeEqual(sig, expected);
+  }
+
+  async handleWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
+    if (!this.verify(request)) return { status: 401, body: { detail: "Invalid or missing Slack request signature" } };
+    let payload: { type?: string; challenge?: string; event_id?: string; team_id?: string; event?: SlackEvent };
+    try {
+      payload = JSON.parse(request.rawBody) as typeof payload;
+    } catch {
+      return { status: 400, body: { detail: "Body is not a Slack event (JSON)" } };
+    }
+    if (payload.type === "url_verification") return { status: 200, body: { challenge: payload.challenge } };
+    if (payload.type === "event_callback" && payload.event && payload.event_id) {
+      const message = this.toInbound(payload.event_id, payload.team_id ?? null, payload.event);
+      if (message && this.sink) await this.sink(message);
+    }
+    // Slack wants an answer within 3 seconds; the run continues in the background.
+    return { status: 200, body: { ok: true } };
+  }
+
+  private toInbound(eventId: string, teamId: string | null, e: SlackEvent): InboundMessage | null {
+    // The bot's own messages (bot_id) and edits/joins (subtypes) are not user messages.
+    if ((e.type !== "message" && e.type !== "app_mention") || e.bot_id || e.subtype || !e.user || !e.channel) return null;
+    const isDirect = e.channel_type === "im";
+    // Upstream strips the bot's `<@U...>` mention; without the bot's id, any leading mention is the bot's.
+    const raw = e.text ?? "";
+    const mentionRe = this.deps.botUserId ? new RegExp(`<@${this.deps.botUserId}(\\|[^>]*)?>`, "g") : /^\s*<@[A-Z0-9]+(\|[^>]*)?>/;
+    const mentioned = isDirect || e.type === "app_mention" || mentionRe.test(raw);
+    const text = raw.replace(mentionRe, "").trim();
+    return {
+      provider: "slack", eventId, userId: e.user, userName: null, workspaceId: teamId, chatId: e.channel,
+      topicId: isDirect ? null : (e.thread_ts ?? e.ts ?? null), text, isDirect, mentioned, receivedAt: Date.now(),
+    };
+  }
+
+  async send(target: ReplyTarget, text: string): Promise<string> {
+    const body: Record<string, unknown> = { channel: target.chatId, text };
+    if (target.topicId) body.thread_ts = target.topicId;
+    const answer = await this.call("chat.postMessage", body);
+    return String(answer.body?.ts ?? "");
+  }
+
+  async edit(target: ReplyTarget, messageId: string, text: string): Promise<void> {
+    await this.call("chat.update", { channel: target.chatId, ts: messageId, text });
+  }
+}

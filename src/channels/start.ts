@@ -1,0 +1,41 @@
+// Whether and how the gateway starts its channel runtime: only when config.yaml enables a platform or the
+// per-user connections, so a gateway without channels opens no channel database.
+import type { Logger } from "pino";
+import type { AppConfig } from "../config/schema.js";
+import type { Persistence } from "../runtime/persistence/persistence.js";
+import type { RunManager } from "../runtime/runs/run-manager.js";
+import type { RunService } from "../runtime/runs/run-service.js";
+import type { StreamBridge } from "../runtime/stream/stream-bridge.js";
+import { readChannelSettings } from "./config.js";
+import { ChannelService } from "./service.js";
+
+export { ChannelService } from "./service.js";
+
+/** What {@link startChannels} needs from buildApp. */
+export interface StartChannelsOptions {
+  runService: RunService;
+  runs: RunManager;
+  persistence: Persistence;
+  bridge: StreamBridge;
+  getAppConfig: () => AppConfig;
+  home: string;
+  redisUrl: string | null;
+  authDisabledUser: string | null;
+  logger: Logger;
+}
+
+/**
+ * Starts the channel service when `channels.telegram|slack.enabled` or `channel_connections.enabled` is true, else
+ * resolves null. @throws Error naming a bad channel key (the start stops, as for any bad config).
+ */
+export async function startChannels(options: StartChannelsOptions): Promise<ChannelService | null> {
+  const rawConfig = () => options.getAppConfig() as unknown as Record<string, unknown>;
+  const settings = readChannelSettings(rawConfig());
+  const anyPlatform = Boolean(settings.channels.telegram?.enabled || settings.channels.slack?.enabled);
+  if (!anyPlatform && !settings.connections.enabled) return null;
+  return ChannelService.start({
+    runService: options.runService, runs: options.runs, persistence: options.persistence, bridge: options.bridge, rawConfig,
+    modelNames: () => options.getAppConfig().models.map((m) => m.name), home: options.home, redisUrl: options.redisUrl,
+    authDisabledUser: options.authDisabledUser, logger: options.logger,
+  });
+}
