@@ -16,6 +16,7 @@ import { SkillEvolutionConfigSchema } from "./skill-evolution-config.js";
 import { SubagentsConfigSchema } from "./subagents-config.js";
 import { AgentStorageConfigSchema, RunEventsConfigSchema, RunOwnershipConfigSchema } from "./run-sections-config.js";
 import { brandAppConfig, hasAppConfigBrand } from "./app-config-brand.js";
+import { AuthConfigSchema } from "./auth-schema.js";
 
 export { SubagentsConfigSchema } from "./subagents-config.js";
 export type { SubagentsConfig } from "./subagents-config.js";
@@ -203,6 +204,8 @@ export const AppConfigSchema = z.looseObject({
   agent_storage: AgentStorageConfigSchema.default(AgentStorageConfigSchema.parse({})),
   /** Absent (null) keeps `stream_bridge.lease_ms`. */
   run_ownership: startupOnly("run_ownership", nullish(RunOwnershipConfigSchema)),
+  /** Local accounts and SSO (auth-schema.ts); validated here so a malformed SSO section stops the start. */
+  auth: AuthConfigSchema.default(AuthConfigSchema.parse({})),
 });
 
 /** The validated application config. Treat as immutable: `getAppConfig()` hands out the same object until the file changes. */
