@@ -41,7 +41,7 @@ export async function ssoRoutes(app: FastifyInstance): Promise<void> {
     serializeCookie(sso.stateCookies.name(id), value, { httpOnly: true, secure: isSecureRequest(request), sameSite: "lax", maxAge, path: `/api/v1/auth/callback/${id}` });
 
   const refuse = (request: FastifyRequest, reply: FastifyReply, id: string, refusal: SsoRefusal) => {
-    request.log.warn({ provider: id, code: refusal.code }, `SSO sign-in refused: ${refusal.message}`);
+    request.log.warn({ provider: id, code: refusal.code, detail: refusal.detail }, `SSO sign-in refused: ${refusal.message}`);
     const params = new URLSearchParams({ error: refusal.code, message: refusal.message });
     return reply.redirect(`${oidcConfig().frontend_base_url ?? ""}/login?${params}`, 302);
   };

@@ -10,9 +10,14 @@ export type SsoErrorCode = "sso_failed" | "sso_cancelled" | "sso_not_allowed" | 
 
 /** A refused SSO sign-in: `code` for the web app, `message` for people (safe to show). */
 export class SsoRefusal extends Error {
+  /**
+   * @param detail For the log only: the library's own account of a failure (oauth4webapi messages name the check,
+   *   never a token or secret).
+   */
   constructor(
     readonly code: SsoErrorCode,
     message: string,
+    readonly detail?: string,
   ) {
     super(message);
     this.name = "SsoRefusal";
@@ -155,7 +160,8 @@ export class OidcClients {
         { redirect_uri: redirectUri },
       );
     } catch (err) {
-      throw new SsoRefusal("sso_failed", refusalMessage(err));
+      const inner = (err as { cause?: unknown }).cause;
+      throw new SsoRefusal("sso_failed", refusalMessage(err), inner instanceof Error ? inner.message.slice(0, 200) : undefined);
     }
     const claims: Record<string, unknown> = { ...tokens.claims() };
     const subject = String(claims.sub);
@@ -207,14 +213,17 @@ const CLAIM_MESSAGES: Record<string, string> = {
 
 /** The people-facing reason of a failed code exchange or ID token check. */
 export function refusalMessage(err: unknown): string {
-  const e = err as { code?: string; error?: string; message?: string; cause?: { claim?: string } };
+  const e = err as { code?: string; error?: string; message?: string; cause?: unknown };
   if (e.error === "invalid_grant") return "The identity provider refused the authorization code (invalid_grant): it was already used, has expired, or belongs to another sign-in";
   if (e.error) return `The identity provider refused the token request (${e.error.slice(0, 64)})`;
-  const message = e.message ?? "";
+  // openid-client wraps oauth4webapi's error (generic message) around the one that says what failed.
+  const inner = (e.cause instanceof Error ? e.cause : e) as { code?: string; message?: string; cause?: { claim?: string } };
+  const message = `${inner.message ?? ""} ${e.message ?? ""}`;
+  const claim = inner.cause?.claim;
   if (/signature verification failed|no applicable keys/i.test(message)) return "The ID token's signature does not verify against the identity provider's published keys (JWKS)";
-  if (e.code === "OAUTH_JWT_TIMESTAMP_CHECK_FAILED") return e.cause?.claim === "exp" ? "The ID token has expired" : "The ID token's time claims are not valid now";
-  if (e.code === "OAUTH_JWT_CLAIM_COMPARISON_FAILED" && e.cause?.claim && CLAIM_MESSAGES[e.cause.claim]) return CLAIM_MESSAGES[e.cause.claim];
-  if (/state/i.test(message)) return "The sign-in response does not match this browser's request (state mismatch)";
+  if (e.code === "OAUTH_JWT_TIMESTAMP_CHECK_FAILED") return claim === "exp" ? "The ID token has expired" : "The ID token's time claims are not valid now";
+  if (e.code === "OAUTH_JWT_CLAIM_COMPARISON_FAILED" && claim && CLAIM_MESSAGES[claim]) return CLAIM_MESSAGES[claim];
+  if (/"?state"? /i.test(message)) return "The sign-in response does not match this browser's request (state mismatch)";
   if (/timed out|abort|fetch failed|ECONNREFUSED/i.test(message)) return "The identity provider did not answer the token request";
   return "The sign-in with the identity provider could not be completed";
 }
