@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../support/harness.js";
 import { Session, signUp } from "../support/auth-client.js";
 import { startFakeIdp, type FakeIdp } from "../support/fakes/oidc-idp.js";
+import { createTestDatabase } from "../support/services.js";
 
 const MODELS = "models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n";
 const SECRET = "idp-client-secret-value";
@@ -23,9 +24,9 @@ const providerYaml = (issuer: string, extra = "") =>
   `        allowed_email_domains: [example.com]\n        admin_emails: [boss@example.com]\n${extra}`;
 
 /** An IdP and a gateway (auth on) configured with it as provider `corp`; `extra` is appended to the config. */
-async function setUp(providerExtra = "", extraProviders = ""): Promise<{ h: Harness; idp: FakeIdp }> {
+async function setUp(providerExtra = "", extraProviders = "", sections = ""): Promise<{ h: Harness; idp: FakeIdp }> {
   idp = await startFakeIdp();
-  h = await startHarness(`${MODELS}auth:\n  oidc:\n    enabled: true\n    providers:\n${providerYaml(idp.issuer, providerExtra)}${extraProviders}`, { authDisabled: false });
+  h = await startHarness(`${MODELS}${sections}auth:\n  oidc:\n    enabled: true\n    providers:\n${providerYaml(idp.issuer, providerExtra)}${extraProviders}`, { authDisabled: false });
   idp.registerClient({ clientId: "gateway", clientSecret: SECRET, redirectUris: [`${h.url}/api/v1/auth/callback/corp`] });
   return { h, idp };
 }
@@ -147,6 +148,31 @@ describe("SSO: sign-in", () => {
     expect((await signIn(boss)).status).toBe(302);
     expect(await (await boss.fetch("/api/v1/auth/me")).json()).toMatchObject({ email: "boss@example.com", system_role: "admin" });
     expect(await accountFor("other@example.com")).toBeNull();
+  });
+});
+
+describe("SSO: on PostgreSQL", () => {
+  it("creates the account and its link in the shared database, reuses them, and refuses a taken email", async () => {
+    const db = await createTestDatabase();
+    try {
+      await setUp("", "", `database:\n  backend: postgres\n  url: ${db.url}\n`);
+      const first = new Session(h!.url);
+      expect((await signIn(first)).status).toBe(302);
+      const me = await (await first.fetch("/api/v1/auth/me")).json();
+      expect(me).toMatchObject({ email: "alice@example.com", oauth_provider: "corp", system_role: "user" });
+      const again = new Session(h!.url);
+      expect((await signIn(again)).status).toBe(302);
+      expect((await (await again.fetch("/api/v1/auth/me")).json()).id).toBe(me.id);
+      await signUp(h!.url, "dave@example.com", "correct-horse-battery", "initialize");
+      idp!.nextLogin = { sub: "dave-sub", email: "dave@example.com", email_verified: true };
+      const dave = new Session(h!.url);
+      await expectRefused(await signIn(dave), dave, "sso_account_exists", /already exists/);
+      expect(await h!.app.deerflow.persistence.oidcIdentities.findUser("corp", "dave-sub")).toBeNull();
+    } finally {
+      await h?.close();
+      h = undefined;
+      await db.drop();
+    }
   });
 });
 
