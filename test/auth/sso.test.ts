@@ -151,6 +151,22 @@ describe("SSO: sign-in", () => {
   });
 });
 
+describe("SSO: where the browser lands", () => {
+  it("drops a `next` that leaves the site, and remember_me=false gives a browser-session cookie", async () => {
+    await setUp();
+    const gw = new Session(h!.url);
+    const start = await gw.fetch(`/api/v1/auth/oauth/corp?next=${encodeURIComponent("//evil.example/x")}&remember_me=false`, { redirect: "manual" });
+    let location = new URL(start.headers.get("location")!);
+    const jar = new Session(idp!.issuer);
+    while (location.origin === idp!.issuer) location = new URL((await jar.fetch(location.pathname + location.search, { redirect: "manual" })).headers.get("location")!, idp!.issuer);
+    const res = await gw.fetch(location.pathname + location.search, { redirect: "manual" });
+    expect(res.headers.get("location")).toBe("/auth/callback?next=%2Fworkspace");
+    const access = res.headers.getSetCookie().find((c) => c.startsWith("access_token="))!;
+    expect(access).not.toMatch(/Max-Age/i);
+    expect((await gw.fetch("/api/v1/auth/me")).status).toBe(200);
+  });
+});
+
 describe("SSO: on PostgreSQL", () => {
   it("creates the account and its link in the shared database, reuses them, and refuses a taken email", async () => {
     const db = await createTestDatabase();
