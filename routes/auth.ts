@@ -53,7 +53,7 @@ const AUTH_DISABLED_USER = { id: DEFAULT_PRINCIPAL.id, email: "default@test.loca
 /**
  * Registers, under `/api/v1/auth`: `GET setup-status`, `POST initialize`, `POST register`, `POST login/local`
  * (form-encoded, as the web app sends it; JSON also accepted), `POST logout`, `GET me`, `POST change-password`,
- * `GET providers`, and the API keys: `POST|GET api-keys`, `DELETE api-keys/:key_id`.
+ * and the API keys (the SSO routes, `providers` among them, are in auth-sso.ts): `POST|GET api-keys`, `DELETE api-keys/:key_id`.
  */
 export async function authRoutes(app: FastifyInstance): Promise<void> {
   const { service, limiter, lifetimeSeconds } = app.auth;
@@ -170,8 +170,6 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     await startSession(request, reply, updated, body.remember_me);
     return { message: "Password changed successfully" };
   });
-
-  app.get("/providers", { schema: doc("auth", "SSO providers for the login page (none: local accounts only)") }, async () => ({ providers: [] }));
 
   /** API keys belong to accounts; the default principal of an auth-disabled server has none. */
   const accountOf = (request: FastifyRequest) => {

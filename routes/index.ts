@@ -21,6 +21,7 @@
 //   DELETE /api/threads/:thread_id/uploads/:filename  uploads.ts
 //   GET  /api/threads/:thread_id/artifacts/*      artifacts.ts (files of the thread's /mnt/user-data only)
 //   /api/v1/auth/{setup-status,initialize,register,login/local,logout,me,change-password,providers}  auth.ts
+//   GET  /api/v1/auth/providers, /api/v1/auth/oauth/:provider, /api/v1/auth/callback/:provider (SSO)  auth-sso.ts
 //   POST|GET /api/v1/auth/api-keys, DELETE /api/v1/auth/api-keys/:key_id                             auth.ts
 //   GET  /api/threads/:thread_id/uploads/list|limits  uploads.ts (a not-yet-existing thread is claimed by its first upload)
 //   GET  /api/threads/:thread_id/messages/page, token-usage; GET|PUT|DELETE .../goal      thread-feed.ts
@@ -43,6 +44,7 @@ import { agentRoutes } from "./agents.js";
 import { artifactRoutes } from "./artifacts.js";
 import { assistantRoutes } from "./assistants.js";
 import { authRoutes } from "./auth.js";
+import { ssoRoutes } from "./auth-sso.js";
 import { healthRoutes } from "./health.js";
 import { metricsRoutes } from "./metrics.js";
 import { usageRoutes } from "./usage.js";
@@ -65,6 +67,7 @@ import { channelRoutes } from "./channels.js";
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(healthRoutes);
   await app.register(authRoutes, { prefix: "/api/v1/auth" });
+  await app.register(ssoRoutes, { prefix: "/api/v1/auth" });
   await app.register(metricsRoutes);
   await app.register(modelRoutes, { prefix: "/api" });
   await app.register(usageRoutes, { prefix: "/api" });

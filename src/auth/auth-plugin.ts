@@ -6,6 +6,7 @@ import type { AuthService } from "./auth-service.js";
 import { ACCESS_TOKEN_COOKIE, cookiesOf, csrfProblem, isAllowedAuthOrigin } from "./cookies.js";
 import type { LoginLimiter } from "./login-limiter.js";
 import { DEFAULT_PRINCIPAL, type Principal } from "./principal.js";
+import type { SsoService } from "./sso-service.js";
 
 /** Everything the auth gate and the auth routes share (decorated on the app as `auth`). */
 export interface AuthRuntime {
@@ -17,6 +18,8 @@ export interface AuthRuntime {
   lifetimeSeconds: number;
   /** Whether a browser origin may call the API (the CORS decision), for the login-CSRF Origin check. */
   originAllowed: (origin: string) => boolean;
+  /** SSO sign-in over OpenID Connect (`auth.oidc`). */
+  sso: SsoService;
 }
 
 declare module "fastify" {

@@ -62,7 +62,8 @@ export function sessionCookiePolicy(request: FastifyRequest, rememberMe: boolean
   return { remember, secure, maxAge: persistent ? lifetimeSeconds : undefined };
 }
 
-function appendSetCookie(reply: FastifyReply, value: string): void {
+/** Adds a serialized Set-Cookie line to the reply, keeping those already set. */
+export function appendSetCookie(reply: FastifyReply, value: string): void {
   const existing = reply.getHeader("set-cookie");
   const list = existing === undefined ? [] : Array.isArray(existing) ? existing.map(String) : [String(existing)];
   reply.header("set-cookie", [...list, value]);

@@ -8,6 +8,7 @@ import type { AuthRuntime } from "./auth-plugin.js";
 import { AuthService } from "./auth-service.js";
 import { LoginLimiter } from "./login-limiter.js";
 import { loadJwtSecret, SessionTokens } from "./session-token.js";
+import { SsoService } from "./sso-service.js";
 
 /** Inputs of {@link createAuthRuntime}; unset fields come from the environment ({@link readAuthEnv}). */
 export interface CreateAuthOptions {
@@ -54,6 +55,7 @@ export function createAuthRuntime(options: CreateAuthOptions): { trustedProxies:
         disabled,
         lifetimeSeconds,
         originAllowed: (origin) => options.originAllowed(origin, explicit),
+        sso: new SsoService({ users: persistence.users, identities: persistence.oidcIdentities, secret }),
       };
     },
   };

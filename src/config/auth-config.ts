@@ -1,21 +1,18 @@
-// The `auth` section of config.yaml (DeerFlow deerflow/config/auth_config.py, local part only). Kept out of
-// schema.ts: the app config is a loose object, so this section is parsed here when it is needed.
-import { z } from "zod";
+// The `auth` section of config.yaml (DeerFlow deerflow/config/auth_config.py): local accounts and SSO. The schema
+// is in auth-schema.ts and validated with the rest of config.yaml, so a malformed section stops the start (or a
+// reload keeps the last good config) with a message naming the key.
 import type { AppConfig } from "./schema.js";
+import { AuthConfigSchema, type AuthConfig } from "./auth-schema.js";
 
-/** `auth.local`: local (email + password) accounts. */
-export const AuthConfigSchema = z.looseObject({
-  local: z.looseObject({ allow_registration: z.boolean().default(true) }).default({ allow_registration: true }),
-});
-
-/** Parsed `auth` section. */
-export type AuthConfig = z.infer<typeof AuthConfigSchema>;
+export { AuthConfigSchema, type AuthConfig, type OidcAuthConfig, type OidcProviderConfig, OIDC_PROVIDER_ID } from "./auth-schema.js";
 
 /**
  * The `auth` section of `appConfig`, defaults filled in (`auth.local.allow_registration: true`, as upstream when
- * the key is absent). A malformed section does not reopen registration: it reads as closed.
+ * the key is absent; `auth.oidc.enabled: false`). A config built without the schema (an embedder's object) is
+ * parsed here; a malformed one reads as closed registration and no SSO.
  */
 export function getAuthConfig(appConfig: AppConfig): AuthConfig {
-  const parsed = AuthConfigSchema.safeParse((appConfig as Record<string, unknown>).auth ?? {});
-  return parsed.success ? parsed.data : { local: { allow_registration: false } };
+  const section = (appConfig as Record<string, unknown>).auth;
+  const parsed = AuthConfigSchema.safeParse(section ?? {});
+  return parsed.success ? parsed.data : AuthConfigSchema.parse({ local: { allow_registration: false } });
 }

@@ -17,6 +17,7 @@ import { SubagentsConfigSchema } from "./subagents-config.js";
 import { AgentStorageConfigSchema, RunEventsConfigSchema, RunOwnershipConfigSchema } from "./run-sections-config.js";
 import { SchedulerConfigSchema } from "./scheduler-config.js";
 import { brandAppConfig, hasAppConfigBrand } from "./app-config-brand.js";
+import { AuthConfigSchema } from "./auth-schema.js";
 
 export { SubagentsConfigSchema } from "./subagents-config.js";
 export type { SubagentsConfig } from "./subagents-config.js";
@@ -210,6 +211,8 @@ export const AppConfigSchema = z.looseObject({
   run_ownership: startupOnly("run_ownership", nullish(RunOwnershipConfigSchema)),
   /** Scheduled tasks (src/runtime/scheduler/, docs/scheduled-tasks.md). */
   scheduler: startupOnly("scheduler", SchedulerConfigSchema.default(SchedulerConfigSchema.parse({}))),
+  /** Local accounts and SSO (auth-schema.ts); validated here so a malformed SSO section stops the start. */
+  auth: AuthConfigSchema.default(AuthConfigSchema.parse({})),
 });
 
 /** The validated application config. Treat as immutable: `getAppConfig()` hands out the same object until the file changes. */

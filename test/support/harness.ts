@@ -41,7 +41,22 @@ export async function startHarness(configYaml: string, options: BuildAppOptions 
   process.env.DEER_FLOW_HOME = path.join(dir, ".deer-flow");
   process.env.DEER_FLOW_AGENTS_DIR = path.join(dir, "agents");
   resetAppConfig();
-  const app = await buildTestApp(options);
+  const restoreEnv = () => {
+    for (const k of ENV_KEYS) {
+      if (saved[k] === undefined) delete process.env[k];
+      else process.env[k] = saved[k];
+    }
+  };
+  let app: FastifyInstance;
+  try {
+    app = await buildTestApp(options);
+  } catch (err) {
+    // A config the gateway refuses at start: leave no temp project or environment behind.
+    resetAppConfig();
+    restoreEnv();
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   await app.listen({ host: "127.0.0.1", port: 0 });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : 0;
@@ -59,10 +74,7 @@ export async function startHarness(configYaml: string, options: BuildAppOptions 
     async close() {
       await app.close();
       resetAppConfig();
-      for (const k of ENV_KEYS) {
-        if (saved[k] === undefined) delete process.env[k];
-        else process.env[k] = saved[k];
-      }
+      restoreEnv();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -11,6 +11,7 @@ import Database from "better-sqlite3";
 import type { AppConfig } from "../../config/schema.js";
 import type { ApiKeyRepository, LoginCounterStore, SessionRepository, UserRepository } from "../../auth/repositories.js";
 import { SqliteApiKeyRepository, SqliteLoginCounterStore, SqliteSessionRepository, SqliteUserRepository } from "../../auth/sqlite-repositories.js";
+import { SqliteOidcIdentityRepository, type OidcIdentityRepository } from "../../auth/oidc-identities.js";
 import type { RunRepository, ThreadRepository } from "./repositories.js";
 import { RunStore } from "./sqlite/run-store.js";
 import { ThreadStore } from "./sqlite/thread-store.js";
@@ -31,6 +32,8 @@ export interface Persistence {
   sessions: SessionRepository;
   /** Login lockout counters (same database). */
   loginCounters: LoginCounterStore;
+  /** SSO identity links (same database). */
+  oidcIdentities: OidcIdentityRepository;
   /** Token usage per user and UTC day (the `token_usage` table; local SQLite even with PostgreSQL: quotas are per process there). */
   usage: UsageLedger;
   /** Scheduled tasks and their run history (src/runtime/scheduler/; same database as the thread table). */
@@ -120,8 +123,9 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
 }
 
 /** The account, API-key, session and login-counter stores over `db`. */
-function accountStores(db: Database.Database): Pick<Persistence, "users" | "apiKeys" | "sessions" | "loginCounters"> {
-  return { users: new SqliteUserRepository(db), apiKeys: new SqliteApiKeyRepository(db), sessions: new SqliteSessionRepository(db), loginCounters: new SqliteLoginCounterStore(db) };
+function accountStores(db: Database.Database): Pick<Persistence, "users" | "apiKeys" | "sessions" | "loginCounters" | "oidcIdentities"> {
+  const users = new SqliteUserRepository(db);
+  return { users, apiKeys: new SqliteApiKeyRepository(db), sessions: new SqliteSessionRepository(db), loginCounters: new SqliteLoginCounterStore(db), oidcIdentities: new SqliteOidcIdentityRepository(db) };
 }
 
 /**
@@ -140,6 +144,7 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
   const { migratePostgres, PgRunStore, PgThreadStore } = await import("./postgres/pg-stores.js");
   const { PgTaskStore } = await import("../scheduler/pg-task-store.js");
   const { PgApiKeyRepository, PgLoginCounterStore, PgSessionRepository, PgUserRepository } = await import("../../auth/pg-repositories.js");
+  const { PgOidcIdentityRepository } = await import("../../auth/oidc-identities.js");
   const pool = new pg.Pool({ connectionString: url, max: 20 });
   // An idle client that loses its server emits 'error' on the pool; without a listener that kills the process.
   pool.on("error", () => undefined);
@@ -198,6 +203,7 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     sessions: new PgSessionRepository(pool),
     loginCounters: new PgLoginCounterStore(pool),
     scheduledTasks,
+    oidcIdentities: new PgOidcIdentityRepository(pool),
     location: "postgres",
     shared: section?.type !== "memory" && section?.type !== "sqlite",
     close: async () => {
