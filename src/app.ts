@@ -23,6 +23,7 @@ import { installAuth } from "./auth/auth-plugin.js";
 import { resolveAgentFactory, type AgentFactory } from "./runtime/runs/agent-factory.js";
 import { databaseUrl, openPersistence, type Persistence } from "./runtime/persistence/persistence.js";
 import type { RunManager } from "./runtime/runs/run-manager.js";
+import type { DistributedRunManager } from "./runtime/runs/distributed-run-manager.js";
 import { RunService } from "./runtime/runs/run-service.js";
 import { ThreadService } from "./runtime/threads/thread-service.js";
 import { openRunCoordination, streamBridgeUrl } from "./runtime/stream/scale-out.js";
@@ -177,6 +178,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     observer: createRunObserver({ metrics, tracing: options.tracing, onTokens: (userId, tokens) => persistence.usage.add(userId, tokens) }),
     quotas,
   });
+  // Runs whose process died or left are resumed here (shared runs only, docs/durable-runs.md).
+  (runs as Partial<Pick<DistributedRunManager, "setResumer">>).setResumer?.((runId, spec, before) => runService.resume(runId, spec, before));
   const threadService = new ThreadService({ persistence, runs, agentFactory, getAppConfig: readConfig, home, sandboxProvider: sandbox });
 
   const timeouts = { ...DEFAULT_SERVER_TIMEOUTS, ...options.timeouts };
