@@ -5,6 +5,7 @@ import { getHeapStatistics } from "node:v8";
 import { buildApp } from "./app.js";
 import type { DistributedRunManager } from "./runtime/runs/distributed-run-manager.js";
 import { clusterProblem, runPrimary } from "./cluster.js";
+import { clusterMetricsReader } from "./observability/cluster-metrics.js";
 import { getAppConfig, getAppConfigStatus } from "./config/app-config.js";
 import { applyCallbackEnvDefault, applyProviderEnvDefaults } from "./config/process-env-defaults.js";
 import { readServerEnv } from "./config/server-env.js";
@@ -43,6 +44,8 @@ async function main(): Promise<void> {
   if (tracing) logger.info({ endpoint: env.otlpTracesEndpoint }, "OpenTelemetry tracing on");
   const app = await buildApp({ logger, heartbeatMs: env.heartbeatMs, corsOrigins: env.corsOrigins, allowedHosts: env.allowedHosts, tracing });
   const watcher: FSWatcher | null = configPath ? watchAppConfig(configPath) : null;
+  // A worker's /metrics reports the whole service, summed by the primary.
+  if (cluster.isWorker) app.metrics.service = clusterMetricsReader(app.metrics.registry);
 
   let closing = false;
   const shutdown = async (signal: string) => {

@@ -19,7 +19,7 @@ export interface GatewayProcess {
 /**
  * Starts `src/server.ts` on `port` with `env` (DEER_FLOW_CONFIG_PATH, DEER_FLOW_HOME, ...) and waits until
  * `/health` answers.
- * @throws Error with the process output when it exits or is not ready within 90 s (tsx compiles the sources at start:
+ * @throws Error with the process output when it exits or is not ready within 180 s (tsx compiles the sources at start:
  *   on a loaded machine that alone took 30 s).
  */
 export async function startGateway(port: number, env: Record<string, string>): Promise<GatewayProcess> {
@@ -36,7 +36,7 @@ export async function startGateway(port: number, env: Record<string, string>): P
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve((exitCode = code))));
   const url = `http://127.0.0.1:${port}`;
   try {
-    const ready = until(async () => exitCode === undefined && (await fetch(`${url}/health`)).ok, 90_000, 100);
+    const ready = until(async () => exitCode === undefined && (await fetch(`${url}/health`)).ok, 180_000, 100);
     await Promise.race([ready, exited.then(() => Promise.reject(new Error("exited")))]);
   } catch {
     child.kill("SIGKILL");

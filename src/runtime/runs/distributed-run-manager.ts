@@ -351,8 +351,9 @@ export class DistributedRunManager extends RunManager {
       const [verdict, n] = (await redis.eval(RESUME_CLAIM_SCRIPT, 3, ...keys, runId, value, `${this.processId}|${threadId}`, String(this.options.maxResumes ?? 3))) as string[];
       if (verdict === "gone") return false;
       if (verdict === "resume") {
+        // n counts this resume: the run was resumed n - 1 times before, and this is its attempt n + 1.
         logger.warn({ run_id: runId, thread_id: threadId, process: owner, attempt: Number(n) + 1 }, "resuming a run whose process stopped");
-        await this.resumer(runId, spec, Number(n)).catch((err: Error) => logger.error({ err: err.message, run_id: runId }, "resuming the run failed"));
+        await this.resumer(runId, spec, Number(n) - 1).catch((err: Error) => logger.error({ err: err.message, run_id: runId }, "resuming the run failed"));
         return true;
       }
       if (verdict === "cancelled") reason = "Cancelled while the gateway process running it had stopped";

@@ -253,7 +253,7 @@ async function buildAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps, progres
     runName: runConfig.run_name,
   })) as BuiltAgent;
   // The run's own view of the checkpointer: a rollback first waits for the writes this run's graph started.
-  agent.checkpointer = progress.checkpointer = new SettlingCheckpointer(persistence.checkpointer, { fresh: job.freshThread });
+  agent.checkpointer = progress.checkpointer = new SettlingCheckpointer(persistence.checkpointer, { fresh: job.freshThread, runId });
   progress.agent = agent;
   const metadata = (progress.metadata = { ...baseMetadata, ...(agent.resolved?.metadata ?? {}) });
   run.record.metadata = { ...run.record.metadata, ...metadata };
