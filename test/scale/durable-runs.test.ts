@@ -93,7 +93,7 @@ describe("durable runs across two gateway processes", () => {
   it("SIGTERM during 20 concurrent streams: runs finish in the grace, every client gets its whole answer exactly once from the other process", async () => {
     const n = 20;
     const threads = await Promise.all(Array.from({ length: n }, () => newThread(a)));
-    const streams = await Promise.all(threads.map((t, i) => postJson(`${a.url}/threads/${t}/runs/stream`, slowRun(20 + i))));
+    const streams = await Promise.all(threads.map((t, i) => postJson(`${a.url}/threads/${t}/runs/stream`, slowRun(60 + i))));
     const firsts = await Promise.all(streams.map((res) => readFramesUntil(res, (f) => f.filter((x) => x.event === "messages").length >= 2)));
     const exit = a.stop("SIGTERM");
     const results = await Promise.all(
@@ -112,7 +112,7 @@ describe("durable runs across two gateway processes", () => {
       expect(fromB.at(-1)).toEqual({ event: "end", data: null });
       const received = [...fromA, ...fromB.slice(0, -1)];
       expect(received.map(seqOf)).toEqual(received.map((_, k) => k));
-      expect(streamedText(received)).toBe(`You said: ${words(20 + i)}`);
+      expect(streamedText(received)).toBe(`You said: ${words(60 + i)}`);
       expect(attempts(received)).toEqual([1]);
       expect((await getRun(b, threads[i], runId)).status).toBe("success");
     }
