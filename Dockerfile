@@ -5,8 +5,9 @@
 #
 # deerflow-gateway image.
 #   docker build -t deerflow-gateway .
-#   docker run -p 8001:8001 -e OPENAI_API_KEY=sk-... deerflow-gateway
-# Mount your own config/, agents/ and runtime data (.deer-flow/) over the volumes declared below. The server runs
+#   docker run -p 8001:8001 -e OPENAI_API_KEY=sk-... -v deerflow-agents:/app/agents -v deerflow-home:/app/.deer-flow deerflow-gateway
+# Mount your own config/, agents/ and runtime data (.deer-flow/) over the volumes declared below (named volumes, so
+# the next container sees the same accounts, threads and agents). Several gateways: deploy/compose.yaml. The server runs
 # as the `node` user (uid 1000): bind-mounted host directories for agents/ and .deer-flow/ must be writable by it.
 #
 # Node: package.json requires ^20.20.2 and .npmrc sets engine-strict, so the base image must be 20.20.2 or newer
@@ -61,8 +62,9 @@ EXPOSE 8001
 # GET /health answers 200 while the process serves (also when a bad config edit is reported as "degraded").
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8001) + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# node ends up PID 1 (sh execs it): SIGTERM from `docker stop` reaches the server (src/server.ts, compiled), which interrupts in-flight runs and
-# waits up to 5 s for them, within docker's default 10 s stop timeout.
+# node ends up PID 1 (sh execs it): SIGTERM from `docker stop` reaches the server (src/server.ts, compiled). A single
+# gateway interrupts in-flight runs and waits up to 5 s for them, within docker's default 10 s stop timeout; gateways
+# sharing runs (deploy/compose.yaml) finish them for DEER_FLOW_SHUTDOWN_GRACE_SECONDS, then hand them over.
 # V8 heap sizing (docs/operations.md "Heap sizing"): a 1.5 GB old-generation cap here, and the flags scripts/v8-flags.mjs
 # prints on the command line (smaller young generation, full collections at +25% growth), as `npm start` does; `sh`
 # execs node, so node is still PID 1. Override with `docker run -e NODE_OPTIONS=...` / `-e DEER_FLOW_V8_FLAGS=...`.

@@ -12,8 +12,8 @@ import { doc } from "./openapi.js";
 export async function metricsRoutes(app: FastifyInstance): Promise<void> {
   app.get("/metrics", { schema: doc("health", "Prometheus metrics (text exposition format)", { response: { 200: { content: { "text/plain": { schema: { type: "string" } } } } } }) }, async (request, reply) => {
     if (principalOf(request).role !== "admin") throw new ForbiddenError("Admin privileges are required to read metrics");
-    const { registry } = app.metrics;
+    const { registry, service } = app.metrics;
     reply.type(registry.contentType);
-    return registry.metrics();
+    return service ? service() : registry.metrics();
   });
 }

@@ -27,6 +27,7 @@ import { databaseUrl, openPersistence, type Persistence } from "./runtime/persis
 import { SchedulerService } from "./runtime/scheduler/scheduler-service.js";
 import { launchWith } from "./runtime/scheduler/launch.js";
 import type { RunManager } from "./runtime/runs/run-manager.js";
+import type { DistributedRunManager } from "./runtime/runs/distributed-run-manager.js";
 import { RunService } from "./runtime/runs/run-service.js";
 import { ThreadService } from "./runtime/threads/thread-service.js";
 import { openRunCoordination, streamBridgeUrl } from "./runtime/stream/scale-out.js";
@@ -201,6 +202,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     observer: createRunObserver({ metrics, tracing: options.tracing, onTokens: (userId, tokens) => persistence.usage.add(userId, tokens) }),
     quotas,
   });
+  // Runs whose process died or left are resumed here (shared runs only, docs/durable-runs.md).
+  (runs as Partial<Pick<DistributedRunManager, "setResumer">>).setResumer?.((runId, spec, before) => runService.resume(runId, spec, before));
   const scheduler = new SchedulerService({ store: persistence.scheduledTasks, runs: persistence.runs, launch: launchWith(runService), config: appConfig.scheduler, logger, ...options.scheduler });
   const authRuntime = auth.runtime(persistence, logger);
   let channels: ChannelService | null;

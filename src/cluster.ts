@@ -2,6 +2,7 @@
 // Allowed only when runs can be shared: the Redis stream bridge and a PostgreSQL database.
 import cluster from "node:cluster";
 import type { Logger } from "pino";
+import { serveClusterMetrics } from "./observability/cluster-metrics.js";
 import type { AppConfig } from "./config/schema.js";
 import { databaseUrl } from "./runtime/persistence/persistence.js";
 import { streamBridgeUrl } from "./runtime/stream/scale-out.js";
@@ -22,12 +23,13 @@ export function clusterProblem(appConfig: AppConfig, workers: number): string | 
 
 /**
  * In the primary process: forks `workers` workers (each runs src/server.ts and listens on the shared port) and
- * replaces one that dies unexpectedly; SIGTERM/SIGINT are forwarded and the primary exits when all have. Returns
+ * replaces one that dies unexpectedly; answers the workers' requests for the service-wide `/metrics`; SIGTERM/SIGINT are forwarded and the primary exits when all have. Returns
  * false in a worker (the caller then serves).
  */
 export function runPrimary(workers: number, logger: Logger): boolean {
   if (!cluster.isPrimary) return false;
   let stopping = false;
+  serveClusterMetrics();
   for (let i = 0; i < workers; i++) cluster.fork();
   cluster.on("exit", (worker, code, signal) => {
     if (stopping) {

@@ -3,7 +3,9 @@ import type { FSWatcher } from "chokidar";
 import cluster from "node:cluster";
 import { getHeapStatistics } from "node:v8";
 import { buildApp } from "./app.js";
+import type { DistributedRunManager } from "./runtime/runs/distributed-run-manager.js";
 import { clusterProblem, runPrimary } from "./cluster.js";
+import { clusterMetricsReader } from "./observability/cluster-metrics.js";
 import { getAppConfig, getAppConfigStatus } from "./config/app-config.js";
 import { applyCallbackEnvDefault, applyProviderEnvDefaults } from "./config/process-env-defaults.js";
 import { readServerEnv } from "./config/server-env.js";
@@ -42,19 +44,25 @@ async function main(): Promise<void> {
   if (tracing) logger.info({ endpoint: env.otlpTracesEndpoint }, "OpenTelemetry tracing on");
   const app = await buildApp({ logger, heartbeatMs: env.heartbeatMs, corsOrigins: env.corsOrigins, allowedHosts: env.allowedHosts, tracing });
   const watcher: FSWatcher | null = configPath ? watchAppConfig(configPath) : null;
+  // A worker's /metrics reports the whole service, summed by the primary.
+  if (cluster.isWorker) app.metrics.service = clusterMetricsReader(app.metrics.registry);
 
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    logger.info({ signal }, "shutting down: interrupting in-flight runs (up to 5 s)");
-    const force = setTimeout(() => process.exit(1), 10_000).unref();
-    // Shared runs: refuse new requests and cut open streams first; clients reconnect to another process and
-    // follow the runs this one finishes during the drain.
-    if (app.deerflow.distributed) app.deerflow.closing.abort();
+    const { distributed, runs } = app.deerflow;
+    const graceMs = distributed ? env.shutdownGraceMs : 5_000;
+    logger.info({ signal, grace_ms: graceMs }, distributed ? "shutting down: finishing in-flight runs, then handing the rest over" : "shutting down: interrupting in-flight runs");
+    // Past the grace, the hand-over (5 s at most), the interrupt of the rest (2 s) and closing the stores.
+    const force = setTimeout(() => process.exit(1), graceMs + 15_000).unref();
+    // Shared runs: refuse new requests (readiness fails) and cut open streams first; clients reconnect to another
+    // process and follow the runs this one finishes during the grace, or that another resumes after it.
+    if (distributed) app.deerflow.closing.abort();
     await watcher?.close();
-    // Interrupt runs before closing the server: open SSE streams end with the runs, so close() is not held up.
-    await app.deerflow.runs.drain(5_000);
+    // Before closing the server: open SSE streams end with the runs, so close() is not held up.
+    const handOver = (runs as Partial<Pick<DistributedRunManager, "handOver">>).handOver;
+    await (handOver ? handOver.call(runs, graceMs) : runs.drain(graceMs));
     await app.close();
     clearTimeout(force);
     process.exit(0);

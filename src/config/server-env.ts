@@ -21,6 +21,11 @@ export interface ServerEnv {
   workers: number;
   /** The speed patches to install (`DEER_FLOW_PERF_PATCHES`, see {@link parsePerfPatches}); default all. */
   perfPatches: Set<PerfPatchName>;
+  /**
+   * How long, in ms, a process on SIGTERM lets its runs finish before handing the rest to another process
+   * (`DEER_FLOW_SHUTDOWN_GRACE_SECONDS`, default 60; shared runs only, docs/durable-runs.md).
+   */
+  shutdownGraceMs: number;
 }
 
 /** Origins allowed when `DEER_FLOW_CORS_ORIGINS` is unset: local development front ends on any port. */
@@ -35,7 +40,7 @@ export const DEFAULT_CORS_ORIGINS = ["http://localhost", "http://127.0.0.1", "ht
  * OpenTelemetry variables: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the full URL), else `OTEL_EXPORTER_OTLP_ENDPOINT`
  * + `/v1/traces`; off when neither is set or `OTEL_TRACES_EXPORTER=none`; `OTEL_SERVICE_NAME` (default
  * `deerflow-gateway`), `OTEL_EXPORTER_OTLP_HEADERS`.
- * `WORKERS` (processes sharing the port, default 1). `DEER_FLOW_PERF_PATCHES`: see {@link parsePerfPatches}.
+ * `WORKERS` (processes sharing the port, default 1). `DEER_FLOW_SHUTDOWN_GRACE_SECONDS` (default 60). `DEER_FLOW_PERF_PATCHES`: see {@link parsePerfPatches}.
  * @throws Error when `PORT` or `DEER_FLOW_HEARTBEAT_MS` is not a non-negative integer, `WORKERS` not >= 1, or
  *   `DEER_FLOW_PERF_PATCHES` names an unknown patch.
  */
@@ -53,6 +58,7 @@ export function readServerEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     logLevel: env.LOG_LEVEL?.trim() || "info",
     heartbeatMs: int("DEER_FLOW_HEARTBEAT_MS", 15_000, 0),
     workers: int("WORKERS", 1, 1),
+    shutdownGraceMs: int("DEER_FLOW_SHUTDOWN_GRACE_SECONDS", 60, 0) * 1000,
     perfPatches: parsePerfPatches(env.DEER_FLOW_PERF_PATCHES),
     corsOrigins: env.DEER_FLOW_CORS_ORIGINS?.trim()
       ? env.DEER_FLOW_CORS_ORIGINS.split(",").map((o) => o.trim().replace(/\/+$/, "")).filter(Boolean)

@@ -30,6 +30,8 @@ const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 3
 /** The gateway's metrics and the registry that exposes them. Names and labels are listed in docs/operations.md. */
 export interface GatewayMetrics {
   registry: Registry;
+  /** Under `WORKERS=N`: the whole service's metrics (cluster-metrics.ts); unset, `/metrics` answers `registry`'s. */
+  service?: () => Promise<string>;
   /** Runs whose worker started executing, by `assistant_id`. */
   runsStarted: Counter<"assistant_id">;
   /** Runs that ended, by `assistant_id` and final `status` (`success`, `error`, `interrupted`). */

@@ -33,7 +33,7 @@ describe("cluster mode", () => {
     expect(err).toContain("WORKERS=2 needs runs shared between processes");
     expect(err).toContain("stream_bridge: {type: redis");
     expect(err).toContain("database: {backend: postgres");
-  });
+  }, 90_000);
 
   it("runs two workers on one port with Redis and PostgreSQL; every request is served, SIGTERM stops them all", async () => {
     const config = path.join(dir, "shared.yaml");
@@ -52,6 +52,12 @@ describe("cluster mode", () => {
         }),
       );
       expect(results).toEqual(Array.from({ length: 8 }, (_, i) => `You said: n${i}`));
+      // Whichever worker answers, /metrics counts the whole service (the primary sums both workers' registries).
+      for (let i = 0; i < 4; i++) {
+        const text = await (await fetch(`${g.url}/metrics`)).text();
+        const finished = [...text.matchAll(/^deerflow_runs_finished_total\{[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+        expect(finished, text.slice(0, 500)).toBe(8);
+      }
     } finally {
       expect(await g.stop("SIGTERM")).toBe(0);
     }

@@ -8,7 +8,7 @@ import { until } from "./wait.js";
  * with tsx: about 2 s on a quiet machine, tens of seconds on a loaded 2-core host. A hook that starts processes
  * allows `PROCESS_HOOK_MS`.
  */
-export const PROCESS_START_MS = 75_000;
+export const PROCESS_START_MS = 120_000;
 /** Timeout (ms) of a beforeAll that starts up to two gateway processes side by side. */
 export const PROCESS_HOOK_MS = PROCESS_START_MS + 30_000;
 
@@ -28,7 +28,8 @@ export interface GatewayProcess {
 /**
  * Starts `src/server.ts` on `port` with `env` (DEER_FLOW_CONFIG_PATH, DEER_FLOW_HOME, ...) and waits until
  * `/health` answers.
- * @throws Error with the process output when it exits or is not ready within 30 s.
+ * @throws Error with the process output when it exits or is not ready within 180 s (tsx compiles the sources at start:
+ *   on a loaded machine that alone took 30 s).
  */
 export async function startGateway(port: number, env: Record<string, string>): Promise<GatewayProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {

@@ -20,14 +20,19 @@ export class SettlingCheckpointer extends BaseCheckpointSaver {
    * @param inner the process's checkpointer.
    * @param options.fresh the thread was created for this run under an id the request generated (no one else can
    *   know it before the run's first event), so it has no checkpoint until this run writes one.
+   * @param options.runId the run writing through this view: stored as `run_id` in each checkpoint's metadata (as
+   *   LangGraph Platform does), so a resume after a crash knows the thread's last checkpoint is the run's own.
    */
   constructor(
     private readonly inner: BaseCheckpointSaver,
-    options: { fresh?: boolean } = {},
+    options: { fresh?: boolean; runId?: string } = {},
   ) {
     super(inner.serde);
     this.empty = options.fresh === true;
+    this.runId = options.runId;
   }
+
+  private readonly runId: string | undefined;
 
   private track<T>(promise: Promise<T>): Promise<T> {
     this.pending.add(promise);
@@ -54,7 +59,8 @@ export class SettlingCheckpointer extends BaseCheckpointSaver {
     // LangGraph hands each put its own copy of the checkpoint, so keeping the reference is safe.
     if (!config.configurable?.checkpoint_ns) this.latestRoot = checkpoint;
     this.empty = false;
-    return this.track(this.inner.put(config, checkpoint, metadata, newVersions));
+    const tagged = this.runId && (metadata as { run_id?: unknown }).run_id === undefined ? { ...metadata, run_id: this.runId } : metadata;
+    return this.track(this.inner.put(config, checkpoint, tagged, newVersions));
   }
 
   putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {

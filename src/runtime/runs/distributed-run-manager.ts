@@ -10,11 +10,12 @@ import { APPEND_END_SCRIPT, openKey, streamKey } from "../stream/redis-stream-br
 import { FINISHED_RUN_RETENTION_MS, RunManager, type ActiveRun, type AdmitInput, type CancelAction } from "./run-manager.js";
 import type { RunRecord } from "../persistence/repositories.js";
 import { ExpiryQueue } from "../stream/expiry-queue.js";
+import { attemptsKey, cancelledKey, jobsKey, RESUME_CLAIM_SCRIPT, resumeLimitMessage } from "../stream/run-handover.js";
 import { newId } from "../ids.js";
 
 /**
  * Admits a run on a thread. KEYS: thread zset, in-flight hash, sequence. ARGV: run id, process id, strategy,
- * thread id, heartbeat key prefix. In-flight runs whose process has no heartbeat do not count (the reaper marks
+ * thread id, heartbeat key prefix, resume spec (JSON, or empty: the run is never resumed; KEYS[4] is the jobs hash). In-flight runs whose process has no heartbeat do not count (the reaper marks
  * them); the admitting process's own runs always count (its heartbeat may lag under load, its runs do not). Returns `{"conflict"}` for `reject` on a busy thread, else `{"ok", <ids of the live in-flight runs>...}`.
  */
 const ADMIT_SCRIPT = `
@@ -32,6 +33,7 @@ end
 if ARGV[3] == 'reject' and #alive > 1 then return {'conflict'} end
 redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[3]), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2] .. '|' .. ARGV[4])
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[4], ARGV[1], ARGV[6]) end
 return alive
 `;
 
@@ -62,9 +64,14 @@ export interface DistributedRunManagerOptions {
   cancelAckMs?: number;
   /** Stream retention bound in ms, for the end marker the reaper appends (default one day). */
   streamTtlMs?: number;
+  /** Times a run whose process died (or handed it over) is resumed by another before it is marked `error` (default 3). */
+  maxResumes?: number;
 }
 
-type ControlMessage = { type: "cancel"; runId: string; action: CancelAction; ack: string } | { type: "done"; runId: string; threadId: string };
+type ControlMessage =
+  | { type: "cancel"; runId: string; action: CancelAction; ack: string }
+  | { type: "done"; runId: string; threadId: string }
+  | { type: "handover"; processId: string };
 
 /**
  * A {@link RunManager} whose admission state lives in Redis: per thread, a sorted set of in-flight run ids
@@ -76,6 +83,7 @@ type ControlMessage = { type: "cancel"; runId: string; action: CancelAction; ack
  * (wakes waiting admissions). Every process reaps runs whose owner's heartbeat expired.
  */
 export class DistributedRunManager extends RunManager {
+  override readonly resumesRuns = true;
   /** This process's id in Redis. */
   readonly processId = randomUUID();
   private readonly subscriber: Redis;
@@ -87,6 +95,11 @@ export class DistributedRunManager extends RunManager {
   private reaper?: NodeJS.Timeout;
   private reaping = false;
   private stopped = false;
+  private subscriberClosed = false;
+  /** Resumes a run taken over here ({@link setResumer}); none: dead processes' runs are only reaped. */
+  private resumer?: (runId: string, spec: string, resumedBefore: number) => Promise<void>;
+  /** Ids of this process's in-flight runs that have a resume spec (only these are handed over). */
+  private readonly resumable = new Set<string>();
 
   private constructor(private readonly options: DistributedRunManagerOptions) {
     super(options.runs);
@@ -146,6 +159,8 @@ export class DistributedRunManager extends RunManager {
       return;
     }
     if (message.type === "done") return this.wake();
+    // A process leaving hands its unfinished runs over: take them now rather than at the next reaper pass.
+    if (message.type === "handover") return void this.reap();
     const run = this.live.get(message.runId);
     // A run that finished here a moment ago is acknowledged too: its canceller saw it in flight and waits.
     if (!run && !this.finishedHere.has(message.runId)) return;
@@ -203,18 +218,21 @@ export class DistributedRunManager extends RunManager {
     const runId = newId();
     const reply = (await redis.eval(
       ADMIT_SCRIPT,
-      3,
+      4,
       this.threadKey(input.threadId),
       this.inflightKey,
       `${prefix}runs:seq`,
+      jobsKey(prefix),
       runId,
       this.processId,
       input.strategy,
       input.threadId,
       `${prefix}proc:`,
+      input.resumeSpec ?? "",
     )) as string[];
     if (reply[0] === "conflict") throw new ConflictError(`Thread ${input.threadId} already has an active run`);
     const inFlight = reply.slice(1);
+    if (input.resumeSpec) this.resumable.add(runId);
     // Stored before the in-flight runs are cancelled: a store error releases the admission and cancels nothing.
     const run = this.register(input, runId, this.waitGone(inFlight));
     try {
@@ -237,7 +255,9 @@ export class DistributedRunManager extends RunManager {
     const run = this.live.get(runId);
     const wasFinished = !run || run.finished;
     super.finish(runId);
-    if (wasFinished || !run) return;
+    this.resumable.delete(runId);
+    // A run handed over stays in flight in Redis, under this (leaving) process, until another takes it.
+    if (wasFinished || !run || run.handedOver) return;
     this.finishedHere.schedule(runId, FINISHED_RUN_RETENTION_MS);
     const { redis } = this.options;
     const done: ControlMessage = { type: "done", runId, threadId: run.record.thread_id };
@@ -246,6 +266,8 @@ export class DistributedRunManager extends RunManager {
         .multi()
         .zrem(this.threadKey(run.record.thread_id), runId)
         .hdel(this.inflightKey, runId)
+        .hdel(jobsKey(this.options.prefix), runId)
+        .hdel(attemptsKey(this.options.prefix), runId)
         .publish(this.channel, JSON.stringify(done))
         .exec()
         .catch((err: Error) => this.options.logger.error({ err: err.message, run_id: runId }, "cannot release the run in redis")),
@@ -258,6 +280,8 @@ export class DistributedRunManager extends RunManager {
    */
   protected override async cancelElsewhere(record: RunRecord, action: CancelAction, wait: boolean): Promise<void> {
     const { redis, prefix } = this.options;
+    // First, so that a resume racing this cancel (the owner died) never starts the run again: it reaps it instead.
+    await redis.set(cancelledKey(prefix, record.run_id), action, "PX", this.options.streamTtlMs ?? 86_400_000);
     if (!(await this.liveAmong([record.run_id])).length) return;
     const ack = `${prefix}ack:${randomUUID()}`;
     const reader = redis.duplicate({ enableAutoPipelining: false });
@@ -283,16 +307,17 @@ export class DistributedRunManager extends RunManager {
   }
 
   /**
-   * One reaper pass: every in-flight run whose process has no heartbeat is claimed (once, across processes),
-   * stored as `interrupted`, its thread set `idle` unless another live run holds it, its stream given an `error`
-   * event and its end, and waiting admissions are woken.
+   * One reaper pass: every in-flight run whose process has no heartbeat is resumed here when it can be (see
+   * {@link resumeOrReap}), else claimed (once, across processes) and ended: stored as `interrupted` (or `error`
+   * past `maxResumes`), its thread set `idle` unless another live run holds it, its stream given an `error` event
+   * and its end, and waiting admissions woken.
    */
   async reap(): Promise<number> {
     if (this.reaping || this.stopped) return 0;
     this.reaping = true;
     let reaped = 0;
     try {
-      const { redis, prefix, logger } = this.options;
+      const { redis } = this.options;
       const entries = Object.entries(await redis.hgetall(this.inflightKey));
       if (!entries.length) return 0;
       const owners = [...new Set(entries.map(([, v]) => v.split("|")[0]))];
@@ -300,19 +325,7 @@ export class DistributedRunManager extends RunManager {
       // Never this process: its runs are alive while it runs this pass, whatever its heartbeat key says.
       const dead = new Set(owners.filter((o, i) => alive[i] === null && o !== this.processId));
       for (const [runId, value] of entries) {
-        const [owner, threadId] = value.split("|");
-        if (!dead.has(owner)) continue;
-        if ((await redis.eval(CLAIM_SCRIPT, 2, this.inflightKey, this.threadKey(threadId), runId)) !== 1) continue;
-        reaped++;
-        const record = await this.options.runs.get(runId);
-        if (record && (record.status === "pending" || record.status === "running")) {
-          await this.options.runs.save({ ...record, status: "interrupted", updated_at: new Date().toISOString(), error: "The gateway process running this run stopped" });
-        }
-        if (!(await this.hasInFlight(threadId))) await this.options.threads.setStatus(threadId, "idle");
-        const error = JSON.stringify({ message: "The gateway process running this run stopped", name: "ProcessLost", error: "ProcessLost" });
-        await redis.eval(APPEND_END_SCRIPT, 2, streamKey(prefix, runId), openKey(prefix, runId), error, "__end__", "0", String(this.options.streamTtlMs ?? 86_400_000));
-        await redis.publish(this.channel, JSON.stringify({ type: "done", runId, threadId } satisfies ControlMessage));
-        logger.warn({ run_id: runId, thread_id: threadId, process: owner }, "reaped a run whose process stopped");
+        if (dead.has(value.split("|")[0]) && (await this.resumeOrReap(runId, value))) reaped++;
       }
     } catch (err) {
       this.options.logger.error({ err: (err as Error).message }, "reaper pass failed");
@@ -320,6 +333,99 @@ export class DistributedRunManager extends RunManager {
       this.reaping = false;
     }
     return reaped;
+  }
+
+  /**
+   * A run whose owner is dead: taken over and resumed by this process when it has a resume spec, a resumer is set,
+   * no cancel came first and it was resumed fewer than `maxResumes` times; else reaped. True when it was handled
+   * here (resumed or reaped), false when another process took it first.
+   */
+  private async resumeOrReap(runId: string, value: string): Promise<boolean> {
+    const { redis, prefix, logger } = this.options;
+    const [owner, threadId] = value.split("|");
+    let reason = "The gateway process running this run stopped";
+    let status: "interrupted" | "error" = "interrupted";
+    const spec = this.resumer ? await redis.hget(jobsKey(prefix), runId) : null;
+    if (spec && this.resumer) {
+      const keys = [this.inflightKey, attemptsKey(prefix), cancelledKey(prefix, runId)];
+      const [verdict, n] = (await redis.eval(RESUME_CLAIM_SCRIPT, 3, ...keys, runId, value, `${this.processId}|${threadId}`, String(this.options.maxResumes ?? 3))) as string[];
+      if (verdict === "gone") return false;
+      if (verdict === "resume") {
+        // n counts this resume: the run was resumed n - 1 times before, and this is its attempt n + 1.
+        logger.warn({ run_id: runId, thread_id: threadId, process: owner, attempt: Number(n) + 1 }, "resuming a run whose process stopped");
+        await this.resumer(runId, spec, Number(n) - 1).catch((err: Error) => logger.error({ err: err.message, run_id: runId }, "resuming the run failed"));
+        return true;
+      }
+      if (verdict === "cancelled") reason = "Cancelled while the gateway process running it had stopped";
+      if (verdict === "exhausted") {
+        reason = resumeLimitMessage(Number(n));
+        status = "error";
+      }
+    }
+    if ((await redis.eval(CLAIM_SCRIPT, 2, this.inflightKey, this.threadKey(threadId), runId)) !== 1) return false;
+    await this.endLostRun(runId, threadId, reason, status);
+    logger.warn({ run_id: runId, thread_id: threadId, process: owner }, "reaped a run whose process stopped");
+    return true;
+  }
+
+  /** Ends a run no process runs any more: its record, its thread, its stream (an `error` frame, then the end). */
+  private async endLostRun(runId: string, threadId: string, reason: string, status: "interrupted" | "error"): Promise<void> {
+    const { redis, prefix } = this.options;
+    const record = await this.options.runs.get(runId);
+    if (record && (record.status === "pending" || record.status === "running")) {
+      await this.options.runs.save({ ...record, status, updated_at: new Date().toISOString(), error: reason });
+    }
+    await redis.multi().hdel(jobsKey(prefix), runId).hdel(attemptsKey(prefix), runId).exec();
+    if (!(await this.hasInFlight(threadId))) await this.options.threads.setStatus(threadId, "idle");
+    const name = status === "error" ? "ResumeLimitExceeded" : "ProcessLost";
+    const error = JSON.stringify({ message: reason, name, error: name });
+    await redis.eval(APPEND_END_SCRIPT, 2, streamKey(prefix, runId), openKey(prefix, runId), error, "__end__", "0", String(this.options.streamTtlMs ?? 86_400_000));
+    await redis.publish(this.channel, JSON.stringify({ type: "done", runId, threadId } satisfies ControlMessage));
+  }
+
+  /**
+   * Sets who resumes a run taken over from a dead (or leaving) process: called with the run id, its resume spec
+   * (JSON) and how many times it was resumed before; it adopts the run ({@link adopt}) and runs it again.
+   */
+  setResumer(resumer: (runId: string, spec: string, resumedBefore: number) => Promise<void>): void {
+    this.resumer = resumer;
+  }
+
+  /**
+   * Adopts a run this process took over (see {@link RunManager.adopt}); a cancel that raced the take-over (its
+   * mark is in Redis) cancels it at once, so it never runs again.
+   */
+  override async adopt(record: RunRecord): Promise<ActiveRun> {
+    const run = await super.adopt(record);
+    this.resumable.add(record.run_id);
+    const cancelled = await this.options.redis.get(cancelledKey(this.options.prefix, record.run_id));
+    if (cancelled) this.cancelRun(run, cancelled === "rollback" ? "rollback" : "interrupt");
+    return run;
+  }
+
+  /**
+   * Graceful leave (SIGTERM, docs/durable-runs.md): lets in-flight runs finish for up to `graceMs`, then hands the
+   * resumable rest over: each stops here without an outcome (record still `running`, stream open, checkpoints
+   * settled), this process's heartbeat is removed and a `handover` message makes the live processes take them at
+   * once and resume them from their last checkpoint. What cannot be resumed is interrupted ({@link drain}).
+   */
+  async handOver(graceMs: number): Promise<void> {
+    await settleWithin(this.inFlight(), graceMs);
+    const left = this.inFlight().filter((run) => this.resumable.has(run.record.run_id));
+    for (const run of left) {
+      run.handedOver = true;
+      run.controller.abort(new Error("Run handed over to another gateway process"));
+    }
+    await settleWithin(left, 5_000);
+    await Promise.all([...this.pending]);
+    clearInterval(this.heartbeat);
+    clearInterval(this.reaper);
+    this.stopped = true;
+    const { redis } = this.options;
+    await redis.del(this.procKey(this.processId)).catch(() => undefined);
+    if (left.length) await redis.publish(this.channel, JSON.stringify({ type: "handover", processId: this.processId } satisfies ControlMessage)).catch(() => undefined);
+    this.options.logger.info({ handed_over: left.length }, "handed unfinished runs over");
+    await this.drain(2_000);
   }
 
   /**
@@ -337,7 +443,8 @@ export class DistributedRunManager extends RunManager {
 
   /** Stops the heartbeat and the reaper, removes this process's heartbeat and unsubscribes. */
   async stop(): Promise<void> {
-    if (this.stopped) return;
+    if (this.subscriberClosed) return;
+    this.subscriberClosed = true;
     this.stopped = true;
     clearInterval(this.heartbeat);
     clearInterval(this.reaper);
@@ -347,4 +454,11 @@ export class DistributedRunManager extends RunManager {
     await this.options.redis.del(this.procKey(this.processId)).catch(() => undefined);
     this.subscriber.disconnect();
   }
+}
+
+/** Resolves when every run in `runs` has finished, or after `ms` (ms), whichever comes first. */
+async function settleWithin(runs: ActiveRun[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all(runs.map((r) => r.done)), new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
 }

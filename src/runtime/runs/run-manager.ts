@@ -22,6 +22,11 @@ export interface ActiveRun {
   errorName?: string;
   /** True once `done` has settled. */
   finished: boolean;
+  /**
+   * Set when this process leaves and hands the run to another (DistributedRunManager.handOver): the worker stops
+   * without recording an outcome or ending the stream; the process that resumes it does both.
+   */
+  handedOver?: boolean;
   onDisconnect: "cancel" | "continue";
 }
 
@@ -44,6 +49,11 @@ export interface AdmitInput {
   kwargs: RunRecord["kwargs"];
   onDisconnect: "cancel" | "continue";
   strategy: MultitaskStrategy;
+  /**
+   * What another process needs to resume the run should this one die or leave (JSON `ResumeSpec`, see
+   * stream/run-handover.ts); kept by the Redis coordinator while the run is in flight, ignored by one process.
+   */
+  resumeSpec?: string;
 }
 
 /**
@@ -55,6 +65,9 @@ export interface AdmitInput {
 export class RunManager {
   protected readonly live = new Map<string, ActiveRun & { resolveDone: () => void }>();
   protected readonly byThread = new Map<string, string[]>();
+
+  /** Whether runs admitted here can be resumed by another process (they then need {@link AdmitInput.resumeSpec}). */
+  readonly resumesRuns: boolean = false;
 
   /** @param store Where run records live (orphans of a previous process are recovered when it is opened). */
   constructor(protected readonly store: RunRepository) {}
@@ -106,6 +119,18 @@ export class RunManager {
     const run = { record, controller: new AbortController(), predecessors, done, finished: false, onDisconnect: input.onDisconnect, resolveDone };
     this.live.set(record.run_id, run);
     this.byThread.set(input.threadId, [...(this.byThread.get(input.threadId) ?? []), record.run_id]);
+    return run;
+  }
+
+  /**
+   * Takes a stored in-flight run (same id, same record) into this process to run it again: a resume after its
+   * process died or handed it over. It waits for no predecessor (its admission already did), and a client that
+   * disconnects from it never cancels it (the client that started it is gone).
+   */
+  async adopt(stored: RunRecord): Promise<ActiveRun> {
+    const input: AdmitInput = { threadId: stored.thread_id, assistantId: stored.assistant_id, metadata: stored.metadata, kwargs: stored.kwargs, onDisconnect: "continue", strategy: stored.multitask_strategy };
+    const run = this.register(input, stored.run_id, Promise.resolve());
+    run.record.created_at = stored.created_at;
     return run;
   }
 

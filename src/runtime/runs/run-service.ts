@@ -14,6 +14,8 @@ import { runAgent, type RunJob, type WorkerDeps } from "./worker.js";
 import type { RunQuotas } from "../limits/run-quotas.js";
 import { withRunScope } from "../../observability/run-scope.js";
 import { withPinnedAppConfig } from "../../config/app-config.js";
+import { latestCheckpoint } from "../threads/rollback.js";
+import type { ResumeSpec } from "../stream/run-handover.js";
 
 export { assertThreadId, THREAD_ID_PATTERN } from "../ids.js";
 export { toGraphInput, toMessages } from "../wire/messages.js";
@@ -123,6 +125,8 @@ export class RunService {
         kwargs: { input: request.input ?? null, config: { configurable: runConfig.configurable, recursion_limit: runConfig.recursion_limit } },
         onDisconnect: request.on_disconnect ?? "cancel",
         strategy: request.multitask_strategy ?? "reject",
+        // Only a coordinator shared by several processes keeps it (one serialization per run, not per event).
+        resumeSpec: this.deps.runs.resumesRuns ? JSON.stringify({ body, userId, userRole: origin.userRole, requestId: origin.requestId } satisfies ResumeSpec) : undefined,
       });
     } catch (err) {
       release?.();
@@ -134,12 +138,44 @@ export class RunService {
     await this.deps.bridge.open(run.record.run_id);
     const log = this.deps.logger.child({ run_id: run.record.run_id, thread_id: tid, ...(origin.requestId ? { request_id: origin.requestId } : {}) });
     const observation = this.deps.observer?.begin({ runId: run.record.run_id, threadId: tid, assistantId: run.record.assistant_id, userId, requestId: origin.requestId, log });
-    const job: RunJob = { input, runConfig, request, requestId: origin.requestId, log, observation, freshThread };
+    this.execute(run, { input, runConfig, request, requestId: origin.requestId, log, observation, freshThread });
+    return { run, request };
+  }
+
+  /** Runs an admitted (or adopted) run's worker in the background. */
+  private execute(run: ActiveRun, job: RunJob): void {
     // The run scope carries the run's logger and counters into the model calls (retry log, fallbacks); the pinned
     // config gives the whole run the config version it starts with (its first read, when the worker begins).
     const execute = () => withPinnedAppConfig(() => runAgent(run, job, this.deps));
-    void (observation ? withRunScope(observation.scope, execute) : execute());
-    return { run, request };
+    void (job.observation ? withRunScope(job.observation.scope, execute) : execute());
+  }
+
+  /**
+   * Resumes a run this process took over from one that died or left (docs/durable-runs.md): same run id, same
+   * request; the graph continues from the run's last checkpoint (input null) when the run wrote one, else starts
+   * again from the request's input. The step that was under way is run again. The run's metadata gets `resumed`
+   * (how many times). A run no longer in flight in the store (cancelled meanwhile) is left as it is.
+   * @param specJson the run's {@link ResumeSpec}. @param resumedBefore resumes before this one.
+   * @throws a store error (the caller logs it).
+   */
+  async resume(runId: string, specJson: string, resumedBefore: number): Promise<void> {
+    const spec = JSON.parse(specJson) as ResumeSpec;
+    const { runs, persistence, bridge } = this.deps;
+    const stored = await persistence.runs.get(runId);
+    if (!stored || (stored.status !== "pending" && stored.status !== "running")) return;
+    const request = checkRunRequest(spec.body as RunCreate);
+    const tid = stored.thread_id;
+    const runConfig = buildRunConfig(request, tid, { maxRecursionLimit: this.deps.getAppConfig().max_recursion_limit, userId: spec.userId });
+    if (spec.userRole !== undefined) runConfig.context.user_role = spec.userRole;
+    const latest = await latestCheckpoint(persistence.checkpointer, tid);
+    const own = (latest?.metadata as Record<string, unknown> | undefined)?.run_id === runId;
+    const checkpointId = request.checkpoint_id ?? (request.checkpoint?.checkpoint_id as string | undefined);
+    if (!own && checkpointId) runConfig.configurable.checkpoint_id = checkpointId;
+    const run = await runs.adopt({ ...stored, metadata: { ...stored.metadata, resumed: resumedBefore + 1 } });
+    await bridge.reopen?.(runId);
+    const log = this.deps.logger.child({ run_id: runId, thread_id: tid, attempt: resumedBefore + 2 });
+    const observation = this.deps.observer?.begin({ runId, threadId: tid, assistantId: stored.assistant_id, userId: spec.userId, requestId: spec.requestId, log });
+    this.execute(run, { input: own ? null : toGraphInput(request), runConfig, request, requestId: spec.requestId, log, observation, attempt: resumedBefore + 2 });
   }
 
   /**

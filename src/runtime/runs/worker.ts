@@ -73,6 +73,12 @@ export interface RunJob {
    * checkpoint before the run, and releases it however the run ends, started or not.
    */
   freshThread?: boolean;
+  /**
+   * Set when the run is resumed after its process died or handed it over (docs/durable-runs.md): the attempt number
+   * (2 for the first resume), published in the `metadata` frame so a client can drop the partial message of the
+   * step that is re-run.
+   */
+  attempt?: number;
 }
 
 /** The factory's callbacks (a handler list, or a manager) plus the observer's handlers. */
@@ -188,8 +194,25 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
   } finally {
     // The run no longer holds the thread's sandbox (DeerFlow SandboxMiddleware.after_agent's release).
     if (progress.context) deps.sandboxProvider?.releaseThread?.(String(progress.context.thread_id), String(progress.context.user_id));
-    await recordOutcome(run, job, deps, progress, log);
-    log.info({ status: progress.status }, "run finished");
+    if (run.handedOver) await handOverRun(run, job, deps, progress, log);
+    else await recordOutcome(run, job, deps, progress, log);
+    log.info({ status: run.handedOver ? "handed over" : progress.status }, "run finished");
+  }
+}
+
+/**
+ * Stops a run handed over to another process: no outcome, no end of stream (the process that resumes it records
+ * and ends both); only the checkpoint writes it started are settled, so the resume starts from its last step.
+ */
+async function handOverRun(run: ActiveRun, job: RunJob, deps: WorkerDeps, progress: RunProgress, log: Logger): Promise<void> {
+  try {
+    await progress.savingRunning;
+    await progress.checkpointer?.settle();
+  } catch (err) {
+    log.error({ err: (err as Error).message }, "settling a handed-over run failed");
+  } finally {
+    deps.runs.finish(run.record.run_id);
+    job.observation?.finished("interrupted");
   }
 }
 
@@ -227,7 +250,7 @@ async function buildAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps, progres
   const { run_id: runId, thread_id: threadId } = run.record;
   const { runConfig } = job;
   if (!job.freshThread) await persistence.threads.setStatus(threadId, "busy");
-  deps.bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: 1 });
+  deps.bridge.publish(runId, "metadata", { run_id: runId, thread_id: threadId, attempt: job.attempt ?? 1 });
   // A thread created for this run has no checkpoint yet: nothing to read (or to roll back to).
   if (!job.freshThread) progress.before = await latestCheckpoint(persistence.checkpointer, threadId);
   const context = (progress.context = buildRunContext({
@@ -250,7 +273,7 @@ async function buildAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps, progres
     runName: runConfig.run_name,
   })) as BuiltAgent;
   // The run's own view of the checkpointer: a rollback first waits for the writes this run's graph started.
-  agent.checkpointer = progress.checkpointer = new SettlingCheckpointer(persistence.checkpointer, { fresh: job.freshThread });
+  agent.checkpointer = progress.checkpointer = new SettlingCheckpointer(persistence.checkpointer, { fresh: job.freshThread, runId });
   progress.agent = agent;
   const metadata = (progress.metadata = { ...baseMetadata, ...(agent.resolved?.metadata ?? {}) });
   run.record.metadata = { ...run.record.metadata, ...metadata };

@@ -62,6 +62,8 @@ return 1
 export class RedisStreamBridge extends MemoryStreamBridge {
   private readonly base = new Map<string, number>();
   private readonly readers = new Set<Redis>();
+  /** Runs resumed here after another process ran them: Redis has their earlier events, so subscribers read it. */
+  private readonly resumed = new Set<string>();
   private closed = false;
 
   constructor(private readonly options: RedisStreamBridgeOptions) {
@@ -89,6 +91,22 @@ export class RedisStreamBridge extends MemoryStreamBridge {
     const { redis, prefix, ttlMs } = this.options;
     // A failed write is logged, not thrown: the run is already admitted and must still run (joins elsewhere may then
     // end early).
+    await redis.set(openKey(prefix, runId), String(this.baseOf(runId)), "PX", ttlMs).catch(this.fail);
+  }
+
+  /**
+   * Re-declares a resumed run's stream: its id base and next sequence number are read from Redis (the open key and
+   * the last entry), so its ids go on where the previous process stopped and a client's `Last-Event-ID` holds.
+   */
+  async reopen(runId: string): Promise<void> {
+    const { redis, prefix, ttlMs } = this.options;
+    const key = streamKey(prefix, runId);
+    const [[, base], [, last]] = (await redis.multi().get(openKey(prefix, runId)).xrevrange(key, "+", "-", "COUNT", 1).exec())! as unknown as [[unknown, string | null], [unknown, [string, string[]][]]];
+    const lastId = last[0]?.[0];
+    this.base.set(runId, Number(base ?? lastId?.split("-")[0] ?? Date.now()));
+    super.open(runId);
+    this.runs.get(runId)!.offset = lastId ? parseEventSeq(lastId)! + 1 : 0;
+    this.resumed.add(runId);
     await redis.set(openKey(prefix, runId), String(this.baseOf(runId)), "PX", ttlMs).catch(this.fail);
   }
 
@@ -120,6 +138,7 @@ export class RedisStreamBridge extends MemoryStreamBridge {
 
   protected override expire(runId: string): void {
     super.expire(runId);
+    this.resumed.delete(runId);
     this.base.delete(runId);
   }
 
@@ -134,7 +153,7 @@ export class RedisStreamBridge extends MemoryStreamBridge {
   }
 
   override subscribe(runId: string, options: SubscribeOptions = {}): AsyncGenerator<BridgeItem> {
-    return this.runs.has(runId) ? super.subscribe(runId, options) : this.subscribeRemote(runId, options);
+    return this.runs.has(runId) && !this.resumed.has(runId) ? super.subscribe(runId, options) : this.subscribeRemote(runId, options);
   }
 
   /** Serves a run held by another process (or by nobody any more) from its Redis stream. */

@@ -220,6 +220,10 @@ export class RecordingStreamBridge implements StreamBridge {
     return this.inner.open(runId);
   }
 
+  async reopen(runId: string): Promise<void> {
+    await this.inner.reopen?.(runId);
+  }
+
   publish(runId: string, event: string, data: unknown, json?: string): string {
     const id = this.inner.publish(runId, event, data, json);
     try {

@@ -80,6 +80,7 @@ export async function openRunCoordination(appConfig: AppConfig, persistence: Per
     // run_ownership (DeerFlow's lease and grace) replaces the bridge's lease when set.
     leaseMs: appConfig.run_ownership ? (appConfig.run_ownership.lease_seconds + appConfig.run_ownership.grace_seconds) * 1000 : section.lease_ms,
     streamTtlMs: ttlMs,
+    maxResumes: section.max_resumes,
   });
   return {
     bridge,

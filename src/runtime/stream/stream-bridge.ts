@@ -36,6 +36,11 @@ export interface StreamBridge {
    */
   open(runId: string): void | Promise<void>;
   /**
+   * Re-declares the stream of a run this process resumes after another ran it (networked bridges only): new events
+   * continue its ids after the last one published, and subscribers are served from the shared store.
+   */
+  reopen?(runId: string): Promise<void>;
+  /**
    * Appends an event to the run's log and wakes its subscribers. Returns the event id.
    * @param json `data` already serialized (`JSON.stringify(data)`), when the caller has it: not serialized again.
    */
