@@ -47,14 +47,15 @@ describe("refused keys", () => {
   });
 
   it("accepts a not-offered section that leaves its feature off, and skill_scan while no skill writes exist", () => {
-    expect(() => parseAppConfigText("mcp_tasks:\n  enabled: false\nacp_agents: {}\nskill_scan:\n  enabled: true\n", "c.yaml", {})).not.toThrow();
+    expect(() => parseAppConfigText("plugins: []\nacp_agents: {}\nskill_scan:\n  enabled: true\n", "c.yaml", {})).not.toThrow();
     expect(() => parseAppConfigText("skill_scan:\n  enabled: true\nskill_evolution:\n  enabled: true\n", "c.yaml", {})).toThrow("'skill_scan' turns on deterministic skill scanning");
   });
 
   it("starts anyway with DEER_FLOW_IGNORE_UNSUPPORTED, logging each ignored key loudly", () => {
-    const config = parseAppConfigText("mcp_tasks:\n  enabled: true\n", "c.yaml", { DEER_FLOW_IGNORE_UNSUPPORTED: "mcp_tasks" }) as Record<string, unknown>;
-    expect(config.mcp_tasks).toEqual({ enabled: true });
-    const line = logs.lines().find((l) => l.key === "mcp_tasks");
+    const text = "plugins:\n  - name: example\n    use: deerflow_extension_example:install\n    enabled: true\n";
+    const config = parseAppConfigText(text, "c.yaml", { DEER_FLOW_IGNORE_UNSUPPORTED: "plugins" }) as Record<string, unknown>;
+    expect(config.plugins).toEqual([{ name: "example", use: "deerflow_extension_example:install", enabled: true }]);
+    const line = logs.lines().find((l) => l.key === "plugins");
     expect(line?.level).toBe(50);
     expect(line?.msg).toContain("this setting has NO effect");
   });
