@@ -20,8 +20,10 @@ export class SettlingCheckpointer extends BaseCheckpointSaver {
    * @param inner the process's checkpointer.
    * @param options.fresh the thread was created for this run under an id the request generated (no one else can
    *   know it before the run's first event), so it has no checkpoint until this run writes one.
-   * @param options.runId the run writing through this view: stored as `run_id` in each checkpoint's metadata (as
-   *   LangGraph Platform does), so a resume after a crash knows the thread's last checkpoint is the run's own.
+   * @param options.runId the run writing through this view: stored as `writer_run_id` in each checkpoint's metadata,
+   *   so a resume after a crash knows the thread's last checkpoint is the run's own. Not `run_id`: LangGraph treats
+   *   an invocation whose `config.metadata.run_id` matches the last checkpoint's `run_id` as a resume and drops its
+   *   input, which would swallow the hidden turns a goal continuation sends within one run.
    */
   constructor(
     private readonly inner: BaseCheckpointSaver,
@@ -59,7 +61,7 @@ export class SettlingCheckpointer extends BaseCheckpointSaver {
     // LangGraph hands each put its own copy of the checkpoint, so keeping the reference is safe.
     if (!config.configurable?.checkpoint_ns) this.latestRoot = checkpoint;
     this.empty = false;
-    const tagged = this.runId && (metadata as { run_id?: unknown }).run_id === undefined ? { ...metadata, run_id: this.runId } : metadata;
+    const tagged = this.runId ? { ...metadata, writer_run_id: this.runId } : metadata;
     return this.track(this.inner.put(config, checkpoint, tagged, newVersions));
   }
 

@@ -168,7 +168,7 @@ export class RunService {
     const runConfig = buildRunConfig(request, tid, { maxRecursionLimit: this.deps.getAppConfig().max_recursion_limit, userId: spec.userId });
     if (spec.userRole !== undefined) runConfig.context.user_role = spec.userRole;
     const latest = await latestCheckpoint(persistence.checkpointer, tid);
-    const own = (latest?.metadata as Record<string, unknown> | undefined)?.run_id === runId;
+    const own = (latest?.metadata as Record<string, unknown> | undefined)?.writer_run_id === runId;
     const checkpointId = request.checkpoint_id ?? (request.checkpoint?.checkpoint_id as string | undefined);
     if (!own && checkpointId) runConfig.configurable.checkpoint_id = checkpointId;
     const run = await runs.adopt({ ...stored, metadata: { ...stored.metadata, resumed: resumedBefore + 1 } });
