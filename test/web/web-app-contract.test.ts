@@ -143,9 +143,10 @@ describe("features and features not offered", () => {
     await postJson(`${h.url}/api/threads`, { thread_id: "t3" });
     expect(await getJson("/api/threads/t3/mcp-tasks?limit=20")).toEqual({ status: 200, body: [] });
     expect(await getJson("/api/threads/t3/scheduled-tasks")).toEqual({ status: 200, body: [] });
+    // Channels are offered (docs/channels.md) but off in this config: a connect code is refused, saying why.
     const connect = await send("POST", "/api/channels/telegram/connect");
-    expect(connect.status).toBe(501);
-    expect(connect.body.detail).toContain("not offered");
+    expect(connect.status).toBe(400);
+    expect(connect.body.detail).toBe("Channel connections are disabled");
     expect((await send("POST", "/api/threads/t3/browser/navigate", { url: "https://example.com" })).status).toBe(501);
     expect(await getJson("/api/suggestions/config")).toEqual({ status: 200, body: { enabled: true, max_suggestions: 3 } });
   });
