@@ -34,6 +34,18 @@ const write = (p: string, content: string) => `!call write_file ${JSON.stringify
 const outputs = (threadId: string) => path.join(process.env.DEER_FLOW_HOME!, "users", "default", "threads", threadId, "user-data", "outputs");
 
 describe("workspace changes", () => {
+  it("lists a file written in the run that created its thread (no first scan), and nothing for a run without tools", async () => {
+    // A stateless run creates its thread under a new id (the worker reads no checkpoint of it).
+    const res = await postJson(`${h.url}/runs/wait`, { assistant_id: "lead_agent", input: { messages: [{ type: "human", content: write("/mnt/user-data/outputs/new.md", "fresh\n") }] } });
+    expect(res.status).toBe(200);
+    const [, , w0, , runId] = String(res.headers.get("content-location")).split("/");
+    const changes = await get(`/api/threads/${w0}/runs/${runId}/workspace-changes`);
+    expect(changes.body).toMatchObject({ available: true, summary: { created: 1, modified: 0, deleted: 0 } });
+    expect(changes.body.files.map((f: any) => f.path)).toEqual(["/mnt/user-data/outputs/new.md"]);
+    const chat = await say(w0, "hello");
+    expect((await get(`/api/threads/${w0}/runs/${chat}/workspace-changes`)).body).toMatchObject({ available: false });
+  });
+
   it("lists a file the agent wrote, with its unified diff; then a change in a later run", async () => {
     await postJson(`${h.url}/api/threads`, { thread_id: "w1" });
     const first = await say("w1", write("/mnt/user-data/outputs/report.md", "# Report\nline one\n"));

@@ -108,6 +108,25 @@ export function rootError(err: unknown): Error {
 }
 
 /** Messages in a checkpoint's `messages` channel. */
+/** A checkpoint's tool messages' ids (a tool message without an id counts as new). */
+const toolMessageIds = (checkpoint: Checkpoint | undefined): Set<unknown> => {
+  const messages = (checkpoint?.channel_values as { messages?: unknown } | undefined)?.messages;
+  const ids = new Set<unknown>();
+  if (Array.isArray(messages)) for (const m of messages) if (((m as { getType?: () => string }).getType?.() ?? (m as { type?: unknown }).type) === "tool") ids.add((m as { id?: unknown }).id ?? Symbol("no id"));
+  return ids;
+};
+
+/**
+ * Whether the run may have changed the thread's files: only tools write them, so a run that ended normally with no
+ * new tool message in its thread did not (a failed or stopped run may have stopped inside a tool: assume it did).
+ */
+function mayHaveChangedFiles(progress: RunProgress): boolean {
+  if (progress.status !== "success") return true;
+  const before = toolMessageIds(progress.before?.checkpoint);
+  for (const id of toolMessageIds(progress.checkpointer?.latestRoot)) if (!before.has(id)) return true;
+  return false;
+}
+
 const messageCount = (checkpoint: Checkpoint | undefined): number => {
   const messages = checkpoint?.channel_values?.messages;
   return Array.isArray(messages) ? messages.length : 0;
@@ -182,7 +201,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     }
     progress.started = true;
     job.observation?.started();
-    if (deps.runEvents && deps.home) await (progress.workspace = trackRunWorkspace(deps.home, String(job.runConfig.context.user_id), run.record.thread_id, run.record.run_id, deps.runEvents)).ready;
+    if (deps.runEvents && deps.home) await (progress.workspace = trackRunWorkspace(deps.home, String(job.runConfig.context.user_id), run.record.thread_id, run.record.run_id, deps.runEvents, { fresh: job.freshThread })).ready;
     const agent = await buildAgent(run, job, deps, progress, log);
     if (signal.aborted) throw signal.reason;
     await streamAndPublish(agent, run, job, deps.bridge, progress);
@@ -383,7 +402,7 @@ async function recordOutcome(run: ActiveRun, job: RunJob, deps: WorkerDeps, prog
   } catch (err) {
     log.error({ err: (err as Error).message }, "recording the run's outcome failed");
   } finally {
-    await progress.workspace?.finish();
+    await progress.workspace?.finish(mayHaveChangedFiles(progress));
     bridge.publishEnd(runId);
     bridge.cleanup(runId, deps.cleanupDelayMs ?? FINISHED_RUN_RETENTION_MS);
     runs.finish(runId);

@@ -17,25 +17,37 @@ export interface WorkspaceEventSink {
 
 /** A run's tracker: `finish()` scans again and records the changes. */
 export interface RunWorkspaceTracker {
-  /** Records the run's changes (none recorded when nothing changed). Never throws. @returns the comparison, or null. */
-  finish(): Promise<WorkspaceChangeResult | null>;
+  /**
+   * Records the run's changes (none recorded when nothing changed). Never throws. With `mayHaveChanged: false` (the
+   * run ended normally and no tool answered during it) nothing is scanned: only tools write the thread's files.
+   * @returns the comparison, or null.
+   */
+  finish(mayHaveChanged?: boolean): Promise<WorkspaceChangeResult | null>;
+}
+
+/** Options of {@link trackRunWorkspace}. */
+export interface TrackOptions {
+  /** The thread was created for this run: it has no files yet, so the first snapshot is empty without a scan. */
+  fresh?: boolean;
 }
 
 /**
  * Starts tracking the thread's files for `runId`: the first scan starts now (the caller awaits {@link ready} before
  * the agent's tools may write). A thread or user id that is not a safe path segment tracks nothing.
  */
-export function trackRunWorkspace(home: string, userId: string, threadId: string, runId: string, sink: WorkspaceEventSink): RunWorkspaceTracker & { ready: Promise<unknown> } {
+export function trackRunWorkspace(home: string, userId: string, threadId: string, runId: string, sink: WorkspaceEventSink, options: TrackOptions = {}): RunWorkspaceTracker & { ready: Promise<unknown> } {
   let roots: ReturnType<typeof workspaceRoots>;
   try {
     roots = workspaceRoots(threadDataPaths(home, userId, threadId));
   } catch {
     return { ready: Promise.resolve(), finish: async () => null };
   }
-  const before: Promise<WorkspaceSnapshot | null> = scanWorkspace(roots, DEFAULT_LIMITS).catch(() => null);
+  // Two directory walks per run cost several percent of a chat run's CPU: skip the ones that cannot find anything.
+  const before: Promise<WorkspaceSnapshot | null> = options.fresh ? Promise.resolve({ files: new Map(), truncated: false }) : scanWorkspace(roots, DEFAULT_LIMITS).catch(() => null);
   return {
     ready: before,
-    async finish() {
+    async finish(mayHaveChanged = true) {
+      if (!mayHaveChanged) return null;
       try {
         const start = await before;
         if (!start) return null;
