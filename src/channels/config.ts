@@ -49,6 +49,55 @@ export const SlackSection = z.looseObject({
   if (v.enabled && !v.signing_secret) ctx.addIssue({ code: "custom", message: "channels.slack.signing_secret is required: events are verified with it (Socket Mode is not offered)" });
 });
 
+/** `channels.feishu.domain`: the Open Platform root; `feishu` / `lark` name the two public ones (upstream takes a URL). */
+export const FEISHU_DOMAINS: Readonly<Record<string, string>> = { feishu: "https://open.feishu.cn", lark: "https://open.larksuite.com" };
+
+/**
+ * `channels.feishu`: Feishu / Lark. Upstream keys (`app_id`, `app_secret`, `domain`, `verification_token`) plus
+ * `encrypt_key` and `mode`. Upstream holds a long connection (websocket) through lark-oapi; that mode is refused here
+ * (its endpoint and protobuf frames are the SDK's, no local fake can stand in), so `mode: webhook` (the event
+ * callback URL) is required.
+ */
+export const FeishuSection = z.looseObject({
+  ...Common,
+  app_id: z.string().default(""),
+  app_secret: z.string().default(""),
+  /** The API root: `https://open.feishu.cn` (default), `https://open.larksuite.com`, `feishu`, `lark`, or any URL (tests). */
+  domain: z.string().default("https://open.feishu.cn").transform((d) => FEISHU_DOMAINS[d.toLowerCase()] ?? d).pipe(z.string().url()),
+  /** `websocket` is upstream's long connection (refused); `webhook` is the event callback endpoint. */
+  mode: z.enum(["websocket", "webhook"]).default("websocket"),
+  /** The app's Verification Token: every plaintext event's `token` must equal it. */
+  verification_token: z.string().default(""),
+  /** The app's Encrypt Key: events arrive AES-256-CBC encrypted and signed (`X-Lark-Signature`). */
+  encrypt_key: z.string().default(""),
+}).superRefine((v, ctx) => {
+  if (!v.enabled) return;
+  if (!v.app_id || !v.app_secret) ctx.addIssue({ code: "custom", message: "channels.feishu.app_id and app_secret are required when the channel is enabled" });
+  if (v.mode === "websocket") ctx.addIssue({ code: "custom", message: "channels.feishu: the long-connection (websocket) mode is not offered; set channels.feishu.mode: webhook and point the app's event callback URL at /api/channels/webhooks/feishu" });
+  if (v.mode === "webhook" && !v.verification_token && !v.encrypt_key) ctx.addIssue({ code: "custom", message: "channels.feishu.verification_token or encrypt_key is required in webhook mode (event deliveries are verified with it)" });
+});
+
+/**
+ * `channels.discord`: the Gateway (websocket) and the REST API. Upstream keys: `bot_token`, `allowed_guilds`,
+ * `mention_only`, `allowed_channels` (upstream: channels exempt from mention_only, not an allow-list), `thread_mode`
+ * (a thread per conversation: not offered, refused when true). Plus `api_base` and `gateway_url` for other roots.
+ */
+export const DiscordSection = z.looseObject({
+  ...Common,
+  bot_token: z.string().default(""),
+  /** Guild (server) ids the bot answers in; empty: every guild. When set, DMs are refused too (upstream). */
+  allowed_guilds: IdList,
+  thread_mode: z.boolean().optional(),
+  /** The REST root (`https://discord.com/api/v10`); requests go to `<api_base>/channels/...`. */
+  api_base: z.string().url().default("https://discord.com/api/v10"),
+  /** The Gateway URL; empty: asked from `GET <api_base>/gateway/bot` (Discord's documented way). */
+  gateway_url: z.string().default(""),
+}).superRefine((v, ctx) => {
+  if (!v.enabled) return;
+  if (!v.bot_token) ctx.addIssue({ code: "custom", message: "channels.discord.bot_token is required when the channel is enabled" });
+  if (v.thread_mode === true) ctx.addIssue({ code: "custom", message: "channels.discord.thread_mode is not offered (answers go into the channel, replying to the message); set thread_mode: false" });
+});
+
 /** Upstream's session defaults for every channel run (`channels.session`). */
 const SessionSection = z.looseObject({
   assistant_id: z.string().default("lead_agent"),
@@ -56,7 +105,7 @@ const SessionSection = z.looseObject({
   context: z.record(z.string(), z.unknown()).default({}),
 });
 
-/** The `channels` section. Platforms other than `telegram` and `slack` are refused when enabled (config-keys.ts). */
+/** The `channels` section. Platforms other than these four are refused when enabled (config-keys.ts). */
 export const ChannelsSection = z.looseObject({
   session: SessionSection.default({ assistant_id: "lead_agent", config: {}, context: {} }),
   /** Inbound messages handled at once (upstream `max_concurrency`). */
@@ -67,10 +116,18 @@ export const ChannelsSection = z.looseObject({
   max_message_chars: z.number().int().min(1).max(1_000_000).default(100_000),
   telegram: TelegramSection.optional(),
   slack: SlackSection.optional(),
+  feishu: FeishuSection.optional(),
+  discord: DiscordSection.optional(),
 });
 export type ChannelsConfig = z.infer<typeof ChannelsSection>;
 export type TelegramConfig = z.infer<typeof TelegramSection>;
 export type SlackConfig = z.infer<typeof SlackSection>;
+export type FeishuConfig = z.infer<typeof FeishuSection>;
+export type DiscordConfig = z.infer<typeof DiscordSection>;
+/** The platforms this gateway runs (a `channels.<name>` section each). */
+export type PlatformName = "telegram" | "slack" | "feishu" | "discord";
+/** The keys every platform section has (the manager's allow-lists and mention rule read them per message). */
+export type PlatformSection = { allowed_users: string[]; allowed_channels: string[]; mention_only: boolean; allowed_guilds?: string[] };
 
 /** `channel_connections`: per-user bindings of platform identities (upstream channel_connections_config.py). */
 export const ChannelConnectionsSection = z.looseObject({
@@ -79,6 +136,8 @@ export const ChannelConnectionsSection = z.looseObject({
   require_bound_identity: z.boolean().default(true),
   telegram: z.looseObject({ enabled: z.boolean().default(false), bot_username: z.string().default("") }).optional(),
   slack: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
+  feishu: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
+  discord: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
 });
 export type ChannelConnectionsConfig = z.infer<typeof ChannelConnectionsSection>;
 
@@ -120,4 +179,6 @@ export function readChannelSettings(raw: Record<string, unknown>): ChannelSettin
 export const PROVIDERS: Readonly<Record<string, { display_name: string; auth_mode: "deep_link" | "binding_code" }>> = {
   telegram: { display_name: "Telegram", auth_mode: "deep_link" },
   slack: { display_name: "Slack", auth_mode: "binding_code" },
+  feishu: { display_name: "Feishu", auth_mode: "binding_code" },
+  discord: { display_name: "Discord", auth_mode: "binding_code" },
 };

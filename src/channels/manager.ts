@@ -10,7 +10,7 @@ import type { RunManager } from "../runtime/runs/run-manager.js";
 import type { RunService } from "../runtime/runs/run-service.js";
 import type { StreamBridge } from "../runtime/stream/stream-bridge.js";
 import { HELP_TEXT, extractConnectCode, parseCommand, unknownCommandReply } from "./commands.js";
-import { PROVIDERS, type ChannelSettings } from "./config.js";
+import { PROVIDERS, type ChannelSettings, type PlatformName, type PlatformSection } from "./config.js";
 import { ReplyStreamer } from "./reply-stream.js";
 import type { ChannelConnection, ChannelStore, DedupeStore } from "./store.js";
 import { PlatformError, type ChannelAdapter, type InboundMessage } from "./types.js";
@@ -75,9 +75,13 @@ export class ChannelManager {
 
   /** Allow-lists (users, chats) and the mention rule; a message they exclude is ignored without an answer. */
   private allowed(msg: InboundMessage): boolean {
-    const section = this.deps.settings().channels[msg.provider as "telegram" | "slack"];
+    const section = this.deps.settings().channels[msg.provider as PlatformName] as PlatformSection | undefined;
     if (!section) return false;
     if (section.allowed_users.length && !section.allowed_users.includes(msg.userId)) return false;
+    // Discord's allowed_guilds (upstream): a DM has no guild and is refused once the list is set.
+    if (section.allowed_guilds?.length && !(msg.guildId && section.allowed_guilds.includes(msg.guildId))) return false;
+    // Discord's allowed_channels exempt a channel from mention_only (upstream); elsewhere they restrict to the list.
+    if (msg.provider === "discord") return !(section.mention_only && !msg.isDirect && !msg.mentioned && !section.allowed_channels.includes(msg.chatId));
     if (section.allowed_channels.length && !msg.isDirect && !section.allowed_channels.includes(msg.chatId)) return false;
     return !(section.mention_only && !msg.isDirect && !msg.mentioned);
   }

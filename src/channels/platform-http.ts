@@ -28,7 +28,7 @@ export type Verdict = { kind: "ok" } | { kind: "retry"; afterMs?: number } | { k
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * POSTs `body` as JSON to `url` and retries per `judge` and `policy`. Counts every HTTP request in `counter`.
+ * Sends `body` as JSON to `url` (POST unless `options.method` says PATCH / GET; GET sends no body) and retries per `judge` and `policy`. Counts every HTTP request in `counter`.
  * @returns the accepted answer. @throws PlatformError when `judge` fails it or the tries are spent (`rate_limited`
  *   after 429s, `other` after 5xx / network errors).
  */
@@ -37,7 +37,7 @@ export async function callPlatform(
   url: string,
   body: unknown,
   judge: (answer: PlatformAnswer) => Verdict,
-  options: { headers?: Record<string, string>; policy?: RetryPolicy; counter?: { calls: number }; signal?: AbortSignal } = {},
+  options: { method?: "POST" | "PATCH" | "GET"; headers?: Record<string, string>; policy?: RetryPolicy; counter?: { calls: number }; signal?: AbortSignal } = {},
 ): Promise<PlatformAnswer> {
   const policy = options.policy ?? DEFAULT_RETRY;
   let lastKind: PlatformError["kind"] = "other";
@@ -47,7 +47,8 @@ export async function callPlatform(
     let answer: PlatformAnswer | null = null;
     try {
       if (options.counter) options.counter.calls++;
-      const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json; charset=utf-8", ...options.headers }, body: JSON.stringify(body), signal: options.signal ?? AbortSignal.timeout(60_000) });
+      const method = options.method ?? "POST";
+      const res = await fetch(url, { method, headers: { "content-type": "application/json; charset=utf-8", ...options.headers }, body: method === "GET" ? undefined : JSON.stringify(body), signal: options.signal ?? AbortSignal.timeout(60_000) });
       const text = await res.text();
       let parsed: Record<string, unknown> | null = null;
       try {

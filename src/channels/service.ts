@@ -13,7 +13,9 @@ import type { Persistence } from "../runtime/persistence/persistence.js";
 import type { StreamBridge } from "../runtime/stream/stream-bridge.js";
 import { openSqlite } from "../runtime/persistence/sqlite/sqlite.js";
 import { BadRequestError, NotFoundError, RateLimitedError } from "../errors.js";
-import { PROVIDERS, readChannelSettings, type ChannelSettings } from "./config.js";
+import { PROVIDERS, readChannelSettings, type ChannelSettings, type PlatformName } from "./config.js";
+import { DiscordAdapter } from "./discord.js";
+import { FeishuAdapter } from "./feishu.js";
 import { ChannelManager } from "./manager.js";
 import { MessageBus, QueueFullError } from "./message-bus.js";
 import { RedisChannelCoordination } from "./redis-coordination.js";
@@ -78,6 +80,8 @@ export interface ProviderView {
 const CREDENTIAL_FIELDS: Record<string, ProviderView["credential_fields"]> = {
   telegram: [{ name: "bot_token", label: "Bot token", type: "password", required: true }, { name: "bot_username", label: "Bot username", type: "text", required: true }],
   slack: [{ name: "bot_token", label: "Bot token", type: "password", required: true }, { name: "app_token", label: "App token", type: "password", required: true }],
+  discord: [{ name: "bot_token", label: "Bot token", type: "password", required: true }],
+  feishu: [{ name: "app_id", label: "App ID", type: "text", required: true }, { name: "app_secret", label: "App secret", type: "password", required: true }],
 };
 
 /** The running channel runtime of one gateway process. */
@@ -92,10 +96,12 @@ export class ChannelService {
     this.lastGood = boot;
     this.coordination = coordination;
     const holderId = `${hostname()}:${process.pid}:${randomUUID()}`;
-    const { telegram, slack } = boot.channels;
+    const { telegram, slack, feishu, discord } = boot.channels;
     const counter = deps.apiCalls;
     if (telegram?.enabled) this.adapters.set("telegram", new TelegramAdapter(telegram, { logger: deps.logger, lease, holderId, botUsername: boot.connections.telegram?.bot_username || undefined, counter }));
     if (slack?.enabled) this.adapters.set("slack", new SlackAdapter(slack, { counter }));
+    if (feishu?.enabled) this.adapters.set("feishu", new FeishuAdapter(feishu, { counter }));
+    if (discord?.enabled) this.adapters.set("discord", new DiscordAdapter(discord, { logger: deps.logger, lease, holderId, counter }));
     this.manager = new ChannelManager({
       runService: deps.runService, runs: deps.runs, threads: deps.persistence.threads, runRecords: deps.persistence.runs, bridge: deps.bridge, store, dedupe,
       settings: () => this.settings(), modelNames: deps.modelNames, authDisabledUser: deps.authDisabledUser, logger: deps.logger, onFirstReply: deps.onFirstReply,
@@ -159,7 +165,7 @@ export class ChannelService {
   async providers(userId: string): Promise<{ enabled: boolean; providers: ProviderView[] }> {
     const { connections } = this.settings();
     const mine = connections.enabled ? await this.store.listConnections(userId) : [];
-    const providers = Object.entries(PROVIDERS).filter(([p]) => (connections[p as "telegram" | "slack"]?.enabled ?? false)).map(([provider, meta]): ProviderView => {
+    const providers = Object.entries(PROVIDERS).filter(([p]) => (connections[p as PlatformName]?.enabled ?? false)).map(([provider, meta]): ProviderView => {
       const running = this.adapters.has(provider);
       const connection = mine.find((c) => c.provider === provider);
       return {
@@ -189,7 +195,7 @@ export class ChannelService {
     const meta = PROVIDERS[provider];
     if (!meta) throw new NotFoundError("Unknown channel provider");
     if (!connections.enabled) throw new BadRequestError("Channel connections are disabled");
-    if (!connections[provider as "telegram" | "slack"]?.enabled) throw new BadRequestError("Channel provider is not enabled");
+    if (!connections[provider as PlatformName]?.enabled) throw new BadRequestError("Channel provider is not enabled");
     if (!this.adapters.has(provider)) throw new BadRequestError("Channel provider is not configured");
     const code = randomBytes(16).toString("base64url");
     if (!(await this.store.createConnectCode(userId, provider, code, CONNECT_CODE_TTL_SECONDS * 1000, MAX_PENDING_CODES))) {

@@ -25,13 +25,14 @@ export interface StartChannelsOptions {
 }
 
 /**
- * Starts the channel service when `channels.telegram|slack.enabled` or `channel_connections.enabled` is true, else
+ * Starts the channel service when `channels.<telegram|slack|feishu|discord>.enabled` or `channel_connections.enabled` is true, else
  * resolves null. @throws Error naming a bad channel key (the start stops, as for any bad config).
  */
 export async function startChannels(options: StartChannelsOptions): Promise<ChannelService | null> {
   const rawConfig = () => options.getAppConfig() as unknown as Record<string, unknown>;
   const settings = readChannelSettings(rawConfig());
-  const anyPlatform = Boolean(settings.channels.telegram?.enabled || settings.channels.slack?.enabled);
+  const { telegram, slack, feishu, discord } = settings.channels;
+  const anyPlatform = [telegram, slack, feishu, discord].some((section) => section?.enabled);
   if (!anyPlatform && !settings.connections.enabled) return null;
   return ChannelService.start({
     runService: options.runService, runs: options.runs, persistence: options.persistence, bridge: options.bridge, rawConfig,

@@ -8,6 +8,8 @@ export interface ReplyTarget {
   chatId: string;
   /** A sub-conversation inside the chat (Slack `thread_ts`, Telegram forum topic), when there is one. */
   topicId?: string | null;
+  /** The platform id of the message being answered, where replies attach to it (Feishu reply, Discord reference). */
+  replyToId?: string | null;
 }
 
 /** One platform event that carries a user message (DeerFlow `InboundMessage`). */
@@ -25,6 +27,8 @@ export interface InboundMessage extends ReplyTarget {
   userName?: string | null;
   /** The workspace / team the sender belongs to (Slack `team_id`); null where the platform has none. */
   workspaceId?: string | null;
+  /** The server the message was posted in (Discord `guild_id`) for `allowed_guilds`; not part of the identity. */
+  guildId?: string | null;
   /** The message text as the user wrote it (mentions of the bot already stripped by the adapter). */
   text: string;
   /** True for a one-to-one conversation with the bot (Telegram private chat, Slack `im`). */

@@ -1,0 +1,122 @@
+// Feishu / Lark over the event callback (webhook) and the Open Platform REST API on plain fetch with a configurable
+// `domain` (https://open.feishu.cn, https://open.larksuite.com, or a local fake). Replies are interactive cards, as
+// upstream (feishu.py): the first text replies to the user's message (`im/v1/messages/{id}/reply`, in its thread in
+// groups), later text patches the card (`PATCH im/v1/messages/{id}`, the card config has `update_multi`). Calls carry
+// a tenant_access_token, cached until shortly before it expires and fetched again when the platform says it is stale.
+import { callPlatform, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
+import { openDelivery, toInbound } from "./feishu-events.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundSink, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
+import type { FeishuConfig } from "./config.js";
+
+/** The longest text one card carries here: a card's content is capped at 30 KB, and a CJK character is 3 bytes. */
+export const FEISHU_MAX_CHARS = 9000;
+/** Updating one message is limited to 5 a second; one edit a second leaves room for the other chats. */
+export const FEISHU_EDIT_INTERVAL_MS = 1000;
+/** A token is fetched again this long before the expiry the platform gave (its documented refresh margin). */
+const TOKEN_MARGIN_MS = 5 * 60_000;
+/** Codes that mean the tenant_access_token is invalid or expired: fetch a new one and try once more. */
+const STALE_TOKEN_CODES = new Set([99991661, 99991663, 99991664, 99991668]);
+/** Codes that mean the app's credentials are refused (bad app_id / app_secret, app disabled). */
+const AUTH_CODES = new Set([10003, 10014, 99991543]);
+/** Feishu's frequency-limit code (answered with HTTP 429 or 400 and `x-ogw-ratelimit-reset`). */
+const RATE_LIMITED = 99991400;
+
+/** A platform refusal of the token itself: the adapter fetches a new token and retries once. */
+class StaleTokenError extends PlatformError {}
+
+/** Reads an Open Platform answer: `code: 0` accepted; rate limits wait `x-ogw-ratelimit-reset`; 5xx retried. */
+function judge(answer: PlatformAnswer): Verdict {
+  const body = answer.body ?? {};
+  const code = Number(body.code);
+  if (answer.status === 429 || code === RATE_LIMITED) {
+    const reset = Number(answer.headers.get("x-ogw-ratelimit-reset"));
+    return { kind: "retry", afterMs: Number.isFinite(reset) && reset >= 0 ? reset * 1000 : (retryAfterHeaderMs(answer.headers) ?? 1000) };
+  }
+  if (answer.status >= 500) return { kind: "retry" };
+  if (answer.status === 200 && code === 0) return { kind: "ok" };
+  const what = `Feishu refused the call: ${Number.isFinite(code) ? `code ${code}` : `HTTP ${answer.status}`}${typeof body.msg === "string" ? ` (${body.msg})` : ""}`;
+  if (STALE_TOKEN_CODES.has(code)) return { kind: "fail", error: new StaleTokenError("feishu", "auth", what) };
+  return { kind: "fail", error: new PlatformError("feishu", AUTH_CODES.has(code) || answer.status === 401 ? "auth" : "other", what) };
+}
+
+/** An interactive card showing `text` as Markdown (upstream `_build_card_content`), updatable for every viewer. */
+export function cardContent(text: string): string {
+  return JSON.stringify({ config: { wide_screen_mode: true, update_multi: true }, elements: [{ tag: "markdown", content: text }] });
+}
+
+/** The Feishu / Lark adapter (upstream feishu.py, event callback mode). */
+export class FeishuAdapter implements ChannelAdapter {
+  readonly provider = "feishu";
+  readonly capabilities: AdapterCapabilities;
+  private sink: InboundSink | null = null;
+  private token: { value: string; expiresAt: number } | null = null;
+  private tokenFetch: Promise<string> | null = null;
+
+  constructor(private readonly config: FeishuConfig, private readonly deps: { retry?: RetryPolicy; counter?: { calls: number } } = {}) {
+    this.capabilities = { editMessages: true, maxMessageChars: FEISHU_MAX_CHARS, minEditIntervalMs: config.stream_edit_interval_ms ?? FEISHU_EDIT_INTERVAL_MS };
+  }
+
+  async start(sink: InboundSink): Promise<void> {
+    this.sink = sink;
+  }
+
+  async stop(): Promise<void> {
+    this.sink = null;
+  }
+
+  private url(path: string): string {
+    return `${this.config.domain.replace(/\/+$/, "")}/open-apis/${path}`;
+  }
+
+  /** The cached tenant_access_token, fetched when absent or near its expiry (one fetch shared by concurrent callers). */
+  private async tenantToken(): Promise<string> {
+    if (this.token && Date.now() < this.token.expiresAt) return this.token.value;
+    this.tokenFetch ??= (async () => {
+      const answer = await callPlatform("feishu", this.url("auth/v3/tenant_access_token/internal"), { app_id: this.config.app_id, app_secret: this.config.app_secret }, judge, { policy: this.deps.retry, counter: this.deps.counter });
+      const value = String(answer.body?.tenant_access_token ?? "");
+      const expireS = Number(answer.body?.expire ?? 7200);
+      this.token = { value, expiresAt: Date.now() + Math.max(60_000, expireS * 1000 - TOKEN_MARGIN_MS) };
+      return value;
+    })().finally(() => {
+      this.tokenFetch = null;
+    });
+    return this.tokenFetch;
+  }
+
+  /** One authenticated API call; a stale token is dropped and the call made once more with a fresh one. */
+  private async api(method: "POST" | "PATCH", path: string, body: unknown): Promise<PlatformAnswer> {
+    for (let attempt = 0; ; attempt++) {
+      const token = await this.tenantToken();
+      try {
+        return await callPlatform("feishu", this.url(path), body, judge, { method, headers: { authorization: `Bearer ${token}` }, policy: this.deps.retry, counter: this.deps.counter });
+      } catch (err) {
+        if (!(err instanceof StaleTokenError) || attempt > 0) throw err;
+        if (this.token?.value === token) this.token = null;
+      }
+    }
+  }
+
+  async handleWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
+    const opened = openDelivery(request.headers, request.rawBody, { verificationToken: this.config.verification_token, encryptKey: this.config.encrypt_key });
+    if (opened.kind === "refused") return { status: opened.status, body: { detail: opened.detail } };
+    if (opened.kind === "challenge") return { status: 200, body: { challenge: opened.challenge } };
+    const message = toInbound(opened.payload, Date.now());
+    if (message && this.sink) await this.sink(message);
+    // Feishu wants an answer within 3 seconds (else it redelivers); the run continues in the background.
+    return { status: 200, body: {} };
+  }
+
+  /** Replies to the user's message with a card (in its thread in a group), or posts one into the chat. */
+  async send(target: ReplyTarget, text: string): Promise<string> {
+    const content = cardContent(text);
+    const answer = target.replyToId
+      ? await this.api("POST", `im/v1/messages/${encodeURIComponent(target.replyToId)}/reply`, { msg_type: "interactive", content, reply_in_thread: Boolean(target.topicId) })
+      : await this.api("POST", "im/v1/messages?receive_id_type=chat_id", { receive_id: target.chatId, msg_type: "interactive", content });
+    return String((answer.body?.data as { message_id?: string } | undefined)?.message_id ?? "");
+  }
+
+  /** Patches a sent card with the new text. */
+  async edit(_target: ReplyTarget, messageId: string, text: string): Promise<void> {
+    await this.api("PATCH", `im/v1/messages/${encodeURIComponent(messageId)}`, { content: cardContent(text) });
+  }
+}
