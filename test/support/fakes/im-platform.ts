@@ -6,6 +6,8 @@ import type { AddressInfo, Socket } from "node:net";
 /** One API call as the fake received it. */
 export interface PlatformCall {
   method: string;
+  /** The HTTP method (`POST`, `PATCH`, `GET`). */
+  verb: string;
   body: Record<string, any>;
   headers: IncomingMessage["headers"];
   at: number;
@@ -38,7 +40,7 @@ export async function startPlatformFake(
       } catch {
         body = {};
       }
-      const call: PlatformCall = { method: url.pathname.split("/").at(-1) ?? "", body, headers: req.headers, at: Date.now() };
+      const call: PlatformCall = { method: url.pathname.split("/").at(-1) ?? "", verb: req.method ?? "GET", body, headers: req.headers, at: Date.now() };
       fake.calls.push(call);
       const status = fake.failNext.shift();
       if (status !== undefined) return failure(status, res);
