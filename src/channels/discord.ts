@@ -61,6 +61,7 @@ export class DiscordAdapter implements ChannelAdapter {
   private readonly stopping = new AbortController();
   private loop: Promise<void> | null = null;
   private readonly leaseName: string;
+  private closedForGood = false;
 
   constructor(private readonly config: DiscordConfig, private readonly deps: DiscordDeps) {
     this.capabilities = { editMessages: true, maxMessageChars: DISCORD_MAX_CHARS, minEditIntervalMs: config.stream_edit_interval_ms ?? DISCORD_EDIT_INTERVAL_MS };
@@ -84,6 +85,11 @@ export class DiscordAdapter implements ChannelAdapter {
     const url = answer.body?.url;
     if (typeof url !== "string" || !url) throw new PlatformError("discord", "other", "Discord's /gateway/bot answer has no url");
     return url;
+  }
+
+  /** False once Discord closed the gateway for good (a refused token): the channel no longer receives. */
+  get receiving(): boolean {
+    return !this.closedForGood;
   }
 
   async start(sink: InboundSink): Promise<void> {
@@ -121,6 +127,7 @@ export class DiscordAdapter implements ChannelAdapter {
       } catch (err) {
         // A refused token or a disallowed intent: reconnecting cannot help; say so once and stop.
         this.deps.logger.error({ provider: "discord", err: (err as Error).message }, "discord gateway closed for good; the channel stops receiving");
+        this.closedForGood = true;
         return;
       } finally {
         clearInterval(renew);
