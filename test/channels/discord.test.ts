@@ -71,6 +71,8 @@ describe("Discord channel", () => {
     await until(() => lastText(dc, "dm-222") === "You said: hello discord", 10_000);
     const answer = repliesIn(dc, "dm-222").filter((s) => s.texts.includes("You said: hello discord"));
     expect(answer).toHaveLength(1);
+    // Nothing else was said: no second run, no "already processing" answer to a duplicate.
+    expect(repliesIn(dc, "dm-222").map((s) => s.texts[0])).toEqual(["Discord connected to DeerFlow.", answer[0].texts[0]]);
     expect(answer[0].texts.length).toBeGreaterThan(1);
     expect(dc.calls.filter((c) => c.verb === "PATCH")).toHaveLength(answer[0].texts.length - 1);
     const threads = await (await alice.fetch("/api/threads/search", { json: {} })).json();
