@@ -49,7 +49,7 @@ export async function channelRoutes(app: FastifyInstance): Promise<void> {
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", { parseAs: "string", bodyLimit: WEBHOOK_BODY_LIMIT }, (_request, body, done) => done(null, body));
-    scope.post<ProviderParams>("/channels/webhooks/:provider", { bodyLimit: WEBHOOK_BODY_LIMIT, schema: doc("channels", "A platform's event webhook (Telegram secret token / Slack signing secret verified)") }, async (request, reply) => {
+    scope.post<ProviderParams>("/channels/webhooks/:provider", { bodyLimit: WEBHOOK_BODY_LIMIT, schema: doc("channels", "A platform's event webhook (Telegram secret token / Slack signing secret / Feishu signature or token verified)") }, async (request, reply) => {
       const channels = service();
       if (!channels) return reply.code(404).send({ detail: "No channel is configured" });
       const answer = await channels.webhook(request.params.provider, { headers: request.headers, rawBody: typeof request.body === "string" ? request.body : "" });
