@@ -82,5 +82,5 @@ describe("run events across processes", () => {
     expect((await get(a, `${base}?event_types=subagent.step&task_id=${taskId}`)).body).toEqual(steps);
     // Paging forward from the other process with the web app's cursor.
     expect((await get(b, `${base}?event_types=subagent.step&task_id=${taskId}&after_seq=${steps[0].seq}&limit=1`)).body).toEqual([steps[1]]);
-  });
+  }, 120_000);
 });
