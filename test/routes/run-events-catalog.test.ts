@@ -1,10 +1,11 @@
 // DeerFlow's run event catalog over HTTP (runtime/journal.py, runtime/events/catalog.py): a run's `run.*`, `llm.*`
 // and `middleware:*` events are stored with the run and filtered by `event_types` (exact, or `prefix*`) on
 // `GET /api/threads/{id}/runs/{run_id}/events`; another user's run is a 404.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Session, signUp } from "../support/auth-client.js";
 import { startHarness, type Harness } from "../support/harness.js";
 
+vi.setConfig({ testTimeout: 60_000 });
 let h: Harness;
 let alice: Session;
 let bob: Session;
