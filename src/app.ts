@@ -180,7 +180,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   }
   // Every run's events are also kept in the gateway database for `GET .../runs/{run_id}/events` (the bridge forgets
   // them); `run_events.backend: memory` keeps them in this process only.
-  const eventStore = appConfig.run_events.backend === "memory" ? new SqliteRunEventStore(new Database(":memory:")) : persistence.runEvents;
+  const eventsDb = appConfig.run_events.backend === "memory" ? new Database(":memory:") : null;
+  const eventStore = eventsDb ? new SqliteRunEventStore(eventsDb) : persistence.runEvents;
   const runEvents = new RunEventLog(eventStore, { maxTraceContent: appConfig.run_events.max_trace_content, legacyDir: path.join(home, "data", "run-events") });
   const bridge = new RecordingStreamBridge(coordination.bridge, runEvents);
   const closing = new AbortController();
@@ -292,6 +293,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     // and only then close the stores, so every final status is written.
     await runs.drain(5_000);
     await runEvents.close();
+    eventsDb?.close();
     // Pending memory updates are applied within memory.shutdown_flush_timeout_seconds; the rest is dropped.
     await memoryManager.shutdownFlush(readConfig().memory.shutdown_flush_timeout_seconds * 1000);
     await mcpTasks?.close();

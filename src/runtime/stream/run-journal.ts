@@ -60,10 +60,14 @@ export class RunJournal extends BaseCallbackHandler implements RunJournalSink {
   override ignoreChain = true;
   override ignoreRetriever = true;
   override ignoreCustomEvent = true;
+  // Called in line, not in LangChain's background queue: every model event is in the log before the run's end.
+  override awaitHandlers = true;
   private readonly calls = new Map<string, { startedAt: number; index: number; model: string | null }>();
   private callIndex = 0;
   private humanInputRecorded = false;
   private readonly startedAt = performance.now();
+  /** Set by {@link end}: the run's events are written, a late callback must not reopen its numbering. */
+  private ended = false;
 
   constructor(
     private readonly log: JournalLog,
@@ -73,6 +77,7 @@ export class RunJournal extends BaseCallbackHandler implements RunJournalSink {
   }
 
   private put(event_type: string, category: string, content: unknown, metadata: Record<string, unknown> = {}): void {
+    if (this.ended) return;
     try {
       this.log.append(this.run.runId, { event_type, category, content, metadata });
     } catch {
@@ -96,6 +101,7 @@ export class RunJournal extends BaseCallbackHandler implements RunJournalSink {
     if (status === "success") this.put("run.end", "outputs", summary, { status });
     else if (status === "error") this.put("run.error", "error", error ?? "", { ...summary, error_type: errorType ?? "Error" });
     else this.put("run.cancel", "trace", summary, { status });
+    this.ended = true;
   }
 
   recordMiddleware(tag: string, event: MiddlewareEvent): void {
