@@ -76,7 +76,7 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
   app.get<RunParams>("/threads/:thread_id/runs/:run_id/events", { schema: doc("runs", "The run's stored event log", { querystring: EventsQuery }) }, async (request) => {
     await ownedRun(app, request, request.params.thread_id, request.params.run_id);
     const query = validInput(EventsQuery, request.query, "query");
-    return runEvents.list(request.params.run_id, {
+    return await runEvents.list(request.params.run_id, {
       eventTypes: query.event_types ? query.event_types.split(",").map((s) => s.trim()).filter(Boolean) : undefined,
       taskId: query.task_id,
       afterSeq: query.after_seq,
@@ -87,7 +87,7 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
   app.get<RunParams>("/threads/:thread_id/runs/:run_id/workspace-changes", { schema: doc("runs", "Files the run added, changed or removed under workspace and outputs, with unified diffs", { querystring: ChangesQuery }) }, async (request) => {
     await ownedRun(app, request, request.params.thread_id, request.params.run_id);
     const query = validInput(ChangesQuery, request.query, "query");
-    const [event] = runEvents.list(request.params.run_id, { eventTypes: [WORKSPACE_CHANGES_EVENT] }).slice(-1);
+    const [event] = (await runEvents.list(request.params.run_id, { eventTypes: [WORKSPACE_CHANGES_EVENT], limit: 2000 })).slice(-1);
     const payload = (event?.metadata[WORKSPACE_CHANGES_KEY] ?? null) as WorkspaceChangeResult | null;
     return workspaceChangesResponse(payload, query.include_files, query.include_diff);
   });

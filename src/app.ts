@@ -33,6 +33,8 @@ import { ThreadService } from "./runtime/threads/thread-service.js";
 import { openRunCoordination, streamBridgeUrl } from "./runtime/stream/scale-out.js";
 import type { StreamBridge } from "./runtime/stream/stream-bridge.js";
 import { RecordingStreamBridge, RunEventLog } from "./runtime/stream/run-event-log.js";
+import { SqliteRunEventStore } from "./runtime/persistence/sqlite/run-event-store.js";
+import Database from "better-sqlite3";
 import type { GatewaySandboxProvider } from "./sandbox/security.js";
 import { flushTracing } from "./agents/lead-agent/tracing.js";
 import { createSandboxProvider } from "./sandbox/security.js";
@@ -176,8 +178,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     await persistence.close();
     throw err;
   }
-  // Every run's events are also kept on disk for `GET .../runs/{run_id}/events` (the bridge forgets them).
-  const runEvents = new RunEventLog(path.join(home, "data", "run-events"), { backend: appConfig.run_events.backend === "memory" ? "memory" : "db", maxTraceContent: appConfig.run_events.max_trace_content });
+  // Every run's events are also kept in the gateway database for `GET .../runs/{run_id}/events` (the bridge forgets
+  // them); `run_events.backend: memory` keeps them in this process only.
+  const eventsDb = appConfig.run_events.backend === "memory" ? new Database(":memory:") : null;
+  const eventStore = eventsDb ? new SqliteRunEventStore(eventsDb) : persistence.runEvents;
+  const runEvents = new RunEventLog(eventStore, { maxTraceContent: appConfig.run_events.max_trace_content, legacyDir: path.join(home, "data", "run-events") });
   const bridge = new RecordingStreamBridge(coordination.bridge, runEvents);
   const closing = new AbortController();
   const metrics = options.metrics ?? createGatewayMetrics();
@@ -287,7 +292,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     // Shutdown drain (DeerFlow test_gateway_run_drain_shutdown): interrupt in-flight runs, wait at most 5 s,
     // and only then close the stores, so every final status is written.
     await runs.drain(5_000);
-    runEvents.close();
+    await runEvents.close();
+    eventsDb?.close();
     // Pending memory updates are applied within memory.shutdown_flush_timeout_seconds; the rest is dropped.
     await memoryManager.shutdownFlush(readConfig().memory.shutdown_flush_timeout_seconds * 1000);
     await mcpTasks?.close();

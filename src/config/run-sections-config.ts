@@ -4,14 +4,15 @@ import { z } from "zod";
 
 /**
  * `run_events`: where each run's event log (`GET /threads/{id}/runs/{run_id}/events`) is kept. `db` (the gateway's
- * default, an audit copy that survives restarts: `<home>/data/run-events.sqlite`) or `memory` (lost on restart;
+ * default: the `run_events` table of the gateway database, SQLite under DEER_FLOW_HOME or PostgreSQL with
+ * `database.backend: postgres`, shared by every process) or `memory` (this process only, lost on restart;
  * DeerFlow's default). `max_trace_content`: a trace event whose content is larger (bytes of its JSON) is stored as a
  * preview of that size. `track_token_usage`: whether a run's token counts are recorded on the run (Run JSON).
  * DeerFlow's `jsonl` backend is refused (the gateway reads old JSON Lines logs but no longer writes them).
  */
 export const RunEventsConfigSchema = z.object({
   backend: z.enum(["memory", "db", "jsonl"]).default("db").refine((b) => b !== "jsonl", {
-    message: "run_events.backend 'jsonl' is not offered by deerflow-gateway; use 'db' (a SQLite event log under DEER_FLOW_HOME) or 'memory'",
+    message: "run_events.backend 'jsonl' is not offered by deerflow-gateway; use 'db' (the gateway database) or 'memory'",
   }),
   max_trace_content: z.number().int().min(0).default(10240),
   track_token_usage: z.boolean().default(true),

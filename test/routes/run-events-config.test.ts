@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import Database from "better-sqlite3";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useFakeOpenAI } from "../support/fake-openai.js";
@@ -27,5 +28,10 @@ describe("run_events", () => {
     const events = await (await fetch(`${h.url}/api/threads/${threadId}/runs/${runId}/events`)).json();
     expect(JSON.stringify(events)).toContain("metadata");
     expect(existsSync(path.join(h.dir, ".deer-flow", "data", "run-events.sqlite"))).toBe(false);
+    // Nor in the gateway database: `memory` keeps them in this process only.
+    const db = new Database(path.join(h.dir, ".deer-flow", "data", "deerflow.sqlite"), { readonly: true });
+    expect((db.prepare("SELECT COUNT(*) AS n FROM run_events WHERE run_id = ?").get(runId) as { n: number }).n).toBe(0);
+    db.close();
+    expect(events.some((e: { event_type: string }) => e.event_type === "run.end")).toBe(true);
   });
 });

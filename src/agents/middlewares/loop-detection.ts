@@ -6,6 +6,7 @@ import { recordStopReason, rewriteAiMessage } from "./message-utils.js";
 import { resolveRunScope, RunScopedStore, type RunScope, type RuntimeLike } from "./run-scope.js";
 import { LoopDetectionConfigSchema, type LoopDetectionConfig } from "./loop-detection-options.js";
 import { parseOnce } from "../parse-once.js";
+import { recordMiddlewareEvent } from "../run-journal-sink.js";
 
 export { LoopDetectionConfigSchema, type LoopDetectionConfig };
 
@@ -142,6 +143,8 @@ export class LoopDetectionMiddleware extends DeerflowMiddleware {
   private stop(run: LoopRunState, last: AIMessage, text: string, context: unknown): AIMessage {
     run.stopReason = "loop_capped";
     recordStopReason(context, "loop_capped");
+    const suppressed = (last.tool_calls ?? []).map((c) => c.name);
+    recordMiddlewareEvent({ context }, "loop_detection", { name: "LoopDetectionMiddleware", hook: "wrap_model_call", action: "force_stop", changes: { stop_reason: "loop_capped", message: text, suppressed_tool_call_names: suppressed } });
     return rewriteAiMessage(last, { append: text, toolCalls: [], metadata: { finish_reason: "stop", loop_capped: true } });
   }
 
@@ -167,6 +170,7 @@ export class LoopDetectionMiddleware extends DeerflowMiddleware {
       if (run.warningsSent < MAX_WARNINGS_PER_RUN) {
         run.warningsSent++;
         const warning = new HumanMessage({ content: [...new Set(run.pending)].join("\n"), name: "loop_warning" });
+        recordMiddlewareEvent(runtime, "loop_detection", { name: "LoopDetectionMiddleware", hook: "wrap_model_call", action: "inject_warning", changes: { warnings: [...new Set(run.pending)] } });
         outgoing = { ...request, messages: [...request.messages, warning] };
       }
       run.pending = [];

@@ -9,6 +9,7 @@ import { DeerflowMiddleware } from "./base.js";
 import { parseOnce } from "../parse-once.js";
 import { textOf, userTypedText } from "./message-utils.js";
 import { TitleConfigSchema, type TitleConfig } from "./title-options.js";
+import { recordMiddlewareEvent } from "../run-journal-sink.js";
 
 export { TitleConfigSchema, type TitleConfig };
 
@@ -110,6 +111,8 @@ export class TitleMiddleware extends DeerflowMiddleware {
     if (!this.config.enabled || state?.title || !AIMessage.isInstance(response)) return response as never;
     const conversation = [...(state?.messages ?? request.messages), response];
     if (!shouldGenerateTitle(conversation)) return response as never;
-    return new Command({ update: { title: await this.generateTitle(conversation) } }) as never;
+    const title = await this.generateTitle(conversation);
+    recordMiddlewareEvent(request.runtime, "title", { name: "TitleMiddleware", hook: "wrap_model_call", action: "generate_title", changes: { title } });
+    return new Command({ update: { title } }) as never;
   }
 }

@@ -18,6 +18,8 @@ import { ThreadStore } from "./sqlite/thread-store.js";
 import { UsageLedger } from "../limits/usage-ledger.js";
 import type { ScheduledTaskStore } from "../scheduler/task-store.js";
 import { SqliteTaskStore } from "../scheduler/sqlite-task-store.js";
+import type { RunEventStore } from "./run-event-store.js";
+import { SqliteRunEventStore } from "./sqlite/run-event-store.js";
 
 /** The checkpointer, the thread and run repositories, and how to close them. */
 export interface Persistence {
@@ -38,6 +40,8 @@ export interface Persistence {
   usage: UsageLedger;
   /** Scheduled tasks and their run history (src/runtime/scheduler/; same database as the thread table). */
   scheduledTasks: ScheduledTaskStore;
+  /** Each run's stored events (the `run_events` table; same database as the run table). */
+  runEvents: RunEventStore;
   /** Human-readable location (file path, `memory` or `postgres`), for logs. Never holds credentials. */
   location: string;
   /** True when threads, runs and checkpoints live in a database other processes can share (PostgreSQL). */
@@ -91,7 +95,7 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
   if (pgUrl) return openPostgres(pgUrl, section, recover, home);
   if (section?.type === "memory" || appConfig.database?.backend === "memory") {
     const db = new Database(":memory:");
-    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), runs: new RunStore(db), ...accountStores(db), usage: new UsageLedger(db), scheduledTasks: new SqliteTaskStore(db), location: "memory", shared: false, close: async () => void db.close() };
+    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), runs: new RunStore(db), ...accountStores(db), usage: new UsageLedger(db), scheduledTasks: new SqliteTaskStore(db), runEvents: new SqliteRunEventStore(db), location: "memory", shared: false, close: async () => void db.close() };
   }
   const file = section?.type === "sqlite" && section.connection_string ? path.resolve(home, section.connection_string) : path.join(home, "data", "deerflow.sqlite");
   mkdirSync(path.dirname(file), { recursive: true });
@@ -112,14 +116,14 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
   if (section?.type === "postgres") {
     if (!section.connection_string) throw new Error("checkpointer.type postgres needs checkpointer.connection_string");
     const saver = await openCheckpointer(section.connection_string);
-    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), location: "postgres", shared: false, close: async () => { await saver.end(); commits.flush(); db.close(); } };
+    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), runEvents: new SqliteRunEventStore(db, commits), location: "postgres", shared: false, close: async () => { await saver.end(); commits.flush(); db.close(); } };
   }
   const checkpointer = new GroupCommitSqliteSaver(withStatementCache(db), commits);
   const close = async () => {
     commits.flush();
     db.close();
   };
-  return { checkpointer, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), location: file, shared: false, close };
+  return { checkpointer, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), runEvents: new SqliteRunEventStore(db, commits), location: file, shared: false, close };
 }
 
 /** The account, API-key, session and login-counter stores over `db`. */
@@ -143,15 +147,18 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
   const { default: pg } = await import("pg");
   const { migratePostgres, PgRunStore, PgThreadStore } = await import("./postgres/pg-stores.js");
   const { PgTaskStore } = await import("../scheduler/pg-task-store.js");
+  const { PgRunEventStore } = await import("./postgres/pg-run-event-store.js");
   const { PgApiKeyRepository, PgLoginCounterStore, PgSessionRepository, PgUserRepository } = await import("../../auth/pg-repositories.js");
   const { PgOidcIdentityRepository } = await import("../../auth/oidc-identities.js");
   const pool = new pg.Pool({ connectionString: url, max: 20 });
   // An idle client that loses its server emits 'error' on the pool; without a listener that kills the process.
   pool.on("error", () => undefined);
   const scheduledTasks = new PgTaskStore(pool);
+  const runEvents = new PgRunEventStore(pool);
   try {
     await migratePostgres(pool);
     await scheduledTasks.migrate();
+    await runEvents.migrate();
   } catch (err) {
     await pool.end();
     throw new Error(`cannot open database.url: ${(err as Error).message}`);
@@ -203,6 +210,7 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     sessions: new PgSessionRepository(pool),
     loginCounters: new PgLoginCounterStore(pool),
     scheduledTasks,
+    runEvents,
     oidcIdentities: new PgOidcIdentityRepository(pool),
     location: "postgres",
     shared: section?.type !== "memory" && section?.type !== "sqlite",

@@ -17,7 +17,9 @@ import { ensureInterruptedTitle } from "./interrupted-title.js";
 import { latestCheckpoint, rollbackThread } from "../threads/rollback.js";
 import { takeUnsavedRunStartWrites } from "../../agents/middlewares/run-start.js";
 import type { RunConfig } from "./run-config.js";
-import { emptyRunCounters, type RunCounters } from "./run-counters.js";
+import { emptyRunCounters, RUN_COUNTER_KEYS, type RunCounters } from "./run-counters.js";
+import { RunJournal } from "../stream/run-journal.js";
+import { RUN_JOURNAL_KEY } from "../../agents/run-journal-sink.js";
 import { FINISHED_RUN_RETENTION_MS, type ActiveRun, type RunManager, type RunStatus } from "./run-manager.js";
 import type { RunRequest } from "./run-request.js";
 import type { StreamBridge } from "../stream/stream-bridge.js";
@@ -182,6 +184,8 @@ interface RunProgress {
   savingRunning: Promise<unknown> | undefined;
   /** The run's workspace tracker (workspace changes), once the run took its turn. */
   workspace?: RunWorkspaceTracker;
+  /** The run's journal (DeerFlow's `run.*`, `llm.*`, `middleware:*` events), once the run took its turn. */
+  journal?: RunJournal;
 }
 
 /**
@@ -201,6 +205,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     }
     progress.started = true;
     job.observation?.started();
+    if (deps.runEvents) (progress.journal = new RunJournal(deps.runEvents, { runId: run.record.run_id, threadId: run.record.thread_id, assistantId: run.record.assistant_id, attempt: job.attempt ?? 1 })).start();
     if (deps.runEvents && deps.home) await (progress.workspace = trackRunWorkspace(deps.home, String(job.runConfig.context.user_id), run.record.thread_id, run.record.run_id, deps.runEvents, { fresh: job.freshThread })).ready;
     const agent = await buildAgent(run, job, deps, progress, log);
     if (signal.aborted) throw signal.reason;
@@ -282,6 +287,8 @@ async function buildAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps, progres
     memoryManager: deps.memoryManager,
     sandboxProvider: deps.sandboxProvider,
   }));
+  // Middlewares report their decisions to the journal through the context, under upstream's key.
+  if (progress.journal) context[RUN_JOURNAL_KEY] = progress.journal;
   const baseMetadata = { ...runConfig.metadata, ...(job.requestId ? { request_id: job.requestId } : {}), run_id: runId, thread_id: threadId, assistant_id: run.record.assistant_id };
   const agent = (await deps.agentFactory({
     configurable: runConfig.configurable,
@@ -318,7 +325,7 @@ async function streamAndPublish(agent: BuiltAgent, run: ActiveRun, job: RunJob, 
     context: progress.context!,
     configurable: runConfig.configurable,
     metadata: progress.metadata,
-    callbacks: withHandlers(agent.resolved?.callbacks, job.observation?.callbacks) as never,
+    callbacks: withHandlers(agent.resolved?.callbacks, [...(job.observation?.callbacks ?? []), ...(progress.journal ? [progress.journal] : [])]) as never,
     recursionLimit: runConfig.recursion_limit,
     tags: runConfig.tags,
     runName: runConfig.run_name,
@@ -402,6 +409,7 @@ async function recordOutcome(run: ActiveRun, job: RunJob, deps: WorkerDeps, prog
   } catch (err) {
     log.error({ err: (err as Error).message }, "recording the run's outcome failed");
   } finally {
+    progress.journal?.end(progress.status, progress.error, Object.fromEntries(RUN_COUNTER_KEYS.map((k) => [k, run.record[k]])), run.errorName);
     await progress.workspace?.finish(mayHaveChangedFiles(progress));
     bridge.publishEnd(runId);
     bridge.cleanup(runId, deps.cleanupDelayMs ?? FINISHED_RUN_RETENTION_MS);

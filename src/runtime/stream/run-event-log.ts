@@ -1,112 +1,79 @@
-// The stored event log of each run (DeerFlow runtime/journal.py RunJournal + the run-event store, read by
-// `GET /threads/{id}/runs/{run_id}/events`). The stream bridge forgets a run a minute after it ends; this log
-// keeps what the run emitted, one row per event, in `<home>/data/run-events.sqlite` (DeerFlow's `db` backend).
-// Earlier versions wrote `<home>/data/run-events/<run_id>.jsonl`; those files are still read.
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
-import path from "node:path";
-import Database from "better-sqlite3";
-import { openSqlite } from "../persistence/sqlite/sqlite.js";
+// The event log of each run (DeerFlow runtime/journal.py RunJournal's buffer + the run-event store, read by
+// `GET /threads/{id}/runs/{run_id}/events`). The stream bridge forgets a run a minute after it ends; this log keeps
+// what the run emitted, one row per event, in the gateway database (`run_events`: the SQLite file of the runs and
+// threads, or PostgreSQL when `database.backend: postgres`, so every process reads every run's events).
+import type { RunEvent, RunEventQuery, RunEventStore } from "../persistence/run-event-store.js";
+import { typeMatches } from "../persistence/run-event-store.js";
 import type { BridgeItem, StreamBridge, SubscribeOptions } from "./stream-bridge.js";
+import { LegacyRunEvents } from "./legacy-run-events.js";
 import { subagentRunEvent } from "./subagent-events.js";
 
-/** One stored event. `seq` counts from 1 per run; `created_at` is ISO. */
-export interface RunEvent {
-  seq: number;
-  run_id: string;
-  event_type: string;
-  category: "lifecycle" | "custom" | "update" | "error" | "trace" | "workspace" | "subagent";
-  content: unknown;
-  metadata: Record<string, unknown>;
-  created_at: string;
-}
+export type { RunEvent } from "../persistence/run-event-store.js";
 
 /**
- * Events not stored: `messages` (one per streamed token; the finished messages live in the checkpoints) and
- * `values` (a whole state copy per step; the checkpoints hold every step). Everything else is kept.
+ * Events not stored: `messages` (one per streamed token; the finished messages live in the checkpoints and in the
+ * journal's `llm.ai.response`) and `values` (a whole state copy per step; the checkpoints hold every step).
  */
 const SKIPPED = /^(messages|values)(\||$)|^messages\//;
 
 const SAFE_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
-const categoryOf = (event: string): RunEvent["category"] =>
+const categoryOf = (event: string): string =>
   event.startsWith("custom") ? "custom" : event.startsWith("updates") ? "update" : event === "error" ? "error" : event === "metadata" || event === "end" ? "lifecycle" : "trace";
 
-/** Events of one run held in memory before they are written in one transaction. */
-const FLUSH_EVERY = 64;
+/** Events of one run held in memory before they are written in one batch (upstream's journal flushes at 20). */
+export const FLUSH_EVERY = 64;
 
-/** Default page size of {@link RunEventLog.list}. */
+/** Default page size of {@link RunEventLog.list} (upstream's `limit` default). */
 const DEFAULT_LIMIT = 500;
 
-type Row = { seq: number; run_id: string; event_type: string; category: RunEvent["category"]; content: string; metadata: string; created_at: string };
+/** Options of {@link RunEventLog}. */
+export interface RunEventLogOptions {
+  /** `run_events.max_trace_content`: a trace event whose JSON is larger (bytes) is stored as a preview. */
+  maxTraceContent?: number;
+  /** `<home>/data/run-events`: earlier versions' logs (`.sqlite` beside it, `.jsonl` in it), read when a run has no rows. */
+  legacyDir?: string;
+}
 
 /**
- * Per-run event log in one SQLite database. A run's events are buffered in memory and written in one transaction
- * when the run ends (or every {@link FLUSH_EVERY} events), in publication order; {@link list} sees buffered events
- * too. Measured under load: one file per run (the earlier JSON Lines layout) cost about 0.4 ms of kernel time per
- * run to create the file, 7% of the gateway's CPU; a row insert into an open database costs a few microseconds.
- * Writes are best-effort: the log is an audit copy and must never break the live stream.
+ * Per-run event log over a {@link RunEventStore}. A run's events are numbered and buffered in memory, and written in
+ * one batch when the run ends (or every {@link FLUSH_EVERY} events), so a run costs one write, not one per event:
+ * on SQLite the batch joins the group commit of the run's final status. {@link list} sees the events this process
+ * has not written yet. Writes are best-effort: the log must never break the live stream; a failed batch is lost
+ * from the log only.
  */
 export class RunEventLog {
   private readonly seqs = new Map<string, number>();
-  /** Rows not yet written, per run. */
+  /** Rows not yet handed to the store, per run. */
   private readonly pending = new Map<string, RunEvent[]>();
-  private db: Database.Database | null = null;
-  private insert: ((rows: RunEvent[]) => void) | null = null;
+  /** Rows handed to the store whose write has not settled: still listed from here. */
+  private readonly writing = new Map<string, Set<RunEvent[]>>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly legacy: LegacyRunEvents | null;
 
-  /**
-   * @param dir The data directory: the database is `<dir>.sqlite` next to it (created on first write), and
-   *   `<dir>/<run_id>.jsonl` files of earlier versions are read when a run has no rows.
-   */
   constructor(
-    private readonly dir: string,
-    /** `run_events`: `memory` keeps the log in an in-memory database (lost on restart); `maxTraceContent` in bytes. */
-    private readonly options: { backend?: "memory" | "db"; maxTraceContent?: number } = {},
-  ) {}
-
-  /** The database, opened (and its table created) on first use; null when it cannot be opened. */
-  private open(): Database.Database | null {
-    if (this.db) return this.db;
-    try {
-      const memory = this.options.backend === "memory";
-      if (!memory) mkdirSync(path.dirname(this.dir), { recursive: true });
-      const db = openSqlite(memory ? ":memory:" : `${this.dir}.sqlite`);
-      db.exec(`CREATE TABLE IF NOT EXISTS run_events (
-        run_id TEXT NOT NULL, seq INTEGER NOT NULL, event_type TEXT NOT NULL, category TEXT NOT NULL,
-        content TEXT NOT NULL, metadata TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID`);
-      const statement = db.prepare("INSERT OR REPLACE INTO run_events (run_id, seq, event_type, category, content, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)");
-      this.insert = db.transaction((rows: RunEvent[]) => {
-        for (const r of rows) statement.run(r.run_id, r.seq, r.event_type, r.category, JSON.stringify(r.content ?? null), JSON.stringify(r.metadata), r.created_at);
-      });
-      this.db = db;
-      return db;
-    } catch {
-      return null;
-    }
+    private readonly store: RunEventStore,
+    private readonly options: RunEventLogOptions = {},
+  ) {
+    this.legacy = options.legacyDir ? new LegacyRunEvents(options.legacyDir) : null;
   }
 
   /**
-   * Stores one event of `runId` unless its type is skipped (token chunks, state copies). A subagent's `task_*`
-   * custom chunk also stores its DeerFlow catalog event (`subagent.start|step|end`, subagent-events.ts), in the same
-   * buffered batch.
+   * Stores one published event of `runId` unless its type is skipped (token chunks, state copies). A subagent's
+   * `task_*` custom chunk also stores its DeerFlow catalog event (`subagent.start|step|end`, subagent-events.ts),
+   * in the same buffered batch.
    */
   record(runId: string, event: string, data: unknown): void {
     if (SKIPPED.test(event)) return;
-    if (!SAFE_ID.test(runId)) return;
     const catalog = event.startsWith("custom") ? subagentRunEvent(data) : null;
     if (catalog) this.append(runId, catalog);
-    const seq = (this.seqs.get(runId) ?? 0) + 1;
-    this.seqs.set(runId, seq);
     const category = categoryOf(event);
-    const row: RunEvent = { seq, run_id: runId, event_type: event, category, content: category === "trace" ? this.capTrace(data) : data, metadata: {}, created_at: new Date().toISOString() };
-    let rows = this.pending.get(runId);
-    if (!rows) this.pending.set(runId, (rows = []));
-    rows.push(row);
-    if (rows.length >= FLUSH_EVERY) this.flush(runId);
+    this.append(runId, { event_type: event, category, content: category === "trace" ? this.capTrace(data) : data, metadata: {} });
   }
 
   /**
-   * Stores one event the run did not stream (a `workspace_changes` record: DeerFlow's event-store `put`), in the run's
-   * sequence. Call before the run's `finish` so it is written with the run's other events.
+   * Stores one event the run did not stream (the journal's `run.*`, `llm.*`, `middleware:*`; a `workspace_changes`
+   * record: DeerFlow's event-store `put`), next in the run's sequence. Call before the run's {@link finish}.
    */
   append(runId: string, event: { event_type: string; category: string; content: unknown; metadata: Record<string, unknown> }): void {
     if (!SAFE_ID.test(runId)) return;
@@ -114,7 +81,18 @@ export class RunEventLog {
     this.seqs.set(runId, seq);
     let rows = this.pending.get(runId);
     if (!rows) this.pending.set(runId, (rows = []));
-    rows.push({ seq, run_id: runId, event_type: event.event_type, category: event.category as RunEvent["category"], content: event.content, metadata: event.metadata, created_at: new Date().toISOString() });
+    rows.push({ seq, run_id: runId, event_type: event.event_type, category: event.category, content: event.content, metadata: event.metadata, created_at: new Date().toISOString() });
+    if (rows.length >= FLUSH_EVERY) this.flush(runId);
+  }
+
+  /**
+   * Continues a resumed run's numbering after what the store holds (another process ran it first), so its new
+   * events never replace the stored ones. Never throws.
+   */
+  async reopen(runId: string): Promise<void> {
+    if (!SAFE_ID.test(runId)) return;
+    const stored = await this.store.maxSeq(runId).catch(() => 0);
+    this.seqs.set(runId, Math.max(stored, this.seqs.get(runId) ?? 0));
   }
 
   /** A trace event's content, or a preview of it when its JSON is over `run_events.max_trace_content` bytes. */
@@ -126,16 +104,23 @@ export class RunEventLog {
     return { truncated: true, bytes: Buffer.byteLength(text), preview: Buffer.from(text).subarray(0, max).toString("utf8").replace(/\uFFFD$/, "") };
   }
 
-  /** Writes the buffered events of `runId`. A failed write drops them (a full disk must not break the run). */
+  /** Hands the buffered events of `runId` to the store; they stay listed from memory until the write settles. */
   private flush(runId: string): void {
     const rows = this.pending.get(runId);
     this.pending.delete(runId);
-    if (!rows?.length || !this.open()) return;
-    try {
-      this.insert!(rows);
-    } catch {
-      // The events are lost from the log only.
-    }
+    if (!rows?.length) return;
+    let batches = this.writing.get(runId);
+    if (!batches) this.writing.set(runId, (batches = new Set()));
+    batches.add(rows);
+    const write = this.store
+      .putBatch(rows)
+      .catch(() => undefined) // lost from the log only: a full disk or a lost database must not break the run
+      .finally(() => {
+        batches.delete(rows);
+        if (!batches.size && this.writing.get(runId) === batches) this.writing.delete(runId);
+        this.inFlight.delete(write);
+      });
+    this.inFlight.add(write);
   }
 
   /** Writes what is buffered for a finished run and forgets its counter. */
@@ -144,71 +129,50 @@ export class RunEventLog {
     this.flush(runId);
   }
 
-  /** Writes everything still buffered (shutdown, tests). */
-  drain(): void {
+  /** Writes everything still buffered and waits for every write (shutdown, tests). */
+  async drain(): Promise<void> {
     for (const id of [...this.pending.keys()]) this.flush(id);
+    await Promise.all([...this.inFlight]);
   }
 
-  /** Writes what is buffered and closes the database (shutdown). */
-  close(): void {
-    this.drain();
-    this.db?.close();
-    this.db = null;
-    this.insert = null;
+  /** Writes what is buffered and closes the earlier versions' database (shutdown; the store closes with persistence). */
+  async close(): Promise<void> {
+    await this.drain();
+    this.legacy?.close();
   }
 
   /**
-   * The stored events of `runId`, oldest first: optionally only `eventTypes`, only those after `afterSeq`, at most
-   * `limit` (default 500). A `taskId` keeps custom events whose payload names that task (`task_id`).
+   * The events of `runId`, oldest first: optionally only `eventTypes` (exact, or `prefix*`), only those whose
+   * `metadata.task_id` is `taskId`, only those after `afterSeq`, at most `limit` (default 500). Includes the events
+   * of a run on this process not written yet; a run of another process shows what it has written (at its end, or
+   * every {@link FLUSH_EVERY} events). An unknown or malformed run id has none.
    */
-  list(runId: string, options: { eventTypes?: string[]; taskId?: string; afterSeq?: number; limit?: number } = {}): RunEvent[] {
+  async list(runId: string, options: Partial<RunEventQuery> = {}): Promise<RunEvent[]> {
     if (!SAFE_ID.test(runId)) return [];
-    // Buffered rows follow the stored ones.
-    const rows = [...this.stored(runId), ...(this.pending.get(runId) ?? [])];
-    const out: RunEvent[] = [];
-    for (const row of rows) {
-      if (options.afterSeq !== undefined && row.seq <= options.afterSeq) continue;
-      if (options.eventTypes && !options.eventTypes.includes(row.event_type)) continue;
-      if (options.taskId && ((row.content as { task_id?: unknown } | null)?.task_id ?? row.metadata?.task_id) !== options.taskId) continue;
-      out.push(row);
-      if (out.length >= (options.limit ?? DEFAULT_LIMIT)) break;
-    }
-    return out;
+    const query: RunEventQuery = { ...options, limit: options.limit ?? DEFAULT_LIMIT };
+    const local = [...(this.writing.get(runId) ?? [])].flat().concat(this.pending.get(runId) ?? []).filter((row) => this.matches(row, query));
+    const stored = await this.store.list(runId, query).catch(() => [] as RunEvent[]);
+    if (!stored.length && !local.length && this.legacy) return this.legacy.list(runId, query);
+    const bySeq = new Map<number, RunEvent>();
+    for (const row of [...stored, ...local]) bySeq.set(row.seq, row);
+    return [...bySeq.values()].sort((a, b) => a.seq - b.seq).slice(0, query.limit);
   }
 
-  /** The written events of `runId`: database rows, else the run's JSON Lines file from an earlier version. */
-  private stored(runId: string): RunEvent[] {
-    const db = this.open();
-    const rows = db ? (db.prepare("SELECT * FROM run_events WHERE run_id = ? ORDER BY seq").all(runId) as Row[]) : [];
-    if (rows.length) return rows.map((r) => ({ ...r, content: JSON.parse(r.content) as unknown, metadata: JSON.parse(r.metadata) as Record<string, unknown> }));
-    let text = "";
-    try {
-      text = readFileSync(path.join(this.dir, `${runId}.jsonl`), "utf8");
-    } catch {
-      return [];
-    }
-    const out: RunEvent[] = [];
-    for (const line of text.split("\n")) {
-      if (!line) continue;
-      try {
-        out.push(JSON.parse(line) as RunEvent);
-      } catch {
-        continue; // a torn last line after a crash
-      }
-    }
-    return out;
+  private matches(row: RunEvent, query: RunEventQuery): boolean {
+    if (query.afterSeq !== undefined && row.seq <= query.afterSeq) return false;
+    if (!typeMatches(row.event_type, query.eventTypes)) return false;
+    return query.taskId === undefined || row.metadata?.task_id === query.taskId;
   }
 
   /** Deletes the stored events of the given runs (thread deletion). */
-  remove(runIds: string[]): void {
-    const db = this.open();
+  async remove(runIds: string[]): Promise<void> {
+    const safe = runIds.filter((id) => SAFE_ID.test(id));
     for (const id of runIds) {
       this.pending.delete(id);
       this.seqs.delete(id);
-      if (!SAFE_ID.test(id)) continue;
-      db?.prepare("DELETE FROM run_events WHERE run_id = ?").run(id);
-      rmSync(path.join(this.dir, `${id}.jsonl`), { force: true });
     }
+    await this.store.deleteRuns(safe).catch(() => undefined);
+    this.legacy?.remove(safe);
   }
 }
 
@@ -222,6 +186,7 @@ export class RecordingStreamBridge implements StreamBridge {
 
   async reopen(runId: string): Promise<void> {
     await this.inner.reopen?.(runId);
+    await this.log.reopen(runId);
   }
 
   publish(runId: string, event: string, data: unknown, json?: string): string {
