@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { McpTasksConfigSchema } from "../../src/runtime/mcp-tasks/task-config.js";
 import { McpTaskService, type RawToolResult } from "../../src/runtime/mcp-tasks/task-service.js";
-import { McpTaskStore } from "../../src/runtime/mcp-tasks/task-store.js";
+import { SqliteMcpTaskStore } from "../../src/runtime/mcp-tasks/sqlite-task-store.js";
 import { detail } from "../../routes/mcp-tasks.js";
 import { parseAppConfig } from "../../src/config/schema.js";
 import { ExtensionsConfigSchema } from "../../src/config/extensions-config.js";
@@ -23,11 +23,11 @@ function setup(answers: Record<string, (args: Record<string, unknown>) => RawToo
   const dir = mkdtempSync(path.join(tmpdir(), "mcp-task-svc-"));
   dirs.push(dir);
   const clock = { now: 1_000_000 };
-  const store = new McpTaskStore(path.join(dir, "t.sqlite"));
+  const store = new SqliteMcpTaskStore(path.join(dir, "t.sqlite"));
   const config = McpTasksConfigSchema.parse({ enabled: true, poll_interval_seconds: 5, max_poll_backoff_seconds: 30, tracking_degraded_after_errors: 2, ...cfg });
   const service = new McpTaskService(store, () => config, async (_server, tool, args) => answers[tool](args), () => clock.now);
   const submit = () => service.submit({ userId: "u", threadId: "t", server: "srv", toolset: TOOLSET, args: {} });
-  return { clock, store, service, submit, get: (id: string) => store.get(id, "u")! };
+  return { clock, store, service, submit, get: async (id: string) => (await store.get(id, "u"))! };
 }
 
 describe("MCP task poller", () => {
@@ -41,19 +41,19 @@ describe("MCP task poller", () => {
     expect(task.next_poll_at).toBe(s.clock.now + 5000);
     s.clock.now += 5000;
     await s.service.pollOnce();
-    expect(s.get(task.id)).toMatchObject({ consecutive_poll_error_count: 1, last_poll_error: "MCP task tool 'status' returned an error: upstream busy", next_poll_at: s.clock.now + 10_000 });
+    expect(await s.get(task.id)).toMatchObject({ consecutive_poll_error_count: 1, last_poll_error: "MCP task tool 'status' returned an error: upstream busy", next_poll_at: s.clock.now + 10_000 });
     s.clock.now += 10_000;
     await s.service.pollOnce();
-    expect(s.get(task.id).next_poll_at).toBe(s.clock.now + 20_000);
-    expect(detail(s.get(task.id), 2).tracking_degraded).toBe(true);
+    expect((await s.get(task.id)).next_poll_at).toBe(s.clock.now + 20_000);
+    expect(detail(await s.get(task.id), 2).tracking_degraded).toBe(true);
     s.clock.now += 20_000;
     await s.service.pollOnce();
-    expect(s.get(task.id).next_poll_at).toBe(s.clock.now + 30_000); // capped at max_poll_backoff_seconds
+    expect((await s.get(task.id)).next_poll_at).toBe(s.clock.now + 30_000); // capped at max_poll_backoff_seconds
     fail = false;
     s.clock.now += 30_000;
     await s.service.pollOnce();
-    expect(s.get(task.id)).toMatchObject({ status: "working", consecutive_poll_error_count: 0, last_poll_error: null });
-    expect(detail(s.get(task.id), 2).tracking_degraded).toBe(false);
+    expect(await s.get(task.id)).toMatchObject({ status: "working", consecutive_poll_error_count: 0, last_poll_error: null });
+    expect(detail(await s.get(task.id), 2).tracking_degraded).toBe(false);
   });
 
   it("fails a task for good on a malformed status answer or a task_id that does not match", async () => {
@@ -61,14 +61,14 @@ describe("MCP task poller", () => {
     const task = await s.submit();
     s.clock.now += 5000;
     await s.service.pollOnce();
-    expect(s.get(task.id)).toMatchObject({ status: "failed", next_poll_at: null, notification_status: "pending" });
-    expect(s.get(task.id).error).toContain("does not match");
+    expect(await s.get(task.id)).toMatchObject({ status: "failed", next_poll_at: null, notification_status: "pending" });
+    expect((await s.get(task.id)).error).toContain("does not match");
   });
 
   it("refuses a submit answer without structuredContent (nothing stored)", async () => {
     const s = setup({ submit: () => ({ content: [{ type: "text", text: "started r1" }] }) });
     await expect(s.submit()).rejects.toThrow("must return structuredContent");
-    expect(s.store.listByThread("t", "u", 10)).toEqual([]);
+    expect(await s.store.listByThread("t", "u", 10)).toEqual([]);
   });
 
   it("keeps an oversized result as a preview, and polls input_required no faster than its interval", async () => {
@@ -77,11 +77,11 @@ describe("MCP task poller", () => {
     const task = await s.submit();
     s.clock.now += 5000;
     await s.service.pollOnce();
-    expect(s.get(task.id)).toMatchObject({ status: "input_required", input_required: { question: "Which size?" }, next_poll_at: s.clock.now + 60_000 });
+    expect(await s.get(task.id)).toMatchObject({ status: "input_required", input_required: { question: "Which size?" }, next_poll_at: s.clock.now + 60_000 });
     answer = { task_id: "r1", status: "completed", result: { text: "x".repeat(500) } };
     s.clock.now += 60_000;
     await s.service.pollOnce();
-    const done = s.get(task.id);
+    const done = await s.get(task.id);
     expect(done).toMatchObject({ status: "completed", result: null, result_truncated: true, next_poll_at: null });
     expect(done.result_preview).toHaveLength(20);
   });
