@@ -4,6 +4,8 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { McpTasksConfigSchema } from "../../src/runtime/mcp-tasks/task-config.js";
 import { McpTaskService, type RawToolResult } from "../../src/runtime/mcp-tasks/task-service.js";
+import { ConflictError } from "../../src/errors.js";
+import { MAX_NOTIFICATION_ATTEMPTS } from "../../src/runtime/mcp-tasks/task-notifier.js";
 import { SqliteMcpTaskStore } from "../../src/runtime/mcp-tasks/sqlite-task-store.js";
 import { detail } from "../../routes/mcp-tasks.js";
 import { parseAppConfig } from "../../src/config/schema.js";
@@ -84,6 +86,44 @@ describe("MCP task poller", () => {
     const done = await s.get(task.id);
     expect(done).toMatchObject({ status: "completed", result: null, result_truncated: true, next_poll_at: null });
     expect(done.result_preview).toHaveLength(20);
+  });
+});
+
+describe("delivery into the thread", () => {
+  it("waits for a busy thread at no attempt's cost, retries a failed run with backoff, and dead-letters after the last attempt", async () => {
+    const s = setup({ submit: () => structured({ task_id: "r1", status: "running" }), status: () => structured({ task_id: "r1", status: "failed", error: "render crashed" }) });
+    let busy = true;
+    const prompts: string[] = [];
+    s.service.setLauncher({
+      launch: async (o) => {
+        if (busy) throw new ConflictError("Thread is busy");
+        prompts.push(o.prompt);
+        return { runId: `run-${prompts.length}` };
+      },
+      runStatus: async () => ({ status: "error", error: "model down" }),
+    });
+    const task = await s.submit();
+    s.clock.now += 5000;
+    await s.service.pollOnce();
+    expect(await s.get(task.id)).toMatchObject({ status: "failed", notification_status: "pending", notification_attempt_count: 0, next_notification_at: s.clock.now + 5000 });
+    busy = false;
+    for (let attempt = 1; attempt <= MAX_NOTIFICATION_ATTEMPTS; attempt++) {
+      s.clock.now = (await s.get(task.id)).next_notification_at!;
+      await s.service.pollOnce(); // starts the run
+      expect(await s.get(task.id)).toMatchObject({ notification_status: "dispatched", notification_run_id: `run-${attempt}` });
+      s.clock.now = (await s.get(task.id)).next_notification_at!;
+      await s.service.pollOnce(); // finds it failed
+      const after = await s.get(task.id);
+      expect(after).toMatchObject({ notification_status: "retry", notification_attempt_count: attempt, notification_error: "model down" });
+      expect(after.next_notification_at).toBe(s.clock.now + Math.min(5 * 2 ** attempt, 30) * 1000);
+    }
+    s.clock.now = (await s.get(task.id)).next_notification_at!;
+    await s.service.pollOnce();
+    expect(await s.get(task.id)).toMatchObject({ notification_status: "dead_letter", next_notification_at: null });
+    expect((await s.get(task.id)).notification_error).toContain("stopped after 5 failed attempts: model down");
+    expect(prompts).toHaveLength(MAX_NOTIFICATION_ATTEMPTS);
+    expect(prompts[0]).toContain('"error":"render crashed"');
+    expect(prompts[0]).not.toContain('"r1"');
   });
 });
 
