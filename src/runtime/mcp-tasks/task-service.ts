@@ -4,6 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { z } from "zod";
+import { getLogger } from "../../logger.js";
 import type { McpTasksConfig } from "./task-config.js";
 import { TaskNotifier, type NotificationLauncher } from "./task-notifier.js";
 import { POLLABLE, type McpTaskRecord, type McpTaskStatus, type McpTaskStore } from "./task-store.js";
@@ -204,7 +205,8 @@ export class McpTaskService {
   /** Starts the poller (its timer does not keep the process alive). */
   start(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => void this.pollOnce().catch(() => undefined), this.config().poll_interval_seconds * 1000);
+    // A scan that fails as a whole (the database unreachable) is logged; the next scan tries again.
+    this.timer = setInterval(() => void this.pollOnce().catch((err) => getLogger().warn({ err: (err as Error).message }, `MCP task scan failed: ${(err as Error).message}`)), this.config().poll_interval_seconds * 1000);
     this.timer.unref?.();
   }
 
