@@ -27,7 +27,7 @@ export function listItem(r: McpTaskRecord, threshold: number) {
 export function detail(r: McpTaskRecord, threshold: number) {
   return {
     ...listItem(r, threshold), last_polled_at: r.last_polled_at, last_poll_error: shortError(r.last_poll_error), last_cancel_error: shortError(r.last_cancel_error),
-    cancel_attempt_count: r.cancel_attempt_count, notification_status: r.notification_status, notification_error: null, notification_attempt_count: 0,
+    cancel_attempt_count: r.cancel_attempt_count, notification_status: r.notification_status, notification_error: shortError(r.notification_error), notification_attempt_count: r.notification_attempt_count,
     result: r.result, result_preview: r.result_preview, result_truncated: r.result_truncated, result_artifact: r.result_artifact, input_required: r.input_required,
   };
 }
@@ -40,12 +40,12 @@ export async function mcpTaskRoutes(app: FastifyInstance): Promise<void> {
     const { limit } = validInput(ListQuery, request.query, "query");
     const s = service();
     if (!s) return [];
-    return s.store.listByThread(request.params.thread_id, principalOf(request).id, limit).map((r) => listItem(r, s.trackingDegradedAfterErrors));
+    return (await s.store.listByThread(request.params.thread_id, principalOf(request).id, limit)).map((r) => listItem(r, s.trackingDegradedAfterErrors));
   });
   app.get<Params>("/threads/:thread_id/mcp-tasks/:task_id", { schema: doc("mcp-tasks", "One MCP background task") }, async (request) => {
     await ownedThread(app, request, request.params.thread_id);
     const s = service();
-    const task = s?.store.get(request.params.task_id, principalOf(request).id);
+    const task = s ? await s.store.get(request.params.task_id, principalOf(request).id) : null;
     if (!s || !task || task.thread_id !== request.params.thread_id) throw new NotFoundError("MCP task not found");
     return detail(task, s.trackingDegradedAfterErrors);
   });

@@ -12,7 +12,7 @@ import { checkGuardProviders } from "./agents/lead-agent/guards.js";
 import { buildMemoryManager } from "./agents/memory/build-manager.js";
 import type { MemoryManager } from "./agents/memory/manager.js";
 import { closeMcpClients } from "./tools/mcp-tools.js";
-import { openMcpTasks } from "./runtime/mcp-tasks/open-mcp-tasks.js";
+import { openMcpTasks, runLauncher } from "./runtime/mcp-tasks/open-mcp-tasks.js";
 import type { McpTaskService } from "./runtime/mcp-tasks/task-service.js";
 import { AgentStore } from "./config/agent-store.js";
 import { getAppConfig, onAppConfigReload, withPinnedAppConfig } from "./config/app-config.js";
@@ -170,9 +170,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     throw err;
   }
   const { runs } = coordination;
-  let mcpTasks: ReturnType<typeof openMcpTasks>;
+  let mcpTasks: Awaited<ReturnType<typeof openMcpTasks>>;
   try {
-    mcpTasks = openMcpTasks(appConfig, home, persistence.shared, readConfig);
+    mcpTasks = await openMcpTasks(appConfig, home, readConfig);
   } catch (err) {
     await coordination.close();
     await persistence.close();
@@ -207,6 +207,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     observer: createRunObserver({ metrics, tracing: options.tracing, onTokens: (userId, tokens) => persistence.usage.add(userId, tokens) }),
     quotas,
   });
+  // A finished MCP background task reaches its thread as a run (docs/mcp.md).
+  mcpTasks?.service.setLauncher(runLauncher(runService, persistence.runs));
   // Runs whose process died or left are resumed here (shared runs only, docs/durable-runs.md).
   (runs as Partial<Pick<DistributedRunManager, "setResumer">>).setResumer?.((runId, spec, before) => runService.resume(runId, spec, before));
   const scheduler = new SchedulerService({ store: persistence.scheduledTasks, runs: persistence.runs, launch: launchWith(runService), config: appConfig.scheduler, logger, ...options.scheduler });

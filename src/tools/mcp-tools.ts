@@ -1,10 +1,12 @@
 // Port of DeerFlow mcp/tools.py + mcp/cache.py: MCP tools through @langchain/mcp-adapters, cached by config content.
 import { createHash } from "node:crypto";
-import type { StructuredToolInterface } from "@langchain/core/tools";
+import { DynamicStructuredTool, type StructuredToolInterface } from "@langchain/core/tools";
 import type { Connection } from "@langchain/mcp-adapters";
+import { runContextOf, type RuntimeLike } from "../agents/run-context.js";
 import type { ExtensionsConfig, McpServerConfig } from "../config/extensions-config.js";
 import { getLogger } from "../logger.js";
 import { connectOAuthClient } from "./mcp-oauth.js";
+import { McpSessionPool, type PooledSession } from "./mcp-session-pool.js";
 
 /** How long a server that failed to start is left alone before the next build tries again, in ms. */
 export const MCP_RETRY_AFTER_MS = 30_000;
@@ -55,6 +57,13 @@ function warnInterceptors(extensions: ExtensionsConfig): void {
   interceptorsWarned = value;
 }
 
+/** An open connection to one server: something to close, its SDK client, its tools (raw names). */
+interface Opened {
+  client: { close(): Promise<void> };
+  sdk: SdkClient | null;
+  tools: StructuredToolInterface[];
+}
+
 interface ServerEntry {
   key: string;
   client: { close(): Promise<void> } | null;
@@ -75,12 +84,24 @@ interface ServerEntry {
  * so runs that do not need it are unaffected; it is retried after {@link MCP_RETRY_AFTER_MS} in the background
  * (builds go on without it until it is up), or at once when its entry changes. Tool names are `<server>_<tool>` when `tool_name_prefix` is on (the default) and carry
  * `metadata.mcp_server`. Concurrent builds share one connection attempt.
+ *
+ * Stateful servers get a session per thread (upstream session_pool.py): a stdio server, and a streamable HTTP
+ * server that answered the first connection with an `Mcp-Session-Id`, run each tool call of a thread on that
+ * thread's own session (`<user_id>:<thread_id>`, see {@link McpSessionPool}); a call outside any thread, and a
+ * stateless server, use the shared connection.
  */
 export class McpToolCache {
   private readonly servers = new Map<string, ServerEntry>();
+  /** The per-thread sessions of stateful servers. */
+  readonly pool: McpSessionPool;
 
-  /** @param now Clock for the retry delay (tests). */
-  constructor(private readonly now: () => number = Date.now) {}
+  /**
+   * @param now Clock for the retry delay and the pool's idle time (tests).
+   * @param pool Bounds of the session pool (tests); upstream's by default.
+   */
+  constructor(private readonly now: () => number = Date.now, pool: { maxSessions?: number; idleMs?: number } = {}) {
+    this.pool = new McpSessionPool({ ...pool, now });
+  }
 
   /** The tools of every enabled server, in server order; never throws. */
   async getTools(extensions: ExtensionsConfig): Promise<StructuredToolInterface[]> {
@@ -94,6 +115,7 @@ export class McpToolCache {
 
   private drop(name: string, entry: ServerEntry): void {
     this.servers.delete(name);
+    this.pool.closeServer(name);
     void entry.client?.close().catch(() => undefined);
   }
 
@@ -125,14 +147,16 @@ export class McpToolCache {
         timer = setTimeout(() => reject(new Error(`no answer within session_init_timeout (${server.session_init_timeout} s)`)), server.session_init_timeout * 1000);
         timer.unref?.();
       });
-      const tools = (await Promise.race([this.open(name, server, entry), timeout])) as StructuredToolInterface[];
+      let tools = (await Promise.race([this.open(name, server, entry), timeout])) as StructuredToolInterface[];
       for (const t of tools) {
         const original = t.name;
         if (server.tool_name_prefix) (t as { name: string }).name = `${name}_${original}`;
         const holder = t as unknown as { metadata?: Record<string, unknown> };
         holder.metadata = { ...(holder.metadata ?? {}), [MCP_SERVER_METADATA_KEY]: name, mcp_tool: original };
       }
-      getLogger().info({ server: name, tools: tools.map((t) => t.name) }, `MCP server '${name}' connected with ${tools.length} tool(s)`);
+      const stateful = isStateful(server, entry.sdk);
+      if (stateful) tools = tools.map((t) => this.perThread(name, server, t));
+      getLogger().info({ server: name, tools: tools.map((t) => t.name), session_per_thread: stateful }, `MCP server '${name}' connected with ${tools.length} tool(s)`);
       return tools;
     } catch (err) {
       entry.failedAt = this.now();
@@ -147,38 +171,45 @@ export class McpToolCache {
     }
   }
 
-  /**
-   * Opens the server's client on `entry` and lists its tools: through the MCP adapters' client, or, for an http/sse
-   * server with an enabled `oauth` block, through an SDK client whose requests carry the OAuth token.
-   */
+  /** Opens the server's client on `entry` and lists its tools ({@link openClient}); a dropped entry gets none. */
   private async open(name: string, server: McpServerConfig, entry: ServerEntry): Promise<StructuredToolInterface[]> {
-    // Imported on the first configured server: the adapters and the MCP SDK hold ~20 MB of RSS.
-    const { MultiServerMCPClient, loadMcpTools } = await import("@langchain/mcp-adapters");
-    // Dropped (entry edited or removed, cache closed) while the import was in flight: no client to leak.
-    if (this.servers.get(name) !== entry) return [];
-    const connection = toConnection(name, server) as { transport: string; url?: string; headers?: Record<string, string> };
-    if (server.oauth?.enabled) {
-      if (connection.transport === "stdio") throw new Error("an oauth block applies to http and sse servers only");
-      const opened = await connectOAuthClient(name, connection.transport as "http" | "sse", connection.url ?? "", connection.headers ?? {}, server.oauth);
-      entry.client = opened;
-      entry.sdk = opened.client;
-      if (this.servers.get(name) !== entry) return opened.close().then(() => []);
-      return loadMcpTools(name, opened.client as never, {
-        throwOnLoadError: false, prefixToolNameWithServerName: false, useStandardContentBlocks: false,
-        ...(server.tool_call_timeout ? { defaultToolTimeout: server.tool_call_timeout * 1000 } : {}),
-      });
-    }
-    const client = new MultiServerMCPClient({
-      mcpServers: { [name]: connection as Connection },
-      onConnectionError: "throw",
-      throwOnLoadError: false,
-      prefixToolNameWithServerName: false,
-      useStandardContentBlocks: false,
-    });
-    entry.client = client;
-    const tools = await client.getTools();
-    entry.sdk = (await client.getClient(name)) ?? null;
-    return tools;
+    const opened = await openClient(name, server);
+    entry.client = opened.client;
+    entry.sdk = opened.sdk;
+    // Dropped (entry edited or removed, cache closed) or timed out while connecting: no client to leak.
+    if (this.servers.get(name) !== entry || entry.failedAt !== undefined) return opened.client.close().then(() => []);
+    return opened.tools;
+  }
+
+  /**
+   * The tool as one that runs on the calling thread's own session of the server: opened on the thread's first
+   * call (its own connection, its own tools/list), kept in {@link pool}. Without a thread in the run context the
+   * shared connection's tool runs.
+   */
+  private perThread(name: string, server: McpServerConfig, shared: StructuredToolInterface): StructuredToolInterface {
+    const raw = String((shared as { metadata?: Record<string, unknown> }).metadata?.mcp_tool ?? shared.name);
+    const call = (t: unknown, args: unknown, runManager: unknown, config: unknown) => (t as { func: (...a: unknown[]) => Promise<unknown> }).func(args, runManager, config);
+    return new DynamicStructuredTool({
+      name: shared.name,
+      description: shared.description,
+      schema: shared.schema as never,
+      responseFormat: (shared as { responseFormat?: "content" | "content_and_artifact" }).responseFormat,
+      metadata: (shared as { metadata?: Record<string, unknown> }).metadata,
+      func: async (args, runManager, config) => {
+        const { userId, threadId } = runContextOf(config as RuntimeLike);
+        if (!threadId) return call(shared, args, runManager, config);
+        const open = async (): Promise<PooledSession> => {
+          const opened = await openClient(name, server);
+          getLogger().info({ server: name, thread_id: threadId }, `MCP server '${name}': opened a session for a thread`);
+          return { tools: new Map(opened.tools.map((t) => [t.name, t])), close: () => opened.client.close() };
+        };
+        return this.pool.use(name, `${userId}:${threadId}`, open, async (session) => {
+          const tool = session.tools.get(raw);
+          if (!tool) throw new Error(`MCP server '${name}' has no tool '${raw}' in this thread's session`);
+          return call(tool, args, runManager, config);
+        });
+      },
+    }) as unknown as StructuredToolInterface;
   }
 
   /**
@@ -192,11 +223,61 @@ export class McpToolCache {
     return entry.sdk ?? null;
   }
 
-  /** Closes every client (stdio servers are stopped). */
+  /** Closes every client and pooled session (stdio servers are stopped). */
   async close(): Promise<void> {
     const entries = [...this.servers.values()];
     this.servers.clear();
-    await Promise.all(entries.map((e) => e.client?.close().catch(() => undefined)));
+    await Promise.all([this.pool.closeAll(), ...entries.map((e) => e.client?.close().catch(() => undefined))]);
+  }
+}
+
+/**
+ * A stateful server gets a session per thread: stdio (each session is its own process, as upstream pools), and
+ * streamable HTTP when the server gave the first connection an `Mcp-Session-Id` (a stateless server gives none).
+ */
+function isStateful(server: McpServerConfig, sdk: SdkClient | null | undefined): boolean {
+  const type = server.type.toLowerCase().replace(/-/g, "_");
+  if (type === "stdio") return true;
+  if (type !== "http" && type !== "streamable_http") return false;
+  return typeof (sdk?.transport as { sessionId?: unknown } | undefined)?.sessionId === "string";
+}
+
+/**
+ * Connects to one server and lists its tools (raw names, standard adapter conversion): through the MCP adapters'
+ * client, or, for an http/sse server with an enabled `oauth` block, through an SDK client whose requests carry the
+ * OAuth token. @throws Error for a bad entry, a failed connection or a failed listing.
+ */
+async function openClient(name: string, server: McpServerConfig): Promise<Opened> {
+  // Imported on the first configured server: the adapters and the MCP SDK hold ~20 MB of RSS.
+  const { MultiServerMCPClient, loadMcpTools } = await import("@langchain/mcp-adapters");
+  const connection = toConnection(name, server) as { transport: string; url?: string; headers?: Record<string, string> };
+  if (server.oauth?.enabled) {
+    if (connection.transport === "stdio") throw new Error("an oauth block applies to http and sse servers only");
+    const opened = await connectOAuthClient(name, connection.transport as "http" | "sse", connection.url ?? "", connection.headers ?? {}, server.oauth);
+    try {
+      const tools = await loadMcpTools(name, opened.client as never, {
+        throwOnLoadError: false, prefixToolNameWithServerName: false, useStandardContentBlocks: false,
+        ...(server.tool_call_timeout ? { defaultToolTimeout: server.tool_call_timeout * 1000 } : {}),
+      });
+      return { client: opened, sdk: opened.client, tools };
+    } catch (err) {
+      await opened.close().catch(() => undefined);
+      throw err;
+    }
+  }
+  const client = new MultiServerMCPClient({
+    mcpServers: { [name]: connection as Connection },
+    onConnectionError: "throw",
+    throwOnLoadError: false,
+    prefixToolNameWithServerName: false,
+    useStandardContentBlocks: false,
+  });
+  try {
+    const tools = await client.getTools();
+    return { client, sdk: ((await client.getClient(name)) as SdkClient | undefined) ?? null, tools };
+  } catch (err) {
+    await client.close().catch(() => undefined);
+    throw err;
   }
 }
 

@@ -76,8 +76,31 @@ describe("MCP background tasks", () => {
     job.result = { summary: "alpha done" };
     await until(async () => (await getJson(tasksUrl(tid, `/${taskId}`))).status === "completed");
     const done = await getJson(tasksUrl(tid, `/${taskId}`));
-    expect(done).toMatchObject({ result: { summary: "alpha done" }, notification_status: "pending", result_truncated: false, error: null });
+    expect(done).toMatchObject({ result: { summary: "alpha done" }, result_truncated: false, error: null });
     expect(done.last_polled_at).toEqual(expect.any(String));
+  });
+
+  it("delivers a finished task into its thread as a new run the model answers, with the event hidden from the app", async () => {
+    const tid = await newThread();
+    const taskId = await submit(tid, "delta");
+    const job = [...fake.jobs.values()].find((j) => j.id.endsWith("-delta"))!;
+    job.status = "completed";
+    job.result = { summary: "delta report ready" };
+    await until(async () => (await getJson(tasksUrl(tid, `/${taskId}`))).notification_status === "delivered");
+    const detailAfter = await getJson(tasksUrl(tid, `/${taskId}`));
+    expect(detailAfter).toMatchObject({ notification_error: null, notification_attempt_count: 0 });
+    const runs = (await getJson(`${h.url}/threads/${tid}/runs`)) as { run_id: string; status: string; metadata: Record<string, unknown> }[];
+    const delivery = runs.filter((r) => r.metadata?.mcp_task_notification);
+    expect(delivery).toHaveLength(1);
+    expect(delivery[0]).toMatchObject({ status: "success", metadata: { mcp_task_notification: { task_id: taskId } } });
+    const messages = (await getJson(`${h.url}/threads/${tid}/state`)).values.messages as { type: string; content: string; additional_kwargs?: Record<string, unknown> }[];
+    const event = messages.at(-2)!;
+    expect(event).toMatchObject({ type: "human", additional_kwargs: { hide_from_ui: true } });
+    expect(event.content).toContain("A durable background MCP task has an update");
+    expect(event.content).toContain('"status":"completed"');
+    expect(event.content).not.toContain(job.id); // the remote handle stays out of the thread
+    expect(messages.at(-1)).toMatchObject({ type: "ai" });
+    expect(String(messages.at(-1)!.content)).toContain("delta report ready");
   });
 
   it("hides the status and cancel tools from the model", async () => {

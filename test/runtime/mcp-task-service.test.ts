@@ -4,7 +4,9 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { McpTasksConfigSchema } from "../../src/runtime/mcp-tasks/task-config.js";
 import { McpTaskService, type RawToolResult } from "../../src/runtime/mcp-tasks/task-service.js";
-import { McpTaskStore } from "../../src/runtime/mcp-tasks/task-store.js";
+import { ConflictError } from "../../src/errors.js";
+import { MAX_NOTIFICATION_ATTEMPTS } from "../../src/runtime/mcp-tasks/task-notifier.js";
+import { SqliteMcpTaskStore } from "../../src/runtime/mcp-tasks/sqlite-task-store.js";
 import { detail } from "../../routes/mcp-tasks.js";
 import { parseAppConfig } from "../../src/config/schema.js";
 import { ExtensionsConfigSchema } from "../../src/config/extensions-config.js";
@@ -23,11 +25,11 @@ function setup(answers: Record<string, (args: Record<string, unknown>) => RawToo
   const dir = mkdtempSync(path.join(tmpdir(), "mcp-task-svc-"));
   dirs.push(dir);
   const clock = { now: 1_000_000 };
-  const store = new McpTaskStore(path.join(dir, "t.sqlite"));
+  const store = new SqliteMcpTaskStore(path.join(dir, "t.sqlite"));
   const config = McpTasksConfigSchema.parse({ enabled: true, poll_interval_seconds: 5, max_poll_backoff_seconds: 30, tracking_degraded_after_errors: 2, ...cfg });
   const service = new McpTaskService(store, () => config, async (_server, tool, args) => answers[tool](args), () => clock.now);
   const submit = () => service.submit({ userId: "u", threadId: "t", server: "srv", toolset: TOOLSET, args: {} });
-  return { clock, store, service, submit, get: (id: string) => store.get(id, "u")! };
+  return { clock, store, service, submit, get: async (id: string) => (await store.get(id, "u"))! };
 }
 
 describe("MCP task poller", () => {
@@ -41,19 +43,19 @@ describe("MCP task poller", () => {
     expect(task.next_poll_at).toBe(s.clock.now + 5000);
     s.clock.now += 5000;
     await s.service.pollOnce();
-    expect(s.get(task.id)).toMatchObject({ consecutive_poll_error_count: 1, last_poll_error: "MCP task tool 'status' returned an error: upstream busy", next_poll_at: s.clock.now + 10_000 });
+    expect(await s.get(task.id)).toMatchObject({ consecutive_poll_error_count: 1, last_poll_error: "MCP task tool 'status' returned an error: upstream busy", next_poll_at: s.clock.now + 10_000 });
     s.clock.now += 10_000;
     await s.service.pollOnce();
-    expect(s.get(task.id).next_poll_at).toBe(s.clock.now + 20_000);
-    expect(detail(s.get(task.id), 2).tracking_degraded).toBe(true);
+    expect((await s.get(task.id)).next_poll_at).toBe(s.clock.now + 20_000);
+    expect(detail(await s.get(task.id), 2).tracking_degraded).toBe(true);
     s.clock.now += 20_000;
     await s.service.pollOnce();
-    expect(s.get(task.id).next_poll_at).toBe(s.clock.now + 30_000); // capped at max_poll_backoff_seconds
+    expect((await s.get(task.id)).next_poll_at).toBe(s.clock.now + 30_000); // capped at max_poll_backoff_seconds
     fail = false;
     s.clock.now += 30_000;
     await s.service.pollOnce();
-    expect(s.get(task.id)).toMatchObject({ status: "working", consecutive_poll_error_count: 0, last_poll_error: null });
-    expect(detail(s.get(task.id), 2).tracking_degraded).toBe(false);
+    expect(await s.get(task.id)).toMatchObject({ status: "working", consecutive_poll_error_count: 0, last_poll_error: null });
+    expect(detail(await s.get(task.id), 2).tracking_degraded).toBe(false);
   });
 
   it("fails a task for good on a malformed status answer or a task_id that does not match", async () => {
@@ -61,14 +63,14 @@ describe("MCP task poller", () => {
     const task = await s.submit();
     s.clock.now += 5000;
     await s.service.pollOnce();
-    expect(s.get(task.id)).toMatchObject({ status: "failed", next_poll_at: null, notification_status: "pending" });
-    expect(s.get(task.id).error).toContain("does not match");
+    expect(await s.get(task.id)).toMatchObject({ status: "failed", next_poll_at: null, notification_status: "pending" });
+    expect((await s.get(task.id)).error).toContain("does not match");
   });
 
   it("refuses a submit answer without structuredContent (nothing stored)", async () => {
     const s = setup({ submit: () => ({ content: [{ type: "text", text: "started r1" }] }) });
     await expect(s.submit()).rejects.toThrow("must return structuredContent");
-    expect(s.store.listByThread("t", "u", 10)).toEqual([]);
+    expect(await s.store.listByThread("t", "u", 10)).toEqual([]);
   });
 
   it("keeps an oversized result as a preview, and polls input_required no faster than its interval", async () => {
@@ -77,13 +79,51 @@ describe("MCP task poller", () => {
     const task = await s.submit();
     s.clock.now += 5000;
     await s.service.pollOnce();
-    expect(s.get(task.id)).toMatchObject({ status: "input_required", input_required: { question: "Which size?" }, next_poll_at: s.clock.now + 60_000 });
+    expect(await s.get(task.id)).toMatchObject({ status: "input_required", input_required: { question: "Which size?" }, next_poll_at: s.clock.now + 60_000 });
     answer = { task_id: "r1", status: "completed", result: { text: "x".repeat(500) } };
     s.clock.now += 60_000;
     await s.service.pollOnce();
-    const done = s.get(task.id);
+    const done = await s.get(task.id);
     expect(done).toMatchObject({ status: "completed", result: null, result_truncated: true, next_poll_at: null });
     expect(done.result_preview).toHaveLength(20);
+  });
+});
+
+describe("delivery into the thread", () => {
+  it("waits for a busy thread at no attempt's cost, retries a failed run with backoff, and dead-letters after the last attempt", async () => {
+    const s = setup({ submit: () => structured({ task_id: "r1", status: "running" }), status: () => structured({ task_id: "r1", status: "failed", error: "render crashed" }) });
+    let busy = true;
+    const prompts: string[] = [];
+    s.service.setLauncher({
+      launch: async (o) => {
+        if (busy) throw new ConflictError("Thread is busy");
+        prompts.push(o.prompt);
+        return { runId: `run-${prompts.length}` };
+      },
+      runStatus: async () => ({ status: "error", error: "model down" }),
+    });
+    const task = await s.submit();
+    s.clock.now += 5000;
+    await s.service.pollOnce();
+    expect(await s.get(task.id)).toMatchObject({ status: "failed", notification_status: "pending", notification_attempt_count: 0, next_notification_at: s.clock.now + 5000 });
+    busy = false;
+    for (let attempt = 1; attempt <= MAX_NOTIFICATION_ATTEMPTS; attempt++) {
+      s.clock.now = (await s.get(task.id)).next_notification_at!;
+      await s.service.pollOnce(); // starts the run
+      expect(await s.get(task.id)).toMatchObject({ notification_status: "dispatched", notification_run_id: `run-${attempt}` });
+      s.clock.now = (await s.get(task.id)).next_notification_at!;
+      await s.service.pollOnce(); // finds it failed
+      const after = await s.get(task.id);
+      expect(after).toMatchObject({ notification_status: "retry", notification_attempt_count: attempt, notification_error: "model down" });
+      expect(after.next_notification_at).toBe(s.clock.now + Math.min(5 * 2 ** attempt, 30) * 1000);
+    }
+    s.clock.now = (await s.get(task.id)).next_notification_at!;
+    await s.service.pollOnce();
+    expect(await s.get(task.id)).toMatchObject({ notification_status: "dead_letter", next_notification_at: null });
+    expect((await s.get(task.id)).notification_error).toContain("stopped after 5 failed attempts: model down");
+    expect(prompts).toHaveLength(MAX_NOTIFICATION_ATTEMPTS);
+    expect(prompts[0]).toContain('"error":"render crashed"');
+    expect(prompts[0]).not.toContain('"r1"');
   });
 });
 

@@ -8,7 +8,7 @@ export const McpTasksConfigSchema = z.strictObject({
   enabled: z.boolean().default(false),
   /** Scan interval and default time between two status calls of one task. */
   poll_interval_seconds: z.number().positive().default(5),
-  /** Kept for DeerFlow configs: one process polls its own tasks here, so no lease is taken. */
+  /** How long a process holds a claimed task (a status call or a delivery step) before another may take it over. */
   lease_seconds: z.number().positive().default(120),
   /** Status calls started per scan. */
   max_concurrent_polls: z.number().int().positive().default(8),

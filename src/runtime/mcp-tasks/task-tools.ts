@@ -58,9 +58,9 @@ function submitTool(t: McpToolLike, server: string, toolset: Parameters<McpTaskS
     schema: t.schema as never,
     metadata: t.metadata,
     func: async (args: Record<string, unknown>, _run, config) => {
-      const { userId, threadId } = runContextOf(config as RuntimeLike);
+      const { userId, threadId, agentName } = runContextOf(config as RuntimeLike);
       if (!threadId) throw new Error("background MCP tasks need a thread");
-      const task = await service.submit({ userId, threadId, server, toolset, args });
+      const task = await service.submit({ userId, threadId, server, toolset, args, assistantId: agentName ?? null });
       return `Background task '${toolset.name}' submitted (task_id: ${task.id}). It runs on; the user sees its status in the background tasks panel.`;
     },
   }) as unknown as AgentTool;
