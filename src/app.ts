@@ -215,7 +215,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   const authRuntime = auth.runtime(persistence, logger);
   let channels: ChannelService | null;
   try {
-    channels = await startChannels({ runService, runs, persistence, bridge, getAppConfig: readConfig, home, redisUrl: streamBridgeUrl(appConfig), authDisabledUser: authRuntime.disabled ? DEFAULT_USER_ID : null, logger });
+    channels = await startChannels({ runService, runs, persistence, bridge, getAppConfig: readConfig, home, redisUrl: streamBridgeUrl(appConfig), authDisabledUser: authRuntime.disabled ? DEFAULT_USER_ID : null, logger, sandbox });
   } catch (err) {
     await coordination.close();
     await persistence.close();

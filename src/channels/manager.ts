@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import { ConflictError, DeerflowError, RateLimitedError } from "../errors.js";
 import { newId } from "../runtime/ids.js";
 import type { RunRepository, ThreadRepository } from "../runtime/persistence/repositories.js";
-import type { RunManager } from "../runtime/runs/run-manager.js";
+import type { ActiveRun, RunManager } from "../runtime/runs/run-manager.js";
 import type { RunService } from "../runtime/runs/run-service.js";
 import type { StreamBridge } from "../runtime/stream/stream-bridge.js";
 import { HELP_TEXT, extractConnectCode, parseCommand, unknownCommandReply } from "./commands.js";
@@ -14,7 +14,15 @@ import { PROVIDERS, type ChannelSettings, type PlatformName, type PlatformSectio
 import { ReplyStreamer } from "./reply-stream.js";
 import type { ChannelConnection, ChannelStore, DedupeStore } from "./store.js";
 import { PlatformError, type ChannelAdapter, type InboundMessage } from "./types.js";
-import { finalAnswer } from "./final-answer.js";
+import { runOutcome, type RunOutcome } from "./final-answer.js";
+import type { GatewaySandboxProvider } from "../sandbox/security.js";
+import type { UploadsConfig } from "./files.js";
+import { PayloadTooLargeError, ValidationError } from "../errors.js";
+import { CHANNEL_FILE_LIMIT_BYTES, createdFilesText, declaredTooLarge, fileRefusal, inboundFileLimit, ingestFiles, readPresentedFile, type MessageFile } from "./files.js";
+import { FileTooLargeError, type ReplyTarget } from "./types.js";
+
+/** How long a clarification question waits for its answer (upstream feishu PENDING_CLARIFICATION_TTL_SECONDS). */
+export const PENDING_CLARIFICATION_TTL_MS = 30 * 60 * 1000;
 
 /** Upstream's answer to a message from an identity no gateway user has connected. */
 export const BOUND_IDENTITY_REQUIRED_MESSAGE = "Connect this channel from DeerFlow Settings, complete the in-channel connect step, then send your message again.";
@@ -37,6 +45,10 @@ export interface ManagerDeps {
   /** With auth disabled every message runs as this user, bound or not (upstream's auth-disabled mode). */
   authDisabledUser: string | null;
   logger: Logger;
+  /** Thread directories: a user's files are stored there as uploads, presented outputs are read from there. */
+  sandbox: GatewaySandboxProvider;
+  /** The `uploads` limits now (the same the upload route applies). */
+  uploads: () => UploadsConfig;
   /** Called with each run's inbound-to-first-reply latency in ms (metrics, benchmarks). */
   onFirstReply?: (ms: number, provider: string) => void;
 }
@@ -95,7 +107,7 @@ export class ChannelManager {
     if (command) return this.reply(adapter, msg, await this.command(msg, identity, command.name, command.arg));
     const limit = this.deps.settings().channels.max_message_chars;
     if (msg.text.length > limit) return this.reply(adapter, msg, `Your message is too long (${msg.text.length} characters; the limit is ${limit}). Please shorten it and send it again.`);
-    if (!msg.text.trim()) return;
+    if (!msg.text.trim() && !msg.files?.length) return;
     await this.chat(msg, adapter, identity);
   }
 
@@ -127,6 +139,7 @@ export class ChannelManager {
     switch (name) {
       case "new":
         await this.deps.store.setThreadId(this.mapKey(msg, identity), msg.chatId, msg.topicId, null);
+        await this.deps.store.takePendingClarification(clarificationKey(msg));
         return "New conversation started.";
       case "stop":
         return (await this.stop(threadId)) ? "Stopped." : "Nothing is running.";
@@ -177,49 +190,95 @@ export class ChannelManager {
     return threadId;
   }
 
-  /** Starts the run (upstream run policy: a busy conversation gets THREAD_BUSY_MESSAGE) and streams its answer. */
+  /**
+   * Starts the run (upstream run policy: a busy conversation gets THREAD_BUSY_MESSAGE) and streams its answer. A
+   * message that answers an open clarification question runs on the question's thread and is answered where the
+   * question was asked. A file over the limit (declared by the platform) is refused before anything is created.
+   */
   private async chat(msg: InboundMessage, adapter: ChannelAdapter, identity: Identity): Promise<void> {
+    const tooLarge = declaredTooLarge(msg.files ?? [], inboundFileLimit(this.deps.uploads()));
+    if (tooLarge) return this.reply(adapter, msg, fileRefusal(tooLarge));
+    const pending = await this.deps.store.takePendingClarification(clarificationKey(msg));
+    const resumed = pending && (await this.deps.threads.getOwned(pending.threadId, identity.ownerId)) ? pending : null;
+    const threadId = resumed?.threadId ?? (await this.threadFor(msg, identity));
+    const target: ReplyTarget = resumed ? { chatId: msg.chatId, topicId: resumed.topicId } : msg;
+    let files: MessageFile[] = [];
+    try {
+      files = await ingestFiles(adapter, msg.files ?? [], { provider: this.deps.sandbox, threadId, userId: identity.ownerId, uploads: this.deps.uploads() });
+    } catch (err) {
+      if (err instanceof FileTooLargeError || err instanceof PayloadTooLargeError || err instanceof ValidationError) return this.reply(adapter, { ...target, provider: msg.provider }, fileRefusal(err));
+      throw err;
+    }
+    const run = await this.startRun(msg, adapter, identity, threadId, files);
+    if (!run) return;
+    const work = this.follow(msg, adapter, target, run, { threadId, ownerId: identity.ownerId }).catch((err) => this.replyFailed(msg, err));
+    this.replies.add(work);
+    void work.finally(() => this.replies.delete(work));
+  }
+
+  /** Starts the conversation's run with the user's text and stored files; null (answered in the chat) when refused. */
+  private async startRun(msg: InboundMessage, adapter: ChannelAdapter, identity: Identity, threadId: string, files: MessageFile[]) {
     const { session } = this.deps.settings().channels;
-    const threadId = await this.threadFor(msg, identity);
     const settings = identity.connection?.metadata ?? {};
     const context: Record<string, unknown> = { ...session.context };
     if (typeof settings.model_name === "string") context.model_name = settings.model_name;
     if (typeof settings.agent_name === "string") context.agent_name = settings.agent_name;
-    let started;
+    // The files ride on the message as the web app sends them (`additional_kwargs.files`): the uploads middleware
+    // tells the agent about them, as upstream's channel manager does.
+    const message: Record<string, unknown> = { role: "user", content: msg.text };
+    if (files.length) message.additional_kwargs = { files };
     try {
-      started = await this.deps.runService.start(threadId, {
+      const started = await this.deps.runService.start(threadId, {
         assistant_id: session.assistant_id,
-        input: { messages: [{ role: "user", content: msg.text }] },
+        input: { messages: [message] },
         context,
         metadata: { channel: msg.provider },
         stream_mode: ["messages-tuple"],
         on_disconnect: "continue",
         multitask_strategy: "reject",
       }, identity.ownerId);
+      return started.run;
     } catch (err) {
-      if (err instanceof ConflictError) return this.reply(adapter, msg, THREAD_BUSY_MESSAGE);
-      if (err instanceof RateLimitedError || err instanceof DeerflowError) return this.reply(adapter, msg, err.message);
-      throw err;
+      if (err instanceof ConflictError) await this.reply(adapter, msg, THREAD_BUSY_MESSAGE);
+      else if (err instanceof RateLimitedError || err instanceof DeerflowError) await this.reply(adapter, msg, err.message);
+      else throw err;
+      return null;
     }
-    const run = started.run;
-    const streamer = new ReplyStreamer(adapter, msg);
-    const work = streamer.follow(this.deps.bridge, run.record.run_id, (streamed) => finalAnswer(this.deps.runService, run, streamed))
-      .then((result) => {
-        if (result.firstReplyAt !== null) this.deps.onFirstReply?.(result.firstReplyAt - msg.receivedAt, msg.provider);
-      })
-      .catch((err) => this.replyFailed(msg, err));
-    this.replies.add(work);
-    void work.finally(() => this.replies.delete(work));
+  }
+
+  /**
+   * Streams the run's answer into the chat, then posts the files it presented and remembers an open question
+   * (so the user's next message in this chat answers it).
+   */
+  private async follow(msg: InboundMessage, adapter: ChannelAdapter, target: ReplyTarget, run: ActiveRun, where: { threadId: string; ownerId: string }): Promise<void> {
+    let outcome: RunOutcome | null = null;
+    const streamer = new ReplyStreamer(adapter, target);
+    const result = await streamer.follow(this.deps.bridge, run.record.run_id, async (streamed) => {
+      outcome = await runOutcome(this.deps.runService, run, streamed);
+      // Upstream names the files under the answer, so they stay findable when an upload fails.
+      return outcome.presented.length ? `${outcome.text}\n\n${createdFilesText(outcome.presented)}` : outcome.text;
+    });
+    if (result.firstReplyAt !== null) this.deps.onFirstReply?.(result.firstReplyAt - msg.receivedAt, msg.provider);
+    const done = outcome as RunOutcome | null;
+    if (!done) return;
+    if (done.clarification) await this.deps.store.setPendingClarification(clarificationKey(msg), { threadId: where.threadId, topicId: target.topicId ?? null }, PENDING_CLARIFICATION_TTL_MS);
+    if (!adapter.sendFile) return;
+    const max = Math.min(adapter.maxUploadBytes ?? CHANNEL_FILE_LIMIT_BYTES, CHANNEL_FILE_LIMIT_BYTES);
+    for (const virtualPath of done.presented) {
+      const file = await readPresentedFile(this.deps.sandbox, where.threadId, where.ownerId, virtualPath, max);
+      if (file) await adapter.sendFile(target, file);
+      else this.deps.logger.warn({ provider: msg.provider, path: virtualPath }, "presented file not sent: missing, refused or over the platform's limit");
+    }
   }
 
   /** A reply that could not be delivered: a refused token marks the provider's connections broken (Settings shows it). */
-  private async replyFailed(msg: InboundMessage, err: unknown): Promise<void> {
+  private async replyFailed(msg: { provider: string }, err: unknown): Promise<void> {
     this.deps.logger.warn({ provider: msg.provider, err: (err as Error).message }, "channel reply failed");
     if (err instanceof PlatformError && err.kind === "auth") await this.deps.store.setProviderStatus(msg.provider, "broken").catch(() => undefined);
   }
 
   /** Sends one message; a refused token marks the provider's connections broken. */
-  private async reply(adapter: ChannelAdapter, msg: InboundMessage, text: string): Promise<void> {
+  private async reply(adapter: ChannelAdapter, msg: InboundMessage | (ReplyTarget & { provider: string }), text: string): Promise<void> {
     try {
       await adapter.send(msg, text);
     } catch (err) {
@@ -231,4 +290,9 @@ export class ChannelManager {
   async drain(): Promise<void> {
     await Promise.allSettled([...this.replies]);
   }
+}
+
+/** Whose open question a message may answer: the same user in the same chat of the same platform (and workspace). */
+function clarificationKey(msg: InboundMessage): string {
+  return `${msg.provider}:${msg.workspaceId ?? ""}:${msg.chatId}:${msg.userId}`;
 }

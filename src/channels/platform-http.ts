@@ -1,7 +1,7 @@
 // One platform API call with the platforms' retry rules: a 429 waits what the platform asks (Telegram's
 // `parameters.retry_after`, Slack's `Retry-After` header), a 5xx or a network error backs off exponentially, each
 // within a bounded number of tries and a bounded wait, so a reply is delayed, not lost, while the platform sheds load.
-import { PlatformError } from "./types.js";
+import { FileTooLargeError, PlatformError } from "./types.js";
 
 /** Retry limits of {@link callPlatform}. */
 export interface RetryPolicy {
@@ -27,8 +27,14 @@ export type Verdict = { kind: "ok" } | { kind: "retry"; afterMs?: number } | { k
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A request body sent as it is (multipart or form-encoded), instead of as JSON. */
+function isRawBody(body: unknown): body is FormData | URLSearchParams {
+  return body instanceof FormData || body instanceof URLSearchParams;
+}
+
 /**
- * Sends `body` as JSON to `url` (POST unless `options.method` says PATCH / GET; GET sends no body) and retries per `judge` and `policy`. Counts every HTTP request in `counter`.
+ * Sends `body` to `url` (POST unless `options.method` says PATCH / GET; GET sends no body): as JSON, or a FormData /
+ * URLSearchParams as multipart / form-encoded. Retries per `judge` and `policy`; counts every HTTP request in `counter`.
  * @returns the accepted answer. @throws PlatformError when `judge` fails it or the tries are spent (`rate_limited`
  *   after 429s, `other` after 5xx / network errors).
  */
@@ -48,7 +54,10 @@ export async function callPlatform(
     try {
       if (options.counter) options.counter.calls++;
       const method = options.method ?? "POST";
-      const res = await fetch(url, { method, headers: { "content-type": "application/json; charset=utf-8", ...options.headers }, body: method === "GET" ? undefined : JSON.stringify(body), signal: options.signal ?? AbortSignal.timeout(60_000) });
+      // fetch sets the multipart boundary / form content type itself for a raw body.
+      const headers = isRawBody(body) ? { ...options.headers } : { "content-type": "application/json; charset=utf-8", ...options.headers };
+      const payload = method === "GET" ? undefined : isRawBody(body) ? body : JSON.stringify(body);
+      const res = await fetch(url, { method, headers, body: payload, signal: options.signal ?? AbortSignal.timeout(60_000) });
       const text = await res.text();
       let parsed: Record<string, unknown> | null = null;
       try {
@@ -79,4 +88,47 @@ export async function callPlatform(
 export function retryAfterHeaderMs(headers: Headers): number | undefined {
   const v = Number(headers.get("retry-after"));
   return Number.isFinite(v) && v >= 0 ? v * 1000 : undefined;
+}
+
+/**
+ * GETs a platform file (Telegram's file URL, Slack's `url_private_download`) and reads at most `maxBytes`: a
+ * `Content-Length` or a body beyond it stops the download ({@link FileTooLargeError}). 5xx and network errors are
+ * tried again (3 tries, 250 ms backoff doubled).
+ * @throws FileTooLargeError; PlatformError (`auth` on 401/403, else `other`).
+ */
+export async function downloadPlatformFile(provider: string, url: string, filename: string, maxBytes: number, options: { headers?: Record<string, string>; counter?: { calls: number } } = {}): Promise<Buffer> {
+  let last = "no answer";
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (attempt > 0) await sleep(250 * 2 ** (attempt - 1));
+    if (options.counter) options.counter.calls++;
+    let res: Response;
+    try {
+      res = await fetch(url, { headers: options.headers, signal: AbortSignal.timeout(120_000) });
+    } catch (err) {
+      last = `network error: ${(err as Error).message}`;
+      continue;
+    }
+    if (res.status >= 500) {
+      await res.body?.cancel();
+      last = `HTTP ${res.status}`;
+      continue;
+    }
+    if (!res.ok || !res.body) {
+      await res.body?.cancel();
+      throw new PlatformError(provider, res.status === 401 || res.status === 403 ? "auth" : "other", `${provider} refused the file download: HTTP ${res.status}`);
+    }
+    if (Number(res.headers.get("content-length") ?? 0) > maxBytes) {
+      await res.body.cancel();
+      throw new FileTooLargeError(filename, maxBytes);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += chunk.length;
+      if (size > maxBytes) throw new FileTooLargeError(filename, maxBytes);
+      chunks.push(Buffer.from(chunk));
+    }
+    return Buffer.concat(chunks);
+  }
+  throw new PlatformError(provider, "other", `${provider} file download failed after 3 tries (${last})`);
 }

@@ -20,9 +20,17 @@ import { ChannelManager } from "./manager.js";
 import { MessageBus, QueueFullError } from "./message-bus.js";
 import { RedisChannelCoordination } from "./redis-coordination.js";
 import { SlackAdapter } from "./slack.js";
-import { ChannelStore, type ChannelConnection, type DedupeStore, type LeaseStore } from "./store.js";
+import { SqliteChannelStore, type ChannelStore, type ChannelConnection, type DedupeStore, type LeaseStore } from "./store.js";
 import { TelegramAdapter } from "./telegram.js";
 import type { ChannelAdapter, WebhookAnswer, WebhookRequest } from "./types.js";
+import type { GatewaySandboxProvider } from "../sandbox/security.js";
+import { UploadsConfigSchema } from "../config/schema.js";
+import type { UploadsConfig } from "./files.js";
+
+/** The `uploads` section of the config now (its defaults when absent). */
+function uploadsOf(raw: Record<string, unknown>): UploadsConfig {
+  return UploadsConfigSchema.parse(raw.uploads ?? {});
+}
 
 /** Upstream `_STATE_TTL_SECONDS`: a connect code lives ten minutes. */
 export const CONNECT_CODE_TTL_SECONDS = 600;
@@ -43,6 +51,8 @@ export interface ChannelServiceDeps {
   redisUrl: string | null;
   authDisabledUser: string | null;
   logger: Logger;
+  /** Thread directories (a user's files become uploads there; presented outputs are read from there). */
+  sandbox: GatewaySandboxProvider;
   /** Counts platform API calls (tests and the benchmark read it). */
   apiCalls?: { calls: number };
   onFirstReply?: (ms: number, provider: string) => void;
@@ -104,7 +114,7 @@ export class ChannelService {
     if (discord?.enabled) this.adapters.set("discord", new DiscordAdapter(discord, { logger: deps.logger, lease, holderId, counter }));
     this.manager = new ChannelManager({
       runService: deps.runService, runs: deps.runs, threads: deps.persistence.threads, runRecords: deps.persistence.runs, bridge: deps.bridge, store, dedupe,
-      settings: () => this.settings(), modelNames: deps.modelNames, authDisabledUser: deps.authDisabledUser, logger: deps.logger, onFirstReply: deps.onFirstReply,
+      settings: () => this.settings(), modelNames: deps.modelNames, sandbox: deps.sandbox, uploads: () => uploadsOf(deps.rawConfig()), authDisabledUser: deps.authDisabledUser, logger: deps.logger, onFirstReply: deps.onFirstReply,
     }, this.adapters);
     this.bus = new MessageBus((m) => this.manager.handle(m), {
       concurrency: boot.channels.max_concurrency, maxQueued: boot.channels.inbound_queue_maxsize,
@@ -120,7 +130,7 @@ export class ChannelService {
     const settings = readChannelSettings(deps.rawConfig());
     const dir = path.join(deps.home, "data");
     mkdirSync(dir, { recursive: true });
-    const store = new ChannelStore(openSqlite(path.join(dir, "channels.sqlite")));
+    const store = new SqliteChannelStore(openSqlite(path.join(dir, "channels.sqlite")));
     let coordination: RedisChannelCoordination | null = null;
     if (deps.redisUrl) {
       const { Redis } = await import("ioredis");
@@ -223,7 +233,7 @@ export class ChannelService {
     await this.bus.drain();
     await this.manager.drain();
     await this.coordination?.close();
-    this.store.close();
+    await this.store.close();
   }
 }
 

@@ -3,8 +3,8 @@
 // secret (https://api.slack.com/authentication/verifying-requests-from-slack): `v0=` HMAC-SHA256 of
 // `v0:<timestamp>:<raw body>`, the timestamp within five minutes. Socket Mode is not offered (see docs/channels.md).
 import { createHmac } from "node:crypto";
-import { callPlatform, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
-import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundMessage, type InboundSink, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
+import { callPlatform, downloadPlatformFile, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
 import type { SlackConfig } from "./config.js";
 import { safeEqual } from "./telegram.js";
 
@@ -27,6 +27,20 @@ interface SlackEvent {
   channel_type?: string;
   ts?: string;
   thread_ts?: string;
+  files?: { id?: string; name?: string; mimetype?: string; size?: number; url_private?: string; url_private_download?: string }[];
+}
+
+/** Slack's upload limit for one file (1 GB). */
+export const SLACK_MAX_UPLOAD_BYTES = 1_000_000_000;
+
+/** The files of a message event (`file_share`), with a URL to download them from. */
+function filesOf(e: SlackEvent): InboundFile[] {
+  return (e.files ?? []).flatMap((f, i): InboundFile[] => {
+    const url = f.url_private_download ?? f.url_private;
+    if (typeof url !== "string") return [];
+    const image = f.mimetype?.startsWith("image/") ?? false;
+    return [{ ref: url, filename: f.name || `slack-file-${f.id ?? i}${image ? ".png" : ".bin"}`, size: typeof f.size === "number" ? f.size : null, kind: image ? "image" : "file" }];
+  });
 }
 
 /** Reads a Web API answer: `ok: true`; HTTP 429 or `ratelimited` waits `Retry-After`; 5xx retried; auth errors `auth`. */
@@ -91,8 +105,8 @@ export class SlackAdapter implements ChannelAdapter {
   }
 
   private toInbound(eventId: string, teamId: string | null, e: SlackEvent): InboundMessage | null {
-    // The bot's own messages (bot_id) and edits/joins (subtypes) are not user messages.
-    if ((e.type !== "message" && e.type !== "app_mention") || e.bot_id || e.subtype || !e.user || !e.channel) return null;
+    // The bot's own messages (bot_id) and edits/joins (subtypes) are not user messages; a file share is.
+    if ((e.type !== "message" && e.type !== "app_mention") || e.bot_id || (e.subtype && e.subtype !== "file_share") || !e.user || !e.channel) return null;
     const isDirect = e.channel_type === "im";
     // Upstream strips the bot's `<@U...>` mention; without the bot's id, any leading mention is the bot's.
     const raw = e.text ?? "";
@@ -101,8 +115,43 @@ export class SlackAdapter implements ChannelAdapter {
     const text = raw.replace(mentionRe, "").trim();
     return {
       provider: "slack", eventId, userId: e.user, userName: null, workspaceId: teamId, chatId: e.channel,
-      topicId: isDirect ? null : (e.thread_ts ?? e.ts ?? null), text, isDirect, mentioned, receivedAt: Date.now(),
+      topicId: isDirect ? null : (e.thread_ts ?? e.ts ?? null), text, isDirect, mentioned, receivedAt: Date.now(), files: filesOf(e),
     };
+  }
+
+  readonly maxUploadBytes = SLACK_MAX_UPLOAD_BYTES;
+
+  /**
+   * Downloads `url_private_download` with the bot token. The token goes only to Slack's own hosts (`*.slack.com`)
+   * or the configured `api_base`'s origin: an event naming any other URL is refused.
+   */
+  async downloadFile(file: InboundFile, maxBytes: number): Promise<Buffer> {
+    let url: URL;
+    try {
+      url = new URL(file.ref);
+    } catch {
+      throw new PlatformError("slack", "other", "Slack file URL is not a URL");
+    }
+    const slackHost = url.protocol === "https:" && (url.hostname === "slack.com" || url.hostname.endsWith(".slack.com"));
+    if (!slackHost && url.origin !== new URL(this.config.api_base).origin) throw new PlatformError("slack", "other", "Slack file URL is not on a Slack host");
+    return downloadPlatformFile("slack", url.href, file.filename, maxBytes, { headers: { authorization: `Bearer ${this.config.bot_token}` }, counter: this.deps.counter });
+  }
+
+  /**
+   * Slack's external upload (files.upload is retired): files.getUploadURLExternal, the bytes POSTed to the
+   * upload URL it gives, then files.completeUploadExternal sharing the file into the conversation.
+   */
+  async sendFile(target: ReplyTarget, file: OutboundFile): Promise<void> {
+    const ticket = await this.call("files.getUploadURLExternal", new URLSearchParams({ filename: file.filename, length: String(file.data.length) }));
+    const uploadUrl = String(ticket.body?.upload_url ?? "");
+    const fileId = String(ticket.body?.file_id ?? "");
+    if (!uploadUrl || !fileId) throw new PlatformError("slack", "other", "Slack gave no upload_url for the file");
+    const form = new FormData();
+    form.set("file", new Blob([new Uint8Array(file.data)], { type: file.contentType }), file.filename);
+    await callPlatform("slack", uploadUrl, form, (a) => (a.status === 200 ? { kind: "ok" } : a.status === 429 || a.status >= 500 ? { kind: "retry" } : { kind: "fail", error: new PlatformError("slack", "other", `Slack refused the file upload: HTTP ${a.status}`) }), { policy: this.deps.retry, counter: this.deps.counter });
+    const complete = new URLSearchParams({ files: JSON.stringify([{ id: fileId, title: file.filename }]), channel_id: target.chatId });
+    if (target.topicId) complete.set("thread_ts", target.topicId);
+    await this.call("files.completeUploadExternal", complete);
   }
 
   async send(target: ReplyTarget, text: string): Promise<string> {

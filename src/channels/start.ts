@@ -7,6 +7,7 @@ import type { RunManager } from "../runtime/runs/run-manager.js";
 import type { RunService } from "../runtime/runs/run-service.js";
 import type { StreamBridge } from "../runtime/stream/stream-bridge.js";
 import { readChannelSettings } from "./config.js";
+import type { GatewaySandboxProvider } from "../sandbox/security.js";
 import { ChannelService } from "./service.js";
 
 export { ChannelService } from "./service.js";
@@ -22,6 +23,8 @@ export interface StartChannelsOptions {
   redisUrl: string | null;
   authDisabledUser: string | null;
   logger: Logger;
+  /** The process's sandbox provider (thread directories for channel files). */
+  sandbox: GatewaySandboxProvider;
 }
 
 /**
@@ -37,6 +40,6 @@ export async function startChannels(options: StartChannelsOptions): Promise<Chan
   return ChannelService.start({
     runService: options.runService, runs: options.runs, persistence: options.persistence, bridge: options.bridge, rawConfig,
     modelNames: () => options.getAppConfig().models.map((m) => m.name), home: options.home, redisUrl: options.redisUrl,
-    authDisabledUser: options.authDisabledUser, logger: options.logger,
+    authDisabledUser: options.authDisabledUser, logger: options.logger, sandbox: options.sandbox,
   });
 }

@@ -1,6 +1,6 @@
 // The channel runtime's durable state (DeerFlow channel_connections persistence + dedupe_store.py + store.py):
 // per-user connections, one-time connect codes, the platform conversation -> gateway thread map, inbound event ids
-// (the dedupe store) and the poll leases, in `<home>/data/channels.sqlite` (opened through openSqlite: WAL, busy
+// (the dedupe store), the poll leases and open clarification questions, in `<home>/data/channels.sqlite` (opened through openSqlite: WAL, busy
 // timeout), so every process of one host sees one copy. Redis implementations of the dedupe store and the lease
 // for several hosts live in redis-coordination.ts.
 import { randomUUID } from "node:crypto";
@@ -20,6 +20,34 @@ export interface ChannelConnection {
   metadata: Record<string, unknown>;
   created_at: string;
   updated_at: string;
+}
+
+/** A question the agent asked in a conversation, waiting for the user's answer (see the manager's clarification path). */
+export interface PendingClarification {
+  threadId: string;
+  /** The sub-conversation the question was posted in (Slack `thread_ts`), where the answer's reply goes. */
+  topicId: string | null;
+}
+
+/**
+ * The channel runtime's durable state, on SQLite ({@link SqliteChannelStore}) or PostgreSQL (pg-store.ts): the same
+ * contract on both, so every process sharing the store sees one copy.
+ */
+export interface ChannelStore extends DedupeStore, LeaseStore {
+  listConnections(ownerUserId: string): Promise<ChannelConnection[]>;
+  findByIdentity(provider: string, externalAccountId: string, workspaceId: string | null): Promise<ChannelConnection | null>;
+  disconnect(id: string, ownerUserId: string): Promise<boolean>;
+  setProviderStatus(provider: string, status: "broken" | "connected"): Promise<void>;
+  patchSettings(id: string, patch: Record<string, unknown>): Promise<void>;
+  createConnectCode(ownerUserId: string, provider: string, code: string, ttlMs: number, maxPending: number): Promise<boolean>;
+  redeemConnectCode(provider: string, code: string, identity: { externalAccountId: string; name: string | null; workspaceId: string | null }): Promise<ChannelConnection | null>;
+  getThreadId(connectionId: string, conversationId: string, topicId: string | null | undefined): Promise<string | null>;
+  setThreadId(connectionId: string, conversationId: string, topicId: string | null | undefined, threadId: string | null): Promise<void>;
+  /** Remembers the open question of `key` (provider, chat and user) for `ttlMs`, replacing an older one. */
+  setPendingClarification(key: string, pending: PendingClarification, ttlMs: number): Promise<void>;
+  /** Takes (and forgets) the open, unexpired question of `key`; null when there is none. */
+  takePendingClarification(key: string): Promise<PendingClarification | null>;
+  close(): Promise<void>;
 }
 
 /** Remembers inbound event ids: true from `tryRecord` for the first delivery of an id only, across processes. */
@@ -52,13 +80,15 @@ CREATE TABLE IF NOT EXISTS channel_threads (
   thread_id TEXT NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY (connection_id, conversation_id, topic_id));
 CREATE TABLE IF NOT EXISTS channel_dedupe (key TEXT PRIMARY KEY, expires_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS channel_leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS channel_pending_clarifications (
+  key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, topic_id TEXT NOT NULL DEFAULT '', expires_at INTEGER NOT NULL);
 `;
 
 type Row = Omit<ChannelConnection, "metadata" | "workspace_id"> & { metadata: string; workspace_id: string };
 const toConnection = (r: Row): ChannelConnection => ({ ...r, workspace_id: r.workspace_id || null, metadata: JSON.parse(r.metadata) as Record<string, unknown> });
 
-/** The SQLite channel store: connections, connect codes, thread map, dedupe ids and leases (one file, WAL). */
-export class ChannelStore implements DedupeStore, LeaseStore {
+/** The SQLite channel store: connections, connect codes, thread map, dedupe ids, leases and open questions (one file, WAL). */
+export class SqliteChannelStore implements ChannelStore {
   constructor(private readonly db: Database.Database) {
     db.exec(SCHEMA);
   }
@@ -176,7 +206,19 @@ export class ChannelStore implements DedupeStore, LeaseStore {
     this.db.prepare("DELETE FROM channel_leases WHERE name = ? AND holder = ?").run(name, holder);
   }
 
-  close(): void {
+  async setPendingClarification(key: string, pending: PendingClarification, ttlMs: number): Promise<void> {
+    const now = Date.now();
+    this.db.prepare("DELETE FROM channel_pending_clarifications WHERE expires_at <= ?").run(now);
+    this.db.prepare("INSERT INTO channel_pending_clarifications (key, thread_id, topic_id, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET thread_id = excluded.thread_id, topic_id = excluded.topic_id, expires_at = excluded.expires_at")
+      .run(key, pending.threadId, pending.topicId ?? "", now + ttlMs);
+  }
+
+  async takePendingClarification(key: string): Promise<PendingClarification | null> {
+    const row = this.db.prepare("DELETE FROM channel_pending_clarifications WHERE key = ? RETURNING thread_id, topic_id, expires_at").get(key) as { thread_id: string; topic_id: string; expires_at: number } | undefined;
+    return row && row.expires_at > Date.now() ? { threadId: row.thread_id, topicId: row.topic_id || null } : null;
+  }
+
+  async close(): Promise<void> {
     this.db.close();
   }
 }

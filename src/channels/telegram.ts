@@ -4,9 +4,9 @@
 // takes over when the holder dies) and a webhook verified by the `X-Telegram-Bot-Api-Secret-Token` header.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Logger } from "pino";
-import { callPlatform, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
+import { callPlatform, downloadPlatformFile, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
 import type { LeaseStore } from "./store.js";
-import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundMessage, type InboundSink, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
+import { FileTooLargeError, PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
 import type { TelegramConfig } from "./config.js";
 
 /** Telegram's message length limit (characters). */
@@ -25,7 +25,26 @@ interface Update {
     from?: { id: number; is_bot?: boolean; username?: string; first_name?: string };
     message_thread_id?: number;
     entities?: { type: string; offset: number; length: number }[];
+    document?: { file_id: string; file_name?: string; mime_type?: string; file_size?: number };
+    photo?: { file_id: string; file_size?: number; width?: number; height?: number }[];
   };
+}
+
+/** Telegram's limit on files a bot sends (sendDocument: 50 MB). */
+export const TELEGRAM_MAX_UPLOAD_BYTES = 50_000_000;
+
+/** The files of a message: the document, and the largest size of a photo (upstream `_extract_inbound_files`). */
+function filesOf(m: NonNullable<Update["message"]>): InboundFile[] {
+  const files: InboundFile[] = [];
+  if (m.photo?.length) {
+    const best = m.photo.reduce((a, b) => ((b.width ?? 0) * (b.height ?? 0) > (a.width ?? 0) * (a.height ?? 0) ? b : a));
+    files.push({ ref: best.file_id, filename: `telegram-photo-${m.message_id}.jpg`, size: best.file_size ?? null, kind: "image" });
+  }
+  if (m.document?.file_id) {
+    const image = m.document.mime_type?.startsWith("image/") ?? false;
+    files.push({ ref: m.document.file_id, filename: m.document.file_name || `telegram-document-${m.message_id}.bin`, size: m.document.file_size ?? null, kind: image ? "image" : "file" });
+  }
+  return files;
 }
 
 /** What the Telegram adapter needs besides its config section. */
@@ -148,8 +167,32 @@ export class TelegramAdapter implements ChannelAdapter {
     return {
       provider: "telegram", eventId: String(update.update_id), userId: String(m.from.id), userName: m.from.username ?? m.from.first_name ?? null,
       workspaceId: null, chatId: String(m.chat.id), topicId: m.message_thread_id !== undefined ? String(m.message_thread_id) : null,
-      text, isDirect, mentioned, receivedAt: Date.now(),
+      text, isDirect, mentioned, receivedAt: Date.now(), files: filesOf(m),
     };
+  }
+
+  readonly maxUploadBytes = TELEGRAM_MAX_UPLOAD_BYTES;
+
+  /**
+   * getFile, then the file from `<api_base>/file/bot<token>/<file_path>` (the Bot API's download URL). The size
+   * getFile reports is checked before the download.
+   */
+  async downloadFile(file: InboundFile, maxBytes: number): Promise<Buffer> {
+    const answer = await this.call("getFile", { file_id: file.ref });
+    const info = (answer.body?.result ?? {}) as { file_path?: string; file_size?: number };
+    if (typeof info.file_size === "number" && info.file_size > maxBytes) throw new FileTooLargeError(file.filename, maxBytes);
+    if (!info.file_path) throw new PlatformError("telegram", "other", "Telegram gave no file_path for the file");
+    const url = `${this.config.api_base.replace(/\/+$/, "")}/file/bot${this.config.bot_token}/${info.file_path}`;
+    return downloadPlatformFile("telegram", url, file.filename, maxBytes, { counter: this.deps.counter });
+  }
+
+  /** sendDocument as multipart (the document's bytes as a file part, as the Bot API takes new files). */
+  async sendFile(target: ReplyTarget, file: OutboundFile): Promise<void> {
+    const form = new FormData();
+    form.set("chat_id", target.chatId);
+    if (target.topicId) form.set("message_thread_id", target.topicId);
+    form.set("document", new Blob([new Uint8Array(file.data)], { type: file.contentType }), file.filename);
+    await this.call("sendDocument", form);
   }
 
   async send(target: ReplyTarget, text: string): Promise<string> {

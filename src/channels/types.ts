@@ -37,6 +37,30 @@ export interface InboundMessage extends ReplyTarget {
   mentioned: boolean;
   /** When the adapter received it (ms since epoch): the start of the inbound-to-first-reply latency. */
   receivedAt: number;
+  /** Files attached to the message (Telegram `document` / `photo`, Slack `files`), not yet downloaded. */
+  files?: InboundFile[];
+}
+
+/**
+ * A file the user sent, as the platform describes it before download (upstream `InboundMessage.files` entries).
+ * `ref` is what the adapter's `downloadFile` needs (Telegram `file_id`, Slack `url_private_download`).
+ */
+export interface InboundFile {
+  ref: string;
+  /** The name to store it under (the platform's file name, or `telegram-photo-<message id>.jpg` and the like). */
+  filename: string;
+  /** The size the platform declares, in bytes; null when it gives none. Checked before anything is downloaded. */
+  size: number | null;
+  /** `image` for photos / image mime types, else `file` (upstream `type`). */
+  kind: "image" | "file";
+}
+
+/** A file to post into the chat: a presented artifact of the agent's outputs. */
+export interface OutboundFile {
+  filename: string;
+  data: Buffer;
+  /** Its content type (`application/pdf`, ...). */
+  contentType: string;
 }
 
 /** What an adapter can do with its replies; the reply streamer throttles and splits by it. */
@@ -78,6 +102,15 @@ export interface ChannelAdapter {
   send(target: ReplyTarget, text: string): Promise<string>;
   edit(target: ReplyTarget, messageId: string, text: string): Promise<void>;
   /**
+   * Downloads a file the user sent, reading at most `maxBytes` (more: {@link FileTooLargeError}, nothing kept).
+   * Absent on adapters that take no files.
+   */
+  downloadFile?(file: InboundFile, maxBytes: number): Promise<Buffer>;
+  /** Posts a file into the conversation (Telegram `sendDocument`, Slack's external upload). Absent: no file replies. */
+  sendFile?(target: ReplyTarget, file: OutboundFile): Promise<void>;
+  /** The largest file `sendFile` may post, in bytes (Telegram's 50 MB bot upload limit, ...). */
+  readonly maxUploadBytes?: number;
+  /**
    * Answers a webhook delivery: verifies its signature (401 when bad or missing, nothing queued), queues the
    * messages it carries through the sink, answers at once. Absent on adapters without a webhook mode.
    */
@@ -93,5 +126,13 @@ export class PlatformError extends Error {
   ) {
     super(message);
     this.name = "PlatformError";
+  }
+}
+
+/** A user's file is larger than the channel accepts (declared or while downloading). `limit` in bytes. */
+export class FileTooLargeError extends Error {
+  constructor(readonly filename: string, readonly limit: number) {
+    super(`File too large: ${filename} (limit ${limit} bytes)`);
+    this.name = "FileTooLargeError";
   }
 }

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DiscordSection } from "../../src/channels/config.js";
 import { DiscordAdapter } from "../../src/channels/discord.js";
 import { DISCORD_INTENTS } from "../../src/channels/discord-gateway.js";
-import { ChannelStore } from "../../src/channels/store.js";
+import { SqliteChannelStore } from "../../src/channels/store.js";
 import { openSqlite } from "../../src/runtime/persistence/sqlite/sqlite.js";
 import { signUp, type Session } from "../support/auth-client.js";
 import { startHarness, type Harness } from "../support/harness.js";
@@ -120,7 +120,7 @@ describe("Discord channel", () => {
   it("holds one gateway connection across processes (the lease) and hands over when the holder stops; a refused token stops reconnecting", async () => {
     const fake = (dc = await startDiscordFake());
     const dir = mkdtempSync(path.join(tmpdir(), "dfgw-discord-"));
-    const store = new ChannelStore(openSqlite(path.join(dir, "channels.sqlite")));
+    const store = new SqliteChannelStore(openSqlite(path.join(dir, "channels.sqlite")));
     cleanups.push(() => { store.close(); rmSync(dir, { recursive: true, force: true }); });
     const section = DiscordSection.parse({ enabled: true, bot_token: fake.token, api_base: fake.url });
     const make = (holderId: string) => new DiscordAdapter(section, { logger: pino({ level: "silent" }), lease: store, holderId, leaseMs: 600 });

@@ -1,5 +1,5 @@
 // Shared core of the IM platform fakes: an HTTP server on 127.0.0.1:0 that records every API call (method name,
-// JSON body, time) and can be told to answer the next calls with a status (429 / 500) in the platform's shape.
+// body: JSON, form-encoded or multipart with its file parts, time) and can be told to answer the next calls with a status (429 / 500) in the platform's shape.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 
@@ -8,7 +8,16 @@ export interface PlatformCall {
   method: string;
   /** The HTTP method (`POST`, `PATCH`, `GET`). */
   verb: string;
+  /** The same as {@link verb} (the file-transfer tests' name for it). */
+  httpMethod: string;
+  /** The path and query as requested. */
+  path: string;
+  /** JSON body, or the fields of a form-encoded / multipart body. */
   body: Record<string, any>;
+  /** The multipart body's file parts by field name. */
+  files: Record<string, { filename: string; type: string; data: Buffer }>;
+  /** The body's bytes as sent. */
+  raw: Buffer;
   headers: IncomingMessage["headers"];
   at: number;
 }
@@ -33,18 +42,16 @@ export async function startPlatformFake(
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      const url = new URL(req.url ?? "/", "http://fake");
-      let body: Record<string, any> = {};
-      try {
-        body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, any>) : {};
-      } catch {
-        body = {};
-      }
-      const call: PlatformCall = { method: url.pathname.split("/").at(-1) ?? "", verb: req.method ?? "GET", body, headers: req.headers, at: Date.now() };
-      fake.calls.push(call);
-      const status = fake.failNext.shift();
-      if (status !== undefined) return failure(status, res);
-      void Promise.resolve(route(call, url, res)).catch(() => res.writeHead(500).end());
+      void (async () => {
+        const url = new URL(req.url ?? "/", "http://fake");
+        const raw = Buffer.concat(chunks);
+        const { body, files } = await parseBody(raw, String(req.headers["content-type"] ?? ""));
+        const call: PlatformCall = { method: url.pathname.split("/").at(-1) ?? "", verb: req.method ?? "POST", httpMethod: req.method ?? "POST", path: `${url.pathname}${url.search}`, body, files, raw, headers: req.headers, at: Date.now() };
+        fake.calls.push(call);
+        const status = fake.failNext.shift();
+        if (status !== undefined) return failure(status, res);
+        await route(call, url, res);
+      })().catch(() => res.writeHead(500).end());
     });
   });
   server.on("connection", (s) => {
@@ -63,4 +70,25 @@ export async function startPlatformFake(
 /** Sends `value` as JSON with `status` and extra headers. */
 export function json(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
   res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(value));
+}
+
+/** Parses a JSON, form-encoded or multipart body (the last with the WHATWG parser of Node's fetch). */
+async function parseBody(raw: Buffer, contentType: string): Promise<{ body: Record<string, any>; files: PlatformCall["files"] }> {
+  const files: PlatformCall["files"] = {};
+  if (!raw.length) return { body: {}, files };
+  if (contentType.startsWith("application/x-www-form-urlencoded")) return { body: Object.fromEntries(new URLSearchParams(raw.toString("utf8"))), files };
+  if (contentType.startsWith("multipart/form-data")) {
+    const form = await new Response(new Uint8Array(raw), { headers: { "content-type": contentType } }).formData();
+    const body: Record<string, any> = {};
+    for (const [name, value] of form) {
+      if (typeof value === "string") body[name] = value;
+      else files[name] = { filename: value.name, type: value.type, data: Buffer.from(await value.arrayBuffer()) };
+    }
+    return { body, files };
+  }
+  try {
+    return { body: JSON.parse(raw.toString("utf8")) as Record<string, any>, files };
+  } catch {
+    return { body: {}, files };
+  }
 }

@@ -1,5 +1,6 @@
 // A fake Slack Web API (https://api.slack.com/methods) at `<url>/<method>`: chat.postMessage and chat.update with
-// `Authorization: Bearer <bot token>`; `{ok: false, error: "invalid_auth"}` for a wrong or revoked token, HTTP 429
+// `Authorization: Bearer <bot token>`; private file downloads (`url_private_download`, bearer token required) and
+// the external upload flow (files.getUploadURLExternal -> POST to the upload URL -> files.completeUploadExternal); `{ok: false, error: "invalid_auth"}` for a wrong or revoked token, HTTP 429
 // with `Retry-After` when rate limited. `signedEvent` builds an Events API delivery signed as Slack signs it.
 import { createHmac } from "node:crypto";
 import { json, startPlatformFake, type PlatformFake } from "./im-platform.js";
@@ -17,13 +18,32 @@ export interface SlackFake extends PlatformFake {
   token: string;
   tokenValid: boolean;
   sent: SlackSent[];
+  /** Files shared by the bot (completed external uploads), with their bytes. */
+  shared: { channel: string; thread_ts?: string; filename: string; title: string; data: Buffer }[];
+  /** Stores a file a user "shared"; returns the `files` entry of its message event (with `url_private_download`). */
+  addFile(name: string, data: Buffer, declaredSize?: number): Record<string, unknown>;
 }
 
 /** Starts the fake for bot token `token`. */
 export async function startSlackFake(token = "xoxb-test"): Promise<SlackFake> {
   let seq = 1;
   let self!: SlackFake;
-  const fake = await startPlatformFake((call, _url, res) => {
+  const userFiles = new Map<string, Buffer>();
+  const uploads = new Map<string, { filename: string; length: number; data?: Buffer }>();
+  const fake = await startPlatformFake((call, url, res) => {
+    if (url.pathname.startsWith("/upload/")) {
+      // The upload URL is pre-signed: no token; the bytes come as a multipart file part (or the raw body).
+      const ticket = uploads.get(url.pathname.slice("/upload/".length));
+      if (!ticket) return void res.writeHead(404).end("unknown upload");
+      ticket.data = call.files.file?.data ?? call.raw;
+      return void res.writeHead(200, { "content-type": "text/plain" }).end(`OK - ${ticket.data.length}`);
+    }
+    if (call.httpMethod === "GET" && url.pathname.startsWith("/files-pri/")) {
+      const data = userFiles.get(url.pathname);
+      if (call.headers.authorization !== `Bearer ${self.token}` || !self.tokenValid) return void res.writeHead(403).end();
+      if (!data) return void res.writeHead(404).end();
+      return void res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(data.length) }).end(data);
+    }
     if (call.headers.authorization !== `Bearer ${self.token}` || !self.tokenValid) return json(res, 200, { ok: false, error: "invalid_auth" });
     const b = call.body;
     if (call.method === "chat.postMessage") {
@@ -38,9 +58,38 @@ export async function startSlackFake(token = "xoxb-test"): Promise<SlackFake> {
       m.texts.push(b.text);
       return json(res, 200, { ok: true, channel: b.channel, ts: b.ts, text: b.text });
     }
+    if (call.method === "files.getUploadURLExternal") {
+      if (!b.filename || !Number(b.length)) return json(res, 200, { ok: false, error: "invalid_arguments" });
+      const file_id = `F${String(seq++).padStart(8, "0")}`;
+      uploads.set(file_id, { filename: String(b.filename), length: Number(b.length) });
+      return json(res, 200, { ok: true, upload_url: `${self.url}/upload/${file_id}`, file_id });
+    }
+    if (call.method === "files.completeUploadExternal") {
+      let files: { id: string; title?: string }[] = [];
+      try {
+        files = JSON.parse(String(b.files)) as typeof files;
+      } catch {
+        return json(res, 200, { ok: false, error: "invalid_arguments" });
+      }
+      for (const f of files) {
+        const ticket = uploads.get(f.id);
+        // Slack refuses to complete an upload whose bytes never arrived or differ from the announced length.
+        if (!ticket?.data || ticket.data.length !== ticket.length) return json(res, 200, { ok: false, error: "file_not_found" });
+        self.shared.push({ channel: String(b.channel_id), thread_ts: b.thread_ts, filename: ticket.filename, title: f.title ?? ticket.filename, data: ticket.data });
+      }
+      return json(res, 200, { ok: true, files: files.map((f) => ({ id: f.id, title: f.title })) });
+    }
     return json(res, 404, { ok: false, error: "unknown_method" });
   }, (status, res) => (status === 429 ? json(res, 429, { ok: false, error: "ratelimited" }, { "retry-after": "1" }) : json(res, status, { ok: false, error: "internal_error" })));
-  self = Object.assign(fake, { token, tokenValid: true, sent: [] as SlackSent[] });
+  self = Object.assign(fake, {
+    token, tokenValid: true, sent: [] as SlackSent[], shared: [] as SlackFake["shared"],
+    addFile(name: string, data: Buffer, declaredSize?: number) {
+      const id = `F${String(seq++).padStart(8, "0")}`;
+      const filePath = `/files-pri/T1-${id}/download/${name}`;
+      userFiles.set(filePath, data);
+      return { id, name, title: name, mimetype: "text/plain", size: declaredSize ?? data.length, url_private: `${self.url}${filePath.replace("/download", "")}`, url_private_download: `${self.url}${filePath}` };
+    },
+  });
   return self;
 }
 
