@@ -186,7 +186,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     metrics.sandboxCommands.inc({ outcome, limit: record.refused ?? record.limit ?? "none" });
     metrics.sandboxCommandDuration.observe(record.duration_ms / 1000);
   });
-  const quotas = new RunQuotas(persistence.usage, metrics);
+  const quotas = new RunQuotas(persistence.usage, metrics, persistence.runSlots);
   const runService = new RunService({
     bridge,
     runs,
