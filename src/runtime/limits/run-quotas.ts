@@ -49,6 +49,10 @@ export class RunQuotas {
       this.metrics?.limitRejections.inc({ limit: "concurrent_runs" });
       throw new RateLimitedError(`Too many concurrent runs: ${slot.held} of ${maxRuns} allowed per user are in flight; retry when one has finished`, CONCURRENCY_RETRY_AFTER_SECONDS);
     }
-    return slot.release;
+    return () => {
+      slot.release();
+      // A run's last additions are written as it ends, not a batch window later (other processes read them).
+      void this.ledger.flush?.().catch(() => undefined);
+    };
   }
 }

@@ -34,6 +34,8 @@ export interface TokenLedger {
   get(userId: string, day?: string): DailyUsage | Promise<DailyUsage>;
   /** `userId`'s usage of the last `days` UTC days (today included), newest first; days without usage left out. */
   recent(userId: string, days: number, now?: Date): DailyUsage[] | Promise<DailyUsage[]>;
+  /** Writes queued additions now (a ledger that batches them); called when a run ends. */
+  flush?(): Promise<void>;
 }
 
 /**
