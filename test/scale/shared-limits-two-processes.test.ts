@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -9,8 +10,10 @@ import { until } from "../support/wait.js";
 
 // Issue 50 item 3: what a user is allowed (concurrent runs, daily tokens) and the feedback they give are the
 // service's, not each process's: two real gateway processes on one PostgreSQL and one Redis, auth on, one user
-// per test (so the tests pass in any order).
+// per test (so the tests pass in any order). Each process has its own DEER_FLOW_HOME, as on two machines: nothing
+// may reach the other process through a local file (they share the session signing secret by environment).
 const PASSWORD = "correct-horse-battery";
+const secret = randomUUID() + randomUUID();
 // Runs here cost about 700 tokens each: the scripted model counts the words of every message, system prompt included.
 const QUOTA = 8_000;
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -37,8 +40,14 @@ limits:
   daily_token_quota: ${QUOTA}
 ${sharedSections(db.url, testPrefix())}`,
   );
-  const env = { DEER_FLOW_CONFIG_PATH: config, DEER_FLOW_HOME: path.join(dir, "home"), DEER_FLOW_AGENTS_DIR: path.join(dir, "agents"), DEER_FLOW_AUTH_DISABLED: "", AUTH_JWT_SECRET: "" };
-  [a, b] = await Promise.all([startGateway(await freePort(), env), startGateway(await freePort(), env)]);
+  const env = (name: string) => ({
+    DEER_FLOW_CONFIG_PATH: config,
+    DEER_FLOW_HOME: path.join(dir, name),
+    DEER_FLOW_AGENTS_DIR: path.join(dir, `agents-${name}`),
+    DEER_FLOW_AUTH_DISABLED: "",
+    AUTH_JWT_SECRET: secret,
+  });
+  [a, b] = await Promise.all([startGateway(await freePort(), env("home-a")), startGateway(await freePort(), env("home-b"))]);
 }, PROCESS_HOOK_MS);
 afterAll(async () => {
   await Promise.all([a?.stop("SIGKILL"), b?.stop("SIGKILL")]);
