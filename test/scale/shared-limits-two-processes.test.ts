@@ -150,3 +150,20 @@ describe("run feedback across two processes", () => {
     expect((await erin.fetch(`/api/threads/${thread}/runs/${run.run_id}/feedback/${created.feedback_id}`, { method: "DELETE" })).status).toBe(404);
   });
 });
+
+describe("sign-in lockout across two processes", () => {
+  it("five failed sign-ins spread over A and B lock the account on both; other accounts stay open", async () => {
+    const email = `lockout-${Date.now()}@example.com`;
+    await signUp(a.url, email, PASSWORD);
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await new Session((i % 2 ? a : b).url).login(email, `wrong-${i}`)).status);
+    expect(statuses).toEqual([401, 401, 401, 401, 401]);
+    // Locked everywhere, even for the right password.
+    const [onA, onB] = await Promise.all([new Session(a.url).login(email, PASSWORD), new Session(b.url).login(email, PASSWORD)]);
+    expect([onA.status, onB.status]).toEqual([429, 429]);
+    expect(Number(onB.headers.get("retry-after"))).toBeGreaterThan(0);
+    const other = `open-${Date.now()}@example.com`;
+    await signUp(b.url, other, PASSWORD);
+    expect((await new Session(a.url).login(other, PASSWORD)).status).toBe(200);
+  });
+});
