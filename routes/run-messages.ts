@@ -1,13 +1,11 @@
 // The remaining message and feedback routes of DeerFlow's gateway (app/gateway/routers/thread_runs.py
 // `/messages`, `/runs/{run_id}/messages`; runs.py `/api/runs/{run_id}/messages|feedback`; feedback.py `/stats`
 // and delete-by-id), with upstream's shapes. Another user's thread or run answers 404 like a missing one.
-import path from "node:path";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
 import { NotFoundError } from "../src/errors.js";
 import type { RunRecord } from "../src/runtime/persistence/repositories.js";
-import { FeedbackStore } from "../src/runtime/webapp/feedback-store.js";
 import { cursorPage, loadThreadMessageRows } from "../src/runtime/webapp/thread-messages.js";
 import { doc, validInput } from "./openapi.js";
 import { ownedRun, ownedThread } from "./thread-access.js";
@@ -27,9 +25,9 @@ type RunParams = { Params: { thread_id: string; run_id: string } };
  * /threads/:id/runs/:run_id/feedback/:feedback_id` (`{success: true}`; 404 when it is not that run's).
  */
 export async function runMessageRoutes(app: FastifyInstance): Promise<void> {
-  const { persistence, sandbox } = app.deerflow;
-  // The same files thread-feed.ts writes (the store holds no state of its own).
-  const feedback = new FeedbackStore(path.join(sandbox.baseDir, "data", "feedback"));
+  const { persistence } = app.deerflow;
+  // The store thread-feed.ts writes (files, or the shared database on PostgreSQL).
+  const feedback = persistence.feedback;
   const rowsOf = async (threadId: string) => loadThreadMessageRows(persistence.checkpointer, threadId, await persistence.runs.list(threadId, { limit: 10_000 }));
   const cursor = (request: FastifyRequest) => {
     const q = validInput(CursorQuery, request.query, "query");
@@ -61,16 +59,16 @@ export async function runMessageRoutes(app: FastifyInstance): Promise<void> {
   );
   app.get<{ Params: { run_id: string } }>("/runs/:run_id/feedback", { schema: doc("runs", "The feedback on a run, by run id") }, async (request) => {
     const run = await ownedRunById(request, request.params.run_id);
-    return feedback.list(run.thread_id, run.run_id, principalOf(request).id);
+    return await feedback.list(run.thread_id, run.run_id, principalOf(request).id);
   });
   app.get<RunParams>("/threads/:thread_id/runs/:run_id/feedback/stats", { schema: doc("runs", "Feedback counts of a run") }, async (request) => {
     const run = await ownedRun(app, request, request.params.thread_id, request.params.run_id);
-    const rows = feedback.list(run.thread_id, run.run_id, principalOf(request).id);
+    const rows = await feedback.list(run.thread_id, run.run_id, principalOf(request).id);
     return { run_id: run.run_id, total: rows.length, positive: rows.filter((f) => f.rating > 0).length, negative: rows.filter((f) => f.rating < 0).length };
   });
   app.delete<RunParams & { Params: { feedback_id: string } }>("/threads/:thread_id/runs/:run_id/feedback/:feedback_id", { schema: doc("runs", "Delete one feedback of a run") }, async (request) => {
     const run = await ownedRun(app, request, request.params.thread_id, request.params.run_id);
-    const removed = feedback.delete(run.thread_id, run.run_id, principalOf(request).id, request.params.feedback_id);
+    const removed = await feedback.delete(run.thread_id, run.run_id, principalOf(request).id, request.params.feedback_id);
     if (!removed) throw new NotFoundError(`Feedback ${request.params.feedback_id} not found in run ${run.run_id}`);
     return { success: true };
   });

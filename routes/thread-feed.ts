@@ -1,6 +1,5 @@
 // DeerFlow web-app thread routes (app/gateway/routers/thread_runs.py, threads.py goal, feedback.py): the paged
 // message feed, token usage, a run's stored events and workspace changes, per-run feedback, and the thread goal.
-import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { principalOf } from "../src/auth/principal.js";
@@ -10,7 +9,6 @@ import { workspaceChangesResponse, type WorkspaceChangeResult } from "../src/run
 import { WORKSPACE_CHANGES_EVENT, WORKSPACE_CHANGES_KEY } from "../src/runtime/workspace/run-workspace.js";
 import { readThreadState } from "../src/runtime/threads/thread-state-reader.js";
 import { compactThread } from "../src/runtime/webapp/compact.js";
-import { FeedbackStore } from "../src/runtime/webapp/feedback-store.js";
 import { aggregateTokenUsage, loadThreadMessageRows, pageRows } from "../src/runtime/webapp/thread-messages.js";
 import { doc, validInput } from "./openapi.js";
 import { ownedRun, ownedThread } from "./thread-access.js";
@@ -46,8 +44,9 @@ const visibleGoal = (goal: unknown) => (goal && typeof goal === "object" && (goa
  * a run). Another user's thread or run is 404.
  */
 export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
-  const { persistence, runEvents, threadService, sandbox } = app.deerflow;
-  const feedback = new FeedbackStore(path.join(sandbox.baseDir, "data", "feedback"));
+  const { persistence, runEvents, threadService } = app.deerflow;
+  // Files, or the shared database on PostgreSQL (feedback given through one process is read through any other).
+  const feedback = persistence.feedback;
 
   app.get<ThreadParams>("/threads/:thread_id/messages/page", { schema: doc("threads", "Newest-first page of the thread's visible messages", { querystring: PageQuery }) }, async (request) => {
     const threadId = request.params.thread_id;
@@ -56,7 +55,7 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
     const query = validInput(PageQuery, request.query, "query");
     const page = pageRows(await loadThreadMessageRows(persistence.checkpointer, threadId, (await persistence.runs.list(threadId, { limit: 10_000 }))), query.limit, query.before_seq);
     // Feedback belongs on the last AI message of each run (upstream `_enrich_thread_message_page`).
-    const ratings = feedback.byRun(threadId, principalOf(request).id);
+    const ratings = await feedback.byRun(threadId, principalOf(request).id);
     const lastAiSeq = new Map<string, number>();
     for (const row of page.data) if (row.content.type === "ai" && row.run_id) lastAiSeq.set(row.run_id, row.seq);
     for (const row of page.data) {
@@ -96,17 +95,17 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
     const { thread_id: threadId, run_id: runId } = request.params;
     await ownedRun(app, request, threadId, runId);
     const body = validInput(FeedbackBody, request.body);
-    return feedback.upsert(threadId, runId, principalOf(request).id, body);
+    return await feedback.upsert(threadId, runId, principalOf(request).id, body);
   };
   app.put<RunParams>("/threads/:thread_id/runs/:run_id/feedback", { schema: doc("runs", "Create or replace your feedback on a run", { body: FeedbackBody }) }, upsertFeedback);
   app.post<RunParams>("/threads/:thread_id/runs/:run_id/feedback", { schema: doc("runs", "Create or replace your feedback on a run", { body: FeedbackBody }) }, upsertFeedback);
   app.get<RunParams>("/threads/:thread_id/runs/:run_id/feedback", { schema: doc("runs", "Your feedback on a run") }, async (request) => {
     await ownedRun(app, request, request.params.thread_id, request.params.run_id);
-    return feedback.list(request.params.thread_id, request.params.run_id, principalOf(request).id);
+    return await feedback.list(request.params.thread_id, request.params.run_id, principalOf(request).id);
   });
   app.delete<RunParams>("/threads/:thread_id/runs/:run_id/feedback", { schema: doc("runs", "Delete your feedback on a run") }, async (request) => {
     await ownedRun(app, request, request.params.thread_id, request.params.run_id);
-    const removed = feedback.delete(request.params.thread_id, request.params.run_id, principalOf(request).id);
+    const removed = await feedback.delete(request.params.thread_id, request.params.run_id, principalOf(request).id);
     if (!removed) throw new NotFoundError("No feedback for this run");
     return { success: true };
   });

@@ -28,7 +28,7 @@ export async function usageRoutes(app: FastifyInstance): Promise<void> {
     const userId = principalOf(request).id;
     const { persistence, quotas, getAppConfig } = app.deerflow;
     const limits = getAppConfig().limits;
-    const today = persistence.usage.get(userId);
+    const today = await persistence.usage.get(userId);
     const now = new Date();
     const body: z.infer<typeof UsageSchema> = {
       user_id: userId,
@@ -36,9 +36,9 @@ export async function usageRoutes(app: FastifyInstance): Promise<void> {
       daily_token_quota: limits.daily_token_quota ?? null,
       remaining_tokens: limits.daily_token_quota ? Math.max(0, limits.daily_token_quota - today.total_tokens) : null,
       resets_at: new Date(now.getTime() + secondsToUtcMidnight(now) * 1000).toISOString(),
-      active_runs: quotas.activeRuns(userId),
+      active_runs: await quotas.activeRuns(userId),
       max_concurrent_runs: limits.max_concurrent_runs_per_user ?? null,
-      days: persistence.usage.recent(userId, query.days, now),
+      days: await persistence.usage.recent(userId, query.days, now),
     };
     return body;
   });

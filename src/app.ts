@@ -191,7 +191,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
     metrics.sandboxCommands.inc({ outcome, limit: record.refused ?? record.limit ?? "none" });
     metrics.sandboxCommandDuration.observe(record.duration_ms / 1000);
   });
-  const quotas = new RunQuotas(persistence.usage, metrics);
+  const quotas = new RunQuotas(persistence.usage, metrics, persistence.runSlots);
   const runService = new RunService({
     bridge,
     runs,
@@ -281,7 +281,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   });
   await app.register(fastifySSE, { heartbeatInterval: options.heartbeatMs ?? 15_000, serializer: sseSerializer });
   installErrorHandlers(app);
-  await registerRateLimit(app, { getAppConfig: readConfig, metrics, redis: options.rateLimitRedis });
+  const scaledOut = databaseUrl(appConfig) !== null;
+  await registerRateLimit(app, { getAppConfig: readConfig, metrics, redis: options.rateLimitRedis, sharedRedisUrl: scaledOut ? streamBridgeUrl(appConfig) : null, scaledOut,
+    keyPrefix: !appConfig.limits.rate_limit.redis_url && scaledOut && streamBridgeUrl(appConfig) ? `${appConfig.stream_bridge?.key_prefix ?? "deerflow:"}rl-` : undefined, log: logger });
   await registerOpenApi(app);
   await app.register(registerRoutes);
   // The poller starts once the routes exist (scheduler.enabled; the routes answer either way, as upstream).

@@ -1,6 +1,7 @@
 // Request rate limits per principal with @fastify/rate-limit: one counter per API key (else user, else client IP)
 // across all routes, limits read from `limits.rate_limit` on every request (hot-reloadable), counters in process
-// memory or, with `limits.rate_limit.redis_url`, in Redis shared by every replica.
+// memory or, with `limits.rate_limit.redis_url` (default: the stream bridge's Redis when the database is shared), in
+// Redis shared by every replica.
 import { fastifyRateLimit } from "@fastify/rate-limit";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { AppConfig } from "../../config/schema.js";
@@ -15,6 +16,17 @@ export interface RateLimitOptions {
   metrics?: GatewayMetrics;
   /** An ioredis client for the shared store (default: built from `limits.rate_limit.redis_url` when set). */
   redis?: unknown;
+  /**
+   * The service's Redis (the stream bridge's), used when `redis_url` is unset and the database is shared by several
+   * processes, so a window counts every process's requests. Null or absent: none.
+   */
+  sharedRedisUrl?: string | null;
+  /** Key prefix of the counters (default `deerflow-rl-`; the stream bridge's `key_prefix` + `rl-` on its Redis). */
+  keyPrefix?: string;
+  /** True when other processes share the database: counters left in memory are then logged as per process. */
+  scaledOut?: boolean;
+  /** Where that start-up warning goes. */
+  log?: { warn(obj: object, msg: string): void };
 }
 
 /**
@@ -52,13 +64,17 @@ async function connectRedis(url: string): Promise<{ quit(): Promise<unknown> }> 
  */
 export async function registerRateLimit(app: FastifyInstance, options: RateLimitOptions): Promise<void> {
   const section = () => options.getAppConfig().limits.rate_limit;
-  const redisUrl = section().redis_url;
+  const redisUrl = section().redis_url ?? options.sharedRedisUrl ?? null;
   const redis = options.redis ?? (redisUrl ? await connectRedis(redisUrl) : undefined);
+  // Refuse nothing silently: scaled out with no Redis, each process counts its own window.
+  if (!redis && options.scaledOut && section().enabled) {
+    options.log?.warn({ limit: "limits.rate_limit" }, "rate-limit windows are per process (no Redis): a client may send max requests to each process; set limits.rate_limit.redis_url or a Redis stream_bridge");
+  }
   if (redis && !options.redis) app.addHook("onClose", async () => void (await (redis as { quit(): Promise<unknown> }).quit().catch(() => undefined)));
   await app.register(fastifyRateLimit, {
     global: true,
     hook: "preHandler",
-    ...(redis ? { redis, nameSpace: "deerflow-rl-", skipOnError: true } : {}),
+    ...(redis ? { redis, nameSpace: options.keyPrefix ?? "deerflow-rl-", skipOnError: true } : {}),
     keyGenerator: rateLimitKey,
     max: () => section().max,
     timeWindow: () => Math.round(section().window_seconds * 1000),

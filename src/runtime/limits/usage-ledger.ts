@@ -1,4 +1,5 @@
-// The token usage ledger: tokens spent per user and UTC day, in the gateway database (the `token_usage` table).
+// The token usage ledger: tokens spent per user and UTC day, in the gateway database (the `token_usage` table):
+// the SQLite file here, PostgreSQL (pg-usage-ledger.ts) when `database.backend: postgres` shares it between processes.
 import type Database from "better-sqlite3";
 import { commitWith, type GroupCommit } from "../persistence/sqlite/group-commit.js";
 
@@ -23,14 +24,29 @@ export function secondsToUtcMidnight(now: Date = new Date()): number {
 }
 
 /**
- * Token usage per user and UTC day. Each model call adds its tokens with one `INSERT ... ON CONFLICT DO UPDATE SET
+ * What the quotas and `GET /api/usage` need of a ledger: the SQLite {@link UsageLedger} answers synchronously, the
+ * PostgreSQL one (pg-usage-ledger.ts) with promises; callers `await` either.
+ */
+export interface TokenLedger {
+  /** Adds one model call's tokens to `userId`'s usage of `day` (default today, UTC); settles once committed. */
+  add(userId: string, tokens: { input: number; output: number }, day?: string): Promise<void>;
+  /** `userId`'s usage of `day` (default today, UTC), every addition made before the call included; zeros when none. */
+  get(userId: string, day?: string): DailyUsage | Promise<DailyUsage>;
+  /** `userId`'s usage of the last `days` UTC days (today included), newest first; days without usage left out. */
+  recent(userId: string, days: number, now?: Date): DailyUsage[] | Promise<DailyUsage[]>;
+  /** Writes queued additions now (a ledger that batches them); called when a run ends. */
+  flush?(): Promise<void>;
+}
+
+/**
+ * Token usage per user and UTC day, in SQLite. Each model call adds its tokens with one `INSERT ... ON CONFLICT DO UPDATE SET
  * x = x + excluded.x` statement, so concurrent runs (and processes sharing the file) never lose an update: the
  * database does the addition, there is no read-modify-write in JavaScript. With the gateway file's
  * {@link GroupCommit}, an addition joins the transaction of the checkpoints and run rows written in the same
  * event-loop turn instead of committing alone; reads commit the queue first, so a quota check sees every addition
  * made before it.
  */
-export class UsageLedger {
+export class UsageLedger implements TokenLedger {
   private readonly addStmt: Database.Statement;
   private readonly dayStmt: Database.Statement;
   private readonly recentStmt: Database.Statement;
@@ -85,4 +101,5 @@ export class UsageLedger {
   }
 }
 
-const withTotal = (row: Omit<DailyUsage, "total_tokens">): DailyUsage => ({ ...row, total_tokens: row.input_tokens + row.output_tokens });
+/** `row` with its `total_tokens` (input + output). */
+export const withTotal = (row: Omit<DailyUsage, "total_tokens">): DailyUsage => ({ ...row, total_tokens: row.input_tokens + row.output_tokens });

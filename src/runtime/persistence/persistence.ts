@@ -15,7 +15,9 @@ import { SqliteOidcIdentityRepository, type OidcIdentityRepository } from "../..
 import type { RunRepository, ThreadRepository } from "./repositories.js";
 import { RunStore } from "./sqlite/run-store.js";
 import { ThreadStore } from "./sqlite/thread-store.js";
-import { UsageLedger } from "../limits/usage-ledger.js";
+import { UsageLedger, type TokenLedger } from "../limits/usage-ledger.js";
+import { LocalRunSlots, type RunSlots } from "../limits/run-slots.js";
+import { FeedbackStore, type FeedbackRepository } from "../webapp/feedback-store.js";
 import type { ScheduledTaskStore } from "../scheduler/task-store.js";
 import { SqliteTaskStore } from "../scheduler/sqlite-task-store.js";
 import type { RunEventStore } from "./run-event-store.js";
@@ -36,8 +38,12 @@ export interface Persistence {
   loginCounters: LoginCounterStore;
   /** SSO identity links (same database). */
   oidcIdentities: OidcIdentityRepository;
-  /** Token usage per user and UTC day (the `token_usage` table; local SQLite even with PostgreSQL: quotas are per process there). */
-  usage: UsageLedger;
+  /** Token usage per user and UTC day (the `token_usage` table, same database: shared by every process on PostgreSQL). */
+  usage: TokenLedger;
+  /** Runs in flight per user, for `limits.max_concurrent_runs_per_user` (process memory; PostgreSQL when shared). */
+  runSlots: RunSlots;
+  /** Run feedback (JSON files under `<home>/data/feedback`; the `run_feedback` table on PostgreSQL). */
+  feedback: FeedbackRepository;
   /** Scheduled tasks and their run history (src/runtime/scheduler/; same database as the thread table). */
   scheduledTasks: ScheduledTaskStore;
   /** Each run's stored events (the `run_events` table; same database as the run table). */
@@ -95,7 +101,7 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
   if (pgUrl) return openPostgres(pgUrl, section, recover, home);
   if (section?.type === "memory" || appConfig.database?.backend === "memory") {
     const db = new Database(":memory:");
-    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), runs: new RunStore(db), ...accountStores(db), usage: new UsageLedger(db), scheduledTasks: new SqliteTaskStore(db), runEvents: new SqliteRunEventStore(db), location: "memory", shared: false, close: async () => void db.close() };
+    return { checkpointer: new MemorySaver(), threads: new ThreadStore(db), runs: new RunStore(db), ...accountStores(db), usage: new UsageLedger(db), ...localStores(home), scheduledTasks: new SqliteTaskStore(db), runEvents: new SqliteRunEventStore(db), location: "memory", shared: false, close: async () => void db.close() };
   }
   const file = section?.type === "sqlite" && section.connection_string ? path.resolve(home, section.connection_string) : path.join(home, "data", "deerflow.sqlite");
   mkdirSync(path.dirname(file), { recursive: true });
@@ -116,14 +122,19 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
   if (section?.type === "postgres") {
     if (!section.connection_string) throw new Error("checkpointer.type postgres needs checkpointer.connection_string");
     const saver = await openCheckpointer(section.connection_string);
-    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), runEvents: new SqliteRunEventStore(db, commits), location: "postgres", shared: false, close: async () => { await saver.end(); commits.flush(); db.close(); } };
+    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db, commits), ...localStores(home), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), runEvents: new SqliteRunEventStore(db, commits), location: "postgres", shared: false, close: async () => { await saver.end(); commits.flush(); db.close(); } };
   }
   const checkpointer = new GroupCommitSqliteSaver(withStatementCache(db), commits);
   const close = async () => {
     commits.flush();
     db.close();
   };
-  return { checkpointer, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), runEvents: new SqliteRunEventStore(db, commits), location: file, shared: false, close };
+  return { checkpointer, threads, runs, usage: new UsageLedger(db, commits), ...localStores(home), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), runEvents: new SqliteRunEventStore(db, commits), location: file, shared: false, close };
+}
+
+/** The stores of one process with a local database: run slots in memory, feedback files under `home`. */
+function localStores(home: string): Pick<Persistence, "runSlots" | "feedback"> {
+  return { runSlots: new LocalRunSlots(), feedback: new FeedbackStore(path.join(home, "data", "feedback")) };
 }
 
 /** The account, API-key, session and login-counter stores over `db`. */
@@ -150,6 +161,9 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
   const { PgRunEventStore } = await import("./postgres/pg-run-event-store.js");
   const { PgApiKeyRepository, PgLoginCounterStore, PgSessionRepository, PgUserRepository } = await import("../../auth/pg-repositories.js");
   const { PgOidcIdentityRepository } = await import("../../auth/oidc-identities.js");
+  const { PgUsageLedger } = await import("../limits/pg-usage-ledger.js");
+  const { PgRunSlots } = await import("../limits/pg-run-slots.js");
+  const { PgFeedbackStore } = await import("./postgres/pg-feedback-store.js");
   const pool = new pg.Pool({ connectionString: url, max: 20 });
   // An idle client that loses its server emits 'error' on the pool; without a listener that kills the process.
   pool.on("error", () => undefined);
@@ -159,6 +173,7 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     await migratePostgres(pool);
     await scheduledTasks.migrate();
     await runEvents.migrate();
+    await Promise.all([PgUsageLedger.migrate(pool), PgRunSlots.migrate(pool), PgFeedbackStore.migrate(pool)]);
   } catch (err) {
     await pool.end();
     throw new Error(`cannot open database.url: ${(err as Error).message}`);
@@ -196,15 +211,15 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     checkpointer = saver;
     closeCheckpointer = () => saver.end();
   }
-  // The token ledger stays in a local SQLite file (daily quotas are enforced per process when scaled out).
-  mkdirSync(path.join(home, "data"), { recursive: true });
-  // As the gateway database: no fsync per commit (each model call adds its tokens in one commit).
-  const ledgerDb = openSqlite(path.join(home, "data", "usage.sqlite"));
+  const usage = new PgUsageLedger(pool);
+  const runSlots = new PgRunSlots(pool);
   return {
     checkpointer,
     threads,
     runs,
-    usage: new UsageLedger(ledgerDb),
+    usage,
+    runSlots,
+    feedback: new PgFeedbackStore(pool),
     users: new PgUserRepository(pool),
     apiKeys: new PgApiKeyRepository(pool),
     sessions: new PgSessionRepository(pool),
@@ -216,8 +231,10 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     shared: section?.type !== "memory" && section?.type !== "sqlite",
     close: async () => {
       await closeCheckpointer();
+      // The runs have been drained: their last token additions and slot releases go before the pool.
+      await usage.flush().catch(() => undefined);
+      await runSlots.close();
       await pool.end();
-      ledgerDb.close();
     },
   };
 }

@@ -105,8 +105,8 @@ export class RunService {
         ]);
       }
     }
-    // The per-user quotas are checked and counted synchronously here, before anything awaits; released if admission fails.
-    const release = this.deps.quotas?.acquire(userId, appConfig);
+    // The per-user quotas are checked and a slot taken (atomically in its store) here; released if admission fails.
+    const release = await this.deps.quotas?.acquire(userId, appConfig);
     let run: ActiveRun;
     // A thread under a new id is created busy, for the run: one write where create, read back and mark busy took
     // three, and the worker reads no checkpoint of it. A named thread is created idle: a concurrent request may

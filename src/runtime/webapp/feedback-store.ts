@@ -1,6 +1,7 @@
 // Per-run feedback (DeerFlow app/gateway/routers/feedback.py + persistence/feedback): one JSON file per thread,
-// `<home>/data/feedback/<thread_id>.json`, written atomically. Each user has at most one feedback per run
-// (the web app's thumbs up/down upserts it).
+// `<home>/data/feedback/<thread_id>.json`, written atomically; in PostgreSQL (persistence/postgres/pg-feedback-store.ts)
+// when `database.backend: postgres` shares it between processes. Each user has at most one feedback per run (the
+// web app's thumbs up/down upserts it).
 import { randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -18,8 +19,30 @@ export interface Feedback {
   created_at: string;
 }
 
+/** What a feedback upsert carries (upstream `FeedbackCreateRequest`). */
+export interface FeedbackInput {
+  rating: number;
+  comment?: string | null;
+  message_id?: string | null;
+}
+
+/**
+ * Where feedback is kept: the file store answers synchronously, the PostgreSQL one with promises; callers `await`
+ * either. Every method is scoped to one user: no user reads or removes another's feedback.
+ */
+export interface FeedbackRepository {
+  /** The user's feedback on a run, newest first. */
+  list(threadId: string, runId: string, userId: string): Feedback[] | Promise<Feedback[]>;
+  /** Creates or replaces the user's feedback on a run (id and `created_at` kept; `message_id` kept when not given). */
+  upsert(threadId: string, runId: string, userId: string, input: FeedbackInput): Feedback | Promise<Feedback>;
+  /** Deletes the user's feedback on a run (all of it, or one `feedbackId`); returns how many rows went. */
+  delete(threadId: string, runId: string, userId: string, feedbackId?: string): number | Promise<number>;
+  /** Latest feedback per run of the thread for one user (for the message feed). */
+  byRun(threadId: string, userId: string): Map<string, Feedback> | Promise<Map<string, Feedback>>;
+}
+
 /** File-backed feedback of every thread. Thread ids must be validated by the caller (safe path segments). */
-export class FeedbackStore {
+export class FeedbackStore implements FeedbackRepository {
   constructor(private readonly dir: string) {}
 
   private file(threadId: string): string {
@@ -47,7 +70,7 @@ export class FeedbackStore {
   }
 
   /** Creates or replaces the user's feedback on a run; returns it. */
-  upsert(threadId: string, runId: string, userId: string, input: { rating: number; comment?: string | null; message_id?: string | null }): Feedback {
+  upsert(threadId: string, runId: string, userId: string, input: FeedbackInput): Feedback {
     const rows = this.load(threadId);
     const existing = rows.find((f) => f.run_id === runId && f.user_id === userId);
     const row: Feedback = {
