@@ -39,6 +39,7 @@
 //   integrations/lark, browser: "not offered" answers web-features.ts
 //   GET  /metrics                                 metrics.ts   (Prometheus)
 //   GET  /api/usage                               usage.ts     (the caller's token usage and limits)
+//   GET  /api/console/stats|runs|usage            console.ts   (the caller's runs, tokens and spend across threads)
 import type { FastifyInstance } from "fastify";
 import { agentRoutes } from "./agents.js";
 import { artifactRoutes } from "./artifacts.js";
@@ -48,6 +49,7 @@ import { ssoRoutes } from "./auth-sso.js";
 import { healthRoutes } from "./health.js";
 import { metricsRoutes } from "./metrics.js";
 import { usageRoutes } from "./usage.js";
+import { consoleRoutes } from "./console.js";
 import { modelRoutes } from "./models.js";
 import { runRoutes } from "./runs.js";
 import { threadRoutes } from "./threads.js";
@@ -71,6 +73,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
   await app.register(metricsRoutes);
   await app.register(modelRoutes, { prefix: "/api" });
   await app.register(usageRoutes, { prefix: "/api" });
+  await app.register(consoleRoutes, { prefix: "/api" });
   await app.register(agentRoutes, { prefix: "/api" });
   await app.register(uploadRoutes, { prefix: "/api" });
   await app.register(artifactRoutes, { prefix: "/api" });

@@ -40,7 +40,7 @@ const visibleGoal = (goal: unknown) => (goal && typeof goal === "object" && (goa
  * Registers, under `/api`: `GET /threads/:id/messages/page` (`?limit=1..200&before_seq=`), `GET
  * /threads/:id/token-usage`, `GET /threads/:id/runs/:run_id/events`, `GET .../runs/:run_id/workspace-changes`
  * (`?include_files=&include_diff=`, both default true; `available: false` when the run changed nothing), `GET|PUT|POST|DELETE .../runs/:run_id/feedback`,
- * `GET|PUT|DELETE /threads/:id/goal` (`{objective, max_continuations?: 0..8 = 8}`; 409 during a run), `POST /threads/:id/compact` (`{keep?, model_name?}`: summarize now; 409 during
+ * `GET|PUT|DELETE /threads/:id/goal` (`{objective, max_continuations?: 0..8 = 8}`; PUT and DELETE 409 during a run), `POST /threads/:id/compact` (`{keep?, model_name?}`: summarize now; 409 during
  * a run). Another user's thread or run is 404.
  */
 export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
@@ -136,6 +136,8 @@ export async function threadFeedRoutes(app: FastifyInstance): Promise<void> {
 
   app.delete<ThreadParams>("/threads/:thread_id/goal", { schema: doc("threads", "Clear the thread's goal") }, async (request) => {
     await ownedThread(app, request, request.params.thread_id);
+    // Upstream reserves the thread's checkpoint writes first: a run in flight owns the goal channel (409), goal or not.
+    if (await app.deerflow.runs.hasInFlight(request.params.thread_id)) throw new ConflictError("Thread has a run in flight. Clear the goal after the run finishes.");
     const state = await readThreadState(persistence.checkpointer, request.params.thread_id);
     const goal = visibleGoal(state.values.goal) as Record<string, unknown> | null;
     if (goal) {

@@ -389,13 +389,14 @@ describe("Settings: skills, MCP, memory", () => {
   it("reads and edits memory facts, exports and imports, clears, and reports config and status", async () => {
     const empty = await getJson("/api/memory");
     expect(empty.body).toMatchObject({ facts: [], user: { workContext: { summary: "" } }, history: { recentMonths: { summary: "" } } });
-    // Upstream's MemoryResponse carries the manifest `revision` (null: this backend keeps none).
-    expect(empty.body).toHaveProperty("revision", null);
+    // Upstream's MemoryResponse carries the manifest `revision`: 0 before the first write, +1 per write.
+    expect(empty.body).toHaveProperty("revision", 0);
     const added = await send("POST", "/api/memory/facts", { content: "Prefers TypeScript", category: "preference", confidence: 0.9 });
     expect(added.body.facts).toEqual([expect.objectContaining({ content: "Prefers TypeScript", category: "preference", confidence: 0.9, source: "manual", createdAt: expect.any(String), id: expect.any(String) })]);
     const id = added.body.facts[0].id;
     const patched = await send("PATCH", `/api/memory/facts/${id}`, { confidence: 0.4 });
     expect(patched.body.facts[0]).toMatchObject({ content: "Prefers TypeScript", confidence: 0.4 });
+    expect([added.body.revision, patched.body.revision, (await getJson("/api/memory")).body.revision]).toEqual([1, 2, 2]);
     expect((await send("PATCH", "/api/memory/facts/nope", { confidence: 0.1 })).status).toBe(404);
     expect((await send("POST", "/api/memory/facts", { content: "x", confidence: 2 })).status).toBe(422);
     const exported = await getJson("/api/memory/export");

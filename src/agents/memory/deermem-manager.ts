@@ -319,7 +319,7 @@ export class DeerMemManager implements MemoryManager {
     if (stat && hit && hit.mtimeMs === stat.mtimeMs && hit.size === stat.size) return copy ? structuredClone(hit.doc) : hit.doc;
     if (!stat) {
       this.cache.delete(file);
-      return emptyMemory();
+      return { ...emptyMemory(), revision: 0 };
     }
     const doc = this.store.load(scope.userId, scope.agentName);
     this.cache.delete(file);
@@ -335,12 +335,14 @@ export class DeerMemManager implements MemoryManager {
     return doc;
   }
 
-  /** Read-modify-write of the scope's document (synchronous between read and write, so writes never interleave). */
+  /**
+   * Read-modify-write of the scope's document as its next revision, under the scope's lock (FileMemoryStore.update):
+   * another process on the same home writing the same memory waits for this write and then builds on it.
+   */
   private write(scope: MemoryScope, change: (doc: MemoryDocument) => MemoryDocument | void): MemoryDocument {
     const file = this.store.fileFor(scope.userId, scope.agentName);
     this.cache.delete(file);
-    const doc = this.store.load(scope.userId, scope.agentName);
-    return this.store.save(scope.userId, scope.agentName, change(doc) ?? doc);
+    return this.store.update(scope.userId, scope.agentName, change);
   }
 
   private dropPending(key: string): void {

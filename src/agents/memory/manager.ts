@@ -36,6 +36,16 @@ export class MemoryFactNotFoundError extends DeerflowError {
   }
 }
 
+/**
+ * Thrown when a memory write lost a compare-and-set on the document's revision: another writer (another request,
+ * the updater, another process) committed first, or an expected revision is stale. HTTP 409 with upstream's detail.
+ */
+export class MemoryConflictError extends DeerflowError {
+  constructor() {
+    super("conflict", "Memory changed concurrently; reload and retry.");
+  }
+}
+
 /** Thrown when `memory.manager_class` cannot be resolved or does not give a MemoryManager. */
 export class MemoryManagerConfigError extends DeerflowError {
   constructor(message: string, options?: { cause?: unknown }) {

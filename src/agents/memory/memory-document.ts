@@ -35,6 +35,11 @@ export interface MemoryFact {
 /** The memory document (DeerFlow `MemoryResponse`). */
 export interface MemoryDocument {
   version: string;
+  /**
+   * The document's optimistic revision (DeerMem's manifest revision): 0 before the first write, +1 on every write
+   * (FileMemoryStore.save). Absent on documents not read from a store.
+   */
+  revision?: number;
   lastUpdated: string;
   user: { workContext: MemorySection; personalContext: MemorySection; topOfMind: MemorySection };
   history: { recentMonths: MemorySection; earlierContext: MemorySection; longTermBackground: MemorySection };
@@ -91,6 +96,8 @@ export function normalizeMemory(raw: unknown): MemoryDocument {
   for (const k of USER_SECTIONS) doc.user[k] = sectionOf(user[k]);
   for (const k of HISTORY_SECTIONS) doc.history[k] = sectionOf(history[k]);
   doc.lastUpdated = str(raw.lastUpdated, str(raw.updated_at));
+  // Files written before revisions existed read as revision 0; their next write is revision 1.
+  doc.revision = typeof raw.revision === "number" && Number.isSafeInteger(raw.revision) && raw.revision >= 0 ? raw.revision : 0;
   for (const f of (raw.facts as unknown[] | undefined) ?? []) {
     if (!isObject(f) || typeof f.content !== "string" || !f.content.trim()) continue;
     const fact: MemoryFact = {

@@ -4,6 +4,7 @@
 // reverse.
 import type { RunCounters } from "../runs/run-counters.js";
 import type { MultitaskStrategy, RunStatus, ThreadStatus } from "../wire/wire-enums.js";
+import type { OwnerRunPage, OwnerRunStats, RunUsageRow } from "./owner-runs.js";
 
 /** The Run resource as the API returns it (LangGraph API `Run`). Timestamps are ISO strings. */
 export interface RunRecord extends Partial<RunCounters> {
@@ -81,8 +82,18 @@ export interface ThreadRepository {
   setStatus(threadId: string, status: ThreadStatus): Promise<void>;
 }
 
-/** The run table: finished and in-flight run records. */
-export interface RunRepository {
+/** The console's per-user run queries (owner-runs.ts); both run stores answer each with one statement. */
+export interface RunOwnerQueries {
+  /** One page of `ownerId`'s runs across their threads, newest first. */
+  listByOwner(page: OwnerRunPage): Promise<RunRecord[]>;
+  /** Counters over all of `ownerId`'s runs. */
+  statsByOwner(ownerId: string): Promise<OwnerRunStats>;
+  /** Usage rows of `ownerId`'s runs created at or after `since` (ISO; all when omitted), oldest first. */
+  usageByOwner(ownerId: string, since?: string): Promise<RunUsageRow[]>;
+}
+
+/** The run table: finished and in-flight run records, and the console's per-user queries. */
+export interface RunRepository extends RunOwnerQueries {
   /** Inserts a run record, or updates its status, metadata, timestamps, error and counters (`kwargs` never change). */
   save(record: RunRecord): Promise<void>;
   /** The run, or null. */

@@ -46,10 +46,10 @@ export const FactPatchSchema = z.looseObject({ content: z.string().trim().min(1)
 
 /**
  * The `MemoryResponse` of a document (only the documented fields; an empty document for a backend without one).
- * `revision` is upstream's manifest revision: the document's own when its backend keeps one, else null (upstream's
- * default).
+ * `revision` is upstream's manifest revision: the document's own when its backend keeps one (the default backend
+ * does: 0 before the first write, +1 per write), else null (upstream's default).
  */
-export function memoryView(doc: (Partial<MemoryDocument> & { revision?: number | null }) | null | undefined): MemoryDocument & { revision: number | null } {
+export function memoryView(doc: (Partial<Omit<MemoryDocument, "revision">> & { revision?: number | null }) | null | undefined): Omit<MemoryDocument, "revision"> & { revision: number | null } {
   const base = emptyMemory();
   return {
     version: doc?.version ?? base.version,

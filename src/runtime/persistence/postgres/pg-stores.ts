@@ -6,6 +6,11 @@ import type { RunListOptions, RunRepository, ThreadRepository, ThreadSearchQuery
 import type { RunRecord, ThreadRecord } from "../repositories.js";
 import { kwargsJson, runCountersOf } from "../../runs/run-counters.js";
 import { ThreadStore, type ThreadStatus } from "../sqlite/thread-store.js";
+import { ACTIVE_RUN_STATUSES, countOf, FAILED_RUN_STATUSES, usageRow, type OwnerRunPage, type OwnerRunStats, type RunUsageRow } from "../owner-runs.js";
+
+/** The runs of one owner's threads (`$1` = the owner id). */
+const OWNED_RUNS = "FROM runs r JOIN threads t ON t.thread_id = r.thread_id WHERE t.owner_id = $1";
+const tokens = (key: string) => `COALESCE((r.counters ->> '${key}')::numeric, 0)`;
 
 /**
  * Schema migrations, applied in order, each once (recorded in `deerflow_migrations`). Append only: a released
@@ -198,6 +203,36 @@ export class PgRunStore implements RunRepository {
     const status = options.status ? `AND status = $${params.push(options.status)}` : "";
     const { rows } = await this.pool.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE thread_id = $1 ${status} ORDER BY created_at DESC, seq DESC LIMIT $2 OFFSET $3`, params);
     return rows.map((r) => toRun(r)!);
+  }
+
+  async listByOwner(page: OwnerRunPage): Promise<RunRecord[]> {
+    const params: unknown[] = [page.ownerId, page.limit, page.offset];
+    const status = page.status ? `AND r.status = $${params.push(page.status)}` : "";
+    const columns = RUN_COLUMNS.split(", ").map((c) => `r.${c}`).join(", ");
+    const { rows } = await this.pool.query<RunRow>(`SELECT ${columns} ${OWNED_RUNS} ${status} ORDER BY r.created_at DESC, r.seq DESC LIMIT $2 OFFSET $3`, params);
+    return rows.map((r) => toRun(r)!);
+  }
+
+  async statsByOwner(ownerId: string): Promise<OwnerRunStats> {
+    const { rows } = await this.pool.query(
+      `SELECT COUNT(*) AS total_runs, COUNT(*) FILTER (WHERE r.status = ANY($2::text[])) AS active_runs,
+         COUNT(*) FILTER (WHERE r.status = ANY($3::text[])) AS failed_runs, SUM(${tokens("total_tokens")}) AS total_tokens,
+         (SELECT COUNT(*) FROM threads WHERE owner_id = $1) AS total_threads ${OWNED_RUNS}`,
+      [ownerId, ACTIVE_RUN_STATUSES, FAILED_RUN_STATUSES],
+    );
+    const row = rows[0] ?? {};
+    return { total_runs: countOf(row.total_runs), active_runs: countOf(row.active_runs), failed_runs: countOf(row.failed_runs), total_tokens: countOf(row.total_tokens), total_threads: countOf(row.total_threads) };
+  }
+
+  async usageByOwner(ownerId: string, since?: string): Promise<RunUsageRow[]> {
+    const params: unknown[] = [ownerId];
+    const from = since ? `AND r.created_at >= $${params.push(since)}` : "";
+    const { rows } = await this.pool.query(
+      `SELECT r.run_id, r.created_at, r.metadata ->> 'model_name' AS model_name, ${tokens("total_input_tokens")} AS total_input_tokens,
+         ${tokens("total_output_tokens")} AS total_output_tokens, ${tokens("total_tokens")} AS total_tokens ${OWNED_RUNS} ${from} ORDER BY r.created_at, r.seq`,
+      params,
+    );
+    return rows.map(usageRow);
   }
 
   async delete(runId: string): Promise<void> {

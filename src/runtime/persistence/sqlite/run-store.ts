@@ -6,6 +6,11 @@ import type { RunStatus } from "../../wire/wire-enums.js";
 import { kwargsJson, runCountersOf } from "../../runs/run-counters.js";
 import { commitWith, type GroupCommit } from "./group-commit.js";
 import { StatementCache } from "./statement-cache.js";
+import { ACTIVE_RUN_STATUSES, countOf, FAILED_RUN_STATUSES, type OwnerRunPage, type OwnerRunStats, type RunUsageRow, usageRow } from "../owner-runs.js";
+
+const inList = (values: readonly string[]) => values.map((v) => `'${v}'`).join(", ");
+/** The runs of one owner's threads (`?` = the owner id). */
+const OWNED_RUNS = "FROM runs r JOIN threads t ON t.thread_id = r.thread_id WHERE t.owner_id = ?";
 
 interface Row {
   run_id: string;
@@ -100,6 +105,39 @@ export class RunStore implements RunRepository {
       .get(`SELECT * FROM runs WHERE thread_id = ? ${options.status ? "AND status = ?" : ""} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`)
       .all(...[threadId, ...(options.status ? [options.status] : []), options.limit ?? 10, options.offset ?? 0]) as Row[];
     return rows.map((r) => RunStore.toRecord(r)!);
+  }
+
+  /** One page of `ownerId`'s runs across their threads, newest first (the console's run list). */
+  async listByOwner(page: OwnerRunPage): Promise<RunRecord[]> {
+    this.commits?.flush();
+    const rows = this.statements
+      .get(`SELECT r.* ${OWNED_RUNS} ${page.status ? "AND r.status = ?" : ""} ORDER BY r.created_at DESC, r.rowid DESC LIMIT ? OFFSET ?`)
+      .all(...[page.ownerId, ...(page.status ? [page.status] : []), page.limit, page.offset]) as Row[];
+    return rows.map((r) => RunStore.toRecord(r)!);
+  }
+
+  /** Counters over all of `ownerId`'s runs (one aggregate statement). */
+  async statsByOwner(ownerId: string): Promise<OwnerRunStats> {
+    this.commits?.flush();
+    const row = this.statements
+      .get(`SELECT COUNT(*) AS total_runs, SUM(r.status IN (${inList(ACTIVE_RUN_STATUSES)})) AS active_runs,
+        SUM(r.status IN (${inList(FAILED_RUN_STATUSES)})) AS failed_runs,
+        SUM(COALESCE(json_extract(r.counters, '$.total_tokens'), 0)) AS total_tokens,
+        (SELECT COUNT(*) FROM threads WHERE owner_id = @owner) AS total_threads
+        FROM runs r JOIN threads t ON t.thread_id = r.thread_id WHERE t.owner_id = @owner`)
+      .get({ owner: ownerId }) as Record<keyof OwnerRunStats, unknown>;
+    return { total_runs: countOf(row.total_runs), active_runs: countOf(row.active_runs), failed_runs: countOf(row.failed_runs), total_tokens: countOf(row.total_tokens), total_threads: countOf(row.total_threads) };
+  }
+
+  /** Usage rows of `ownerId`'s runs created at or after `since` (all when omitted), oldest first. */
+  async usageByOwner(ownerId: string, since?: string): Promise<RunUsageRow[]> {
+    this.commits?.flush();
+    const rows = this.statements
+      .get(`SELECT r.run_id, r.created_at, json_extract(r.metadata, '$.model_name') AS model_name,
+        json_extract(r.counters, '$.total_input_tokens') AS total_input_tokens, json_extract(r.counters, '$.total_output_tokens') AS total_output_tokens,
+        json_extract(r.counters, '$.total_tokens') AS total_tokens ${OWNED_RUNS} ${since ? "AND r.created_at >= ?" : ""} ORDER BY r.created_at, r.rowid`)
+      .all(...[ownerId, ...(since ? [since] : [])]) as Record<keyof RunUsageRow, unknown>[];
+    return rows.map(usageRow);
   }
 
   /** Deletes one run. */
