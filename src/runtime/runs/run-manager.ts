@@ -14,6 +14,8 @@ export interface ActiveRun {
   controller: AbortController;
   /** How the run was cancelled, once it was. */
   cancelAction?: CancelAction;
+  /** Why it was cancelled when not by its user (shutdown): the message of its stream's `error` frame. */
+  cancelReason?: string;
   /** Settles when every run admitted before this one on the thread has finished. */
   predecessors: Promise<void>;
   /** Settles when the worker has finished (any terminal status, after cleanup). */
@@ -178,9 +180,11 @@ export class RunManager {
     return run;
   }
 
-  protected cancelRun(run: ActiveRun, action: CancelAction): void {
+  /** Cancels a run of this process; `reason` when not its user's cancel (the `error` frame's message). */
+  protected cancelRun(run: ActiveRun, action: CancelAction, reason?: string): void {
     if (run.cancelAction || run.finished) return;
     run.cancelAction = action;
+    run.cancelReason = reason;
     if (action === "interrupt") void this.setStatus(run.record.run_id, "interrupted").catch(() => undefined);
     run.controller.abort(new Error(`Run cancelled (${action})`));
   }
@@ -258,7 +262,7 @@ export class RunManager {
   /** Cancels every in-flight run (`interrupt`) and waits for them, at most `budgetMs` (ms). Used on shutdown. */
   async drain(budgetMs: number): Promise<void> {
     const runs = this.inFlight();
-    for (const run of runs) this.cancelRun(run, "interrupt");
+    for (const run of runs) this.cancelRun(run, "interrupt", "The gateway shut down before the run finished");
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.all(runs.map((r) => r.done)), new Promise((r) => (timer = setTimeout(r, budgetMs)))]);
     clearTimeout(timer);
