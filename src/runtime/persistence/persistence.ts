@@ -15,6 +15,7 @@ import { SqliteOidcIdentityRepository, type OidcIdentityRepository } from "../..
 import type { RunRepository, ThreadRepository } from "./repositories.js";
 import { RunStore } from "./sqlite/run-store.js";
 import { ThreadStore } from "./sqlite/thread-store.js";
+import { SqliteResumeStore, type ResumeStore } from "./sqlite/resume-store.js";
 import { UsageLedger } from "../limits/usage-ledger.js";
 import type { ScheduledTaskStore } from "../scheduler/task-store.js";
 import { SqliteTaskStore } from "../scheduler/sqlite-task-store.js";
@@ -38,6 +39,11 @@ export interface Persistence {
   usage: UsageLedger;
   /** Scheduled tasks and their run history (src/runtime/scheduler/; same database as the thread table). */
   scheduledTasks: ScheduledTaskStore;
+  /**
+   * Resume specs of in-flight runs (the gateway's SQLite file only): a run a crash cut short is resumed when the
+   * process starts again (docs/durable-runs.md). Absent: such runs are interrupted on open.
+   */
+  resumes?: ResumeStore;
   /** Human-readable location (file path, `memory` or `postgres`), for logs. Never holds credentials. */
   location: string;
   /** True when threads, runs and checkpoints live in a database other processes can share (PostgreSQL). */
@@ -104,22 +110,24 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
   const commits = new GroupCommit(db);
   const threads = new ThreadStore(db, commits);
   const runs = new RunStore(db, commits);
+  const resumes = new SqliteResumeStore(db, commits);
   if (recover) {
-    // Nothing runs yet in this process: a busy thread or a running run is left over from a crash.
+    // Nothing runs yet in this process: a busy thread or a running run is left over from a crash. A run with a
+    // resume spec stays in flight: the app resumes it once it is built (resumeLocalRuns).
     await threads.resetBusy();
-    await runs.interruptOrphans();
+    await runs.interruptOrphans(await resumes.withoutSpec());
   }
   if (section?.type === "postgres") {
     if (!section.connection_string) throw new Error("checkpointer.type postgres needs checkpointer.connection_string");
     const saver = await openCheckpointer(section.connection_string);
-    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), location: "postgres", shared: false, close: async () => { await saver.end(); commits.flush(); db.close(); } };
+    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), resumes, location: "postgres", shared: false, close: async () => { await saver.end(); commits.flush(); db.close(); } };
   }
   const checkpointer = new GroupCommitSqliteSaver(withStatementCache(db), commits);
   const close = async () => {
     commits.flush();
     db.close();
   };
-  return { checkpointer, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), location: file, shared: false, close };
+  return { checkpointer, threads, runs, usage: new UsageLedger(db, commits), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), resumes, location: file, shared: false, close };
 }
 
 /** The account, API-key, session and login-counter stores over `db`. */
