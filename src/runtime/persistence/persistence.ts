@@ -72,7 +72,12 @@ export function databaseUrl(appConfig: AppConfig): string | null {
 
 async function openCheckpointer(connectionString: string): Promise<BaseCheckpointSaver & { end(): Promise<void> }> {
   const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
-  const saver = PostgresSaver.fromConnString(connectionString);
+  const { default: pg } = await import("pg");
+  // Our own pool (what fromConnString builds, plus a listener): an idle client whose server went away emits
+  // 'error' on its pool, and with no listener that killed the process when PostgreSQL restarted.
+  const pool = new pg.Pool({ connectionString });
+  pool.on("error", () => undefined);
+  const saver = new PostgresSaver(pool);
   await saver.setup();
   return saver;
 }
