@@ -1,6 +1,7 @@
 // The one table from domain error codes to HTTP statuses, and the error handlers that answer `{detail}`.
 import type { FastifyError, FastifyInstance } from "fastify";
 import { DeerflowError, type ErrorCode } from "../src/errors.js";
+import { isStoreUnavailable, STORE_UNAVAILABLE_DETAIL } from "../src/runtime/persistence/store-unavailable.js";
 
 /** HTTP status of every domain error code (typed: a new code without a status does not compile). */
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
@@ -49,6 +50,11 @@ export function installErrorHandlers(app: FastifyInstance): void {
     }
     if (err.code === "FST_ERR_CTP_INVALID_JSON_BODY" || err instanceof SyntaxError) {
       return reply.code(422).send({ detail: [{ type: "json_invalid", loc: ["body"], msg: "JSON decode error", ctx: { error: err.message } }] });
+    }
+    // The shared database or Redis is down: the client may retry (the pools reconnect by themselves).
+    if (isStoreUnavailable(err)) {
+      request.log.warn({ err: err.message }, "store unavailable");
+      return reply.code(503).header("retry-after", "1").send({ detail: STORE_UNAVAILABLE_DETAIL });
     }
     const status = err.statusCode ?? 500;
     // Framework errors may quote the request (a 414 repeats the whole URL): the detail is capped.

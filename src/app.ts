@@ -30,7 +30,7 @@ import type { RunManager } from "./runtime/runs/run-manager.js";
 import type { DistributedRunManager } from "./runtime/runs/distributed-run-manager.js";
 import { RunService } from "./runtime/runs/run-service.js";
 import { ThreadService } from "./runtime/threads/thread-service.js";
-import { openRunCoordination, streamBridgeUrl } from "./runtime/stream/scale-out.js";
+import { openRunCoordination, resolveStreamBridgeSection, streamBridgeUrl } from "./runtime/stream/scale-out.js";
 import type { StreamBridge } from "./runtime/stream/stream-bridge.js";
 import { RecordingStreamBridge, RunEventLog } from "./runtime/stream/run-event-log.js";
 import { SqliteRunEventStore } from "./runtime/persistence/sqlite/run-event-store.js";
@@ -211,6 +211,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   mcpTasks?.service.setLauncher(runLauncher(runService, persistence.runs));
   // Runs whose process died or left are resumed here (shared runs only, docs/durable-runs.md).
   (runs as Partial<Pick<DistributedRunManager, "setResumer">>).setResumer?.((runId, spec, before) => runService.resume(runId, spec, before));
+  // One process: the runs a crash of the previous one cut short go on from their last checkpoint.
+  if (!coordination.distributed) await runService.resumeAfterRestart(resolveStreamBridgeSection(appConfig)?.max_resumes ?? 3).catch((err: Error) => logger.error({ err: err.message }, "resuming the runs a restart cut short failed"));
   const scheduler = new SchedulerService({ store: persistence.scheduledTasks, runs: persistence.runs, launch: launchWith(runService), config: appConfig.scheduler, logger, ...options.scheduler });
   const authRuntime = auth.runtime(persistence, logger);
   let channels: ChannelService | null;

@@ -115,7 +115,7 @@ export const StreamBridgeConfigSchema = z.looseObject({
   lease_ms: z.number().int().min(100).default(10_000),
   /** Redis only: prefix of every key and channel, so several deployments can share one Redis. */
   key_prefix: z.string().min(1).default("deerflow:"),
-  /** Redis only: times a run whose process died or handed it over is resumed elsewhere before it is marked `error`. */
+  /** Times a run whose process died or handed it over is resumed (elsewhere, or by one process on restart) before it is marked `error`; 0 turns resuming off. */
   max_resumes: z.number().int().min(0).default(3),
 });
 

@@ -18,6 +18,7 @@ import { ThreadStore } from "./sqlite/thread-store.js";
 import { UsageLedger, type TokenLedger } from "../limits/usage-ledger.js";
 import { LocalRunSlots, type RunSlots } from "../limits/run-slots.js";
 import { FeedbackStore, type FeedbackRepository } from "../webapp/feedback-store.js";
+import { SqliteResumeStore, type ResumeStore } from "./sqlite/resume-store.js";
 import type { ScheduledTaskStore } from "../scheduler/task-store.js";
 import { SqliteTaskStore } from "../scheduler/sqlite-task-store.js";
 import type { RunEventStore } from "./run-event-store.js";
@@ -48,6 +49,11 @@ export interface Persistence {
   scheduledTasks: ScheduledTaskStore;
   /** Each run's stored events (the `run_events` table; same database as the run table). */
   runEvents: RunEventStore;
+  /**
+   * Resume specs of in-flight runs (the gateway's SQLite file only): a run a crash cut short is resumed when the
+   * process starts again (docs/durable-runs.md). Absent: such runs are interrupted on open.
+   */
+  resumes?: ResumeStore;
   /** Human-readable location (file path, `memory` or `postgres`), for logs. Never holds credentials. */
   location: string;
   /** True when threads, runs and checkpoints live in a database other processes can share (PostgreSQL). */
@@ -76,7 +82,12 @@ export function databaseUrl(appConfig: AppConfig): string | null {
 
 async function openCheckpointer(connectionString: string): Promise<BaseCheckpointSaver & { end(): Promise<void> }> {
   const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
-  const saver = PostgresSaver.fromConnString(connectionString);
+  const { default: pg } = await import("pg");
+  // Our own pool (what fromConnString builds, plus a listener): an idle client whose server went away emits
+  // 'error' on its pool, and with no listener that killed the process when PostgreSQL restarted.
+  const pool = new pg.Pool({ connectionString });
+  pool.on("error", () => undefined);
+  const saver = new PostgresSaver(pool);
   await saver.setup();
   return saver;
 }
@@ -114,22 +125,24 @@ export async function openPersistence(appConfig: AppConfig, home: string, option
   const commits = new GroupCommit(db);
   const threads = new ThreadStore(db, commits);
   const runs = new RunStore(db, commits);
+  const resumes = new SqliteResumeStore(db, commits);
   if (recover) {
-    // Nothing runs yet in this process: a busy thread or a running run is left over from a crash.
+    // Nothing runs yet in this process: a busy thread or a running run is left over from a crash. A run with a
+    // resume spec stays in flight: the app resumes it once it is built (resumeLocalRuns).
     await threads.resetBusy();
-    await runs.interruptOrphans();
+    await runs.interruptOrphans(await resumes.withoutSpec());
   }
   if (section?.type === "postgres") {
     if (!section.connection_string) throw new Error("checkpointer.type postgres needs checkpointer.connection_string");
     const saver = await openCheckpointer(section.connection_string);
-    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db, commits), ...localStores(home), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), runEvents: new SqliteRunEventStore(db, commits), location: "postgres", shared: false, close: async () => { await saver.end(); commits.flush(); db.close(); } };
+    return { checkpointer: saver, threads, runs, usage: new UsageLedger(db, commits), ...localStores(home), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), runEvents: new SqliteRunEventStore(db, commits), resumes, location: "postgres", shared: false, close: async () => { await saver.end(); commits.flush(); db.close(); } };
   }
   const checkpointer = new GroupCommitSqliteSaver(withStatementCache(db), commits);
   const close = async () => {
     commits.flush();
     db.close();
   };
-  return { checkpointer, threads, runs, usage: new UsageLedger(db, commits), ...localStores(home), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), runEvents: new SqliteRunEventStore(db, commits), location: file, shared: false, close };
+  return { checkpointer, threads, runs, usage: new UsageLedger(db, commits), ...localStores(home), ...accountStores(db), scheduledTasks: new SqliteTaskStore(db), runEvents: new SqliteRunEventStore(db, commits), resumes, location: file, shared: false, close };
 }
 
 /** The stores of one process with a local database: run slots in memory, feedback files under `home`. */

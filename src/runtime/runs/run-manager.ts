@@ -4,6 +4,7 @@ import type { RunRecord, RunRepository } from "../persistence/repositories.js";
 import type { CancelAction, MultitaskStrategy, RunStatus } from "../wire/wire-enums.js";
 import { emptyRunCounters } from "./run-counters.js";
 import { newId } from "../ids.js";
+import type { ResumeStore } from "../persistence/sqlite/resume-store.js";
 
 export type { CancelAction, MultitaskStrategy, RunStatus } from "../wire/wire-enums.js";
 
@@ -14,6 +15,8 @@ export interface ActiveRun {
   controller: AbortController;
   /** How the run was cancelled, once it was. */
   cancelAction?: CancelAction;
+  /** Why it was cancelled when not by its user (shutdown): the message of its stream's `error` frame. */
+  cancelReason?: string;
   /** Settles when every run admitted before this one on the thread has finished. */
   predecessors: Promise<void>;
   /** Settles when the worker has finished (any terminal status, after cleanup). */
@@ -66,11 +69,23 @@ export class RunManager {
   protected readonly live = new Map<string, ActiveRun & { resolveDone: () => void }>();
   protected readonly byThread = new Map<string, string[]>();
 
-  /** Whether runs admitted here can be resumed by another process (they then need {@link AdmitInput.resumeSpec}). */
+  /**
+   * Whether runs admitted here can be resumed, by another process or by this one after a restart (they then need
+   * {@link AdmitInput.resumeSpec}).
+   */
   readonly resumesRuns: boolean = false;
 
-  /** @param store Where run records live (orphans of a previous process are recovered when it is opened). */
-  constructor(protected readonly store: RunRepository) {}
+  /**
+   * @param store Where run records live (orphans of a previous process are recovered when it is opened).
+   * @param resumes Where in-flight runs' resume specs are kept so that a restart after a crash resumes them (one
+   *   process on SQLite, docs/durable-runs.md); none: a crash interrupts them.
+   */
+  constructor(
+    protected readonly store: RunRepository,
+    private readonly resumes?: ResumeStore,
+  ) {
+    this.resumesRuns = Boolean(resumes);
+  }
 
   protected inFlightOn(threadId: string): ActiveRun[] {
     return (this.byThread.get(threadId) ?? []).map((id) => this.live.get(id)!).filter((r) => r && !r.finished);
@@ -87,10 +102,13 @@ export class RunManager {
     const inFlight = this.inFlightOn(input.threadId);
     if (inFlight.length && input.strategy === "reject") throw new ConflictError(`Thread ${input.threadId} already has an active run`);
     const run = this.register(input, newId(), Promise.all(inFlight.map((r) => r.done)).then(() => undefined));
+    const runId = run.record.run_id;
     try {
-      await this.store.save(run.record);
+      // Both join the same group commit: the spec costs no commit of its own.
+      await Promise.all([this.store.save(run.record), input.resumeSpec && this.resumes ? this.resumes.put(runId, input.resumeSpec) : undefined]);
     } catch (err) {
-      this.unregister(run.record.run_id);
+      this.unregister(runId);
+      void this.resumes?.delete(runId).catch(() => undefined);
       throw err;
     }
     if (input.strategy === "interrupt" || input.strategy === "rollback") {
@@ -165,6 +183,8 @@ export class RunManager {
     if (!run) return;
     run.finished = true;
     run.resolveDone();
+    // Its outcome is stored: nothing to resume after a restart.
+    void this.resumes?.delete(runId).catch(() => undefined);
   }
 
   /** Drops a run's control object and its place in its thread's admission list; returns it. */
@@ -178,9 +198,13 @@ export class RunManager {
     return run;
   }
 
-  protected cancelRun(run: ActiveRun, action: CancelAction): void {
+  /** Cancels a run of this process; `reason` when not its user's cancel (the `error` frame's message). */
+  protected cancelRun(run: ActiveRun, action: CancelAction, reason?: string): void {
     if (run.cancelAction || run.finished) return;
     run.cancelAction = action;
+    run.cancelReason = reason;
+    // First: a cancelled run is never resumed, even when the process dies before the worker has stopped.
+    void this.resumes?.delete(run.record.run_id).catch(() => undefined);
     if (action === "interrupt") void this.setStatus(run.record.run_id, "interrupted").catch(() => undefined);
     run.controller.abort(new Error(`Run cancelled (${action})`));
   }
@@ -258,7 +282,7 @@ export class RunManager {
   /** Cancels every in-flight run (`interrupt`) and waits for them, at most `budgetMs` (ms). Used on shutdown. */
   async drain(budgetMs: number): Promise<void> {
     const runs = this.inFlight();
-    for (const run of runs) this.cancelRun(run, "interrupt");
+    for (const run of runs) this.cancelRun(run, "interrupt", "The gateway shut down before the run finished");
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.all(runs.map((r) => r.done)), new Promise((r) => (timer = setTimeout(r, budgetMs)))]);
     clearTimeout(timer);

@@ -6,7 +6,7 @@ import { BadRequestError, NotFoundError, ValidationError } from "../../errors.js
 import { assertThreadId, newId } from "../ids.js";
 import { toGraphInput } from "../wire/messages.js";
 import { buildRunConfig } from "./run-config.js";
-import type { ActiveRun } from "./run-manager.js";
+import { FINISHED_RUN_RETENTION_MS, type ActiveRun } from "./run-manager.js";
 import type { RunRecord } from "../persistence/repositories.js";
 import { checkRunRequest, type RunCreate, type RunRequest } from "./run-request.js";
 import { readThreadState } from "../threads/thread-state-reader.js";
@@ -15,7 +15,7 @@ import type { RunQuotas } from "../limits/run-quotas.js";
 import { withRunScope } from "../../observability/run-scope.js";
 import { withPinnedAppConfig } from "../../config/app-config.js";
 import { latestCheckpoint } from "../threads/rollback.js";
-import type { ResumeSpec } from "../stream/run-handover.js";
+import { resumeLimitMessage, type ResumeSpec } from "../stream/run-handover.js";
 
 export { assertThreadId, THREAD_ID_PATTERN } from "../ids.js";
 export { toGraphInput, toMessages } from "../wire/messages.js";
@@ -172,10 +172,42 @@ export class RunService {
     const checkpointId = request.checkpoint_id ?? (request.checkpoint?.checkpoint_id as string | undefined);
     if (!own && checkpointId) runConfig.configurable.checkpoint_id = checkpointId;
     const run = await runs.adopt({ ...stored, metadata: { ...stored.metadata, resumed: resumedBefore + 1 } });
-    await bridge.reopen?.(runId);
+    await (bridge.reopen ? bridge.reopen(runId) : bridge.open(runId));
     const log = this.deps.logger.child({ run_id: runId, thread_id: tid, attempt: resumedBefore + 2 });
     const observation = this.deps.observer?.begin({ runId, threadId: tid, assistantId: stored.assistant_id, userId: spec.userId, requestId: spec.requestId, log });
     this.execute(run, { input: own ? null : toGraphInput(request), runConfig, request, requestId: spec.requestId, log, observation, attempt: resumedBefore + 2 });
+  }
+
+  /**
+   * One process after a restart (docs/durable-runs.md): resumes every run the previous process left in flight with a
+   * resume spec (it crashed; a finished or cancelled run has none), each at most `maxResumes` times: past that
+   * it is marked `error` with the reason. The resume count is stored before the run starts again, so a run that
+   * crashes the process each time still stops. @returns how many runs were resumed. @throws a store error.
+   */
+  async resumeAfterRestart(maxResumes: number): Promise<number> {
+    const { resumes, runs } = this.deps.persistence;
+    if (!resumes || !this.deps.runs.resumesRuns) return 0;
+    let resumed = 0;
+    for (const orphan of await resumes.orphans()) {
+      if (orphan.resumes >= maxResumes) {
+        const record = await runs.get(orphan.run_id);
+        const error = resumeLimitMessage(orphan.resumes);
+        if (record) await runs.save({ ...record, status: "error", error, updated_at: new Date().toISOString() });
+        await resumes.delete(orphan.run_id);
+        // A client reconnecting to its stream learns why it ended (as the Redis coordinator's reaper says it).
+        const { bridge } = this.deps;
+        await bridge.open(orphan.run_id);
+        bridge.publish(orphan.run_id, "error", { message: error, name: "ResumeLimitExceeded", error: "ResumeLimitExceeded" });
+        bridge.publishEnd(orphan.run_id);
+        bridge.cleanup(orphan.run_id, this.deps.cleanupDelayMs ?? FINISHED_RUN_RETENTION_MS);
+        continue;
+      }
+      await resumes.bump(orphan.run_id);
+      this.deps.logger.warn({ run_id: orphan.run_id, thread_id: orphan.thread_id, attempt: orphan.resumes + 2 }, "resuming a run a restart cut short");
+      await this.resume(orphan.run_id, orphan.spec, orphan.resumes);
+      resumed++;
+    }
+    return resumed;
   }
 
   /**

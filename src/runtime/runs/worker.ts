@@ -13,7 +13,7 @@ import type { RunObservation, RunObserver, RunUsage } from "../../observability/
 import type { AppConfig } from "../../config/schema.js";
 import type { AgentFactory } from "./agent-factory.js";
 import type { Persistence } from "../persistence/persistence.js";
-import { ensureInterruptedTitle } from "./interrupted-title.js";
+import { ensureInterruptedTitle, keepPartialAnswer, PartialAnswer } from "./interrupted-title.js";
 import { latestCheckpoint, rollbackThread } from "../threads/rollback.js";
 import { takeUnsavedRunStartWrites } from "../../agents/middlewares/run-start.js";
 import type { RunConfig } from "./run-config.js";
@@ -186,6 +186,8 @@ interface RunProgress {
   workspace?: RunWorkspaceTracker;
   /** The run's journal (DeerFlow's `run.*`, `llm.*`, `middleware:*` events), once the run took its turn. */
   journal?: RunJournal;
+  /** The AI message being streamed: kept in the thread when the run ends early. */
+  partial: PartialAnswer;
 }
 
 /**
@@ -197,7 +199,7 @@ interface RunProgress {
 export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): Promise<void> {
   const signal = run.controller.signal;
   const log = job.log ?? deps.logger.child({ run_id: run.record.run_id, thread_id: run.record.thread_id });
-  const progress: RunProgress = { status: "success", error: undefined, started: false, before: undefined, context: undefined, agent: undefined, checkpointer: undefined, metadata: undefined, savingRunning: undefined };
+  const progress: RunProgress = { status: "success", error: undefined, started: false, before: undefined, context: undefined, agent: undefined, checkpointer: undefined, metadata: undefined, savingRunning: undefined, partial: new PartialAnswer() };
   try {
     if (!(await waitForTurn(run.predecessors, signal))) {
       progress.status = "interrupted";
@@ -343,6 +345,7 @@ async function streamAndPublish(agent: BuiltAgent, run: ActiveRun, job: RunJob, 
   for await (const { event, data, json } of toWireEvents(chunks, { subgraphs })) {
     if (signal.aborted) break;
     bridge.publish(runId, event, data, json);
+    if (event === "messages") progress.partial.add(data);
     const firstToken: boolean = !firstTokenOut && event.startsWith("messages");
     if (firstToken || performance.now() - lastYield >= YIELD_EVERY_MS) {
       firstTokenOut ||= firstToken;
@@ -411,6 +414,8 @@ async function recordOutcome(run: ActiveRun, job: RunJob, deps: WorkerDeps, prog
   } finally {
     progress.journal?.end(progress.status, progress.error, Object.fromEntries(RUN_COUNTER_KEYS.map((k) => [k, run.record[k]])), run.errorName);
     await progress.workspace?.finish(mayHaveChangedFiles(progress));
+    const early = earlyEndFrame(run, progress);
+    if (early) bridge.publish(runId, "error", early);
     bridge.publishEnd(runId);
     bridge.cleanup(runId, deps.cleanupDelayMs ?? FINISHED_RUN_RETENTION_MS);
     runs.finish(runId);
@@ -451,10 +456,28 @@ async function settleUnfinishedRun(run: ActiveRun, job: RunJob, deps: WorkerDeps
     progress.status = "error";
     progress.error = "Rolled back by user";
   }
+  if (agent && !rollback && progress.started) {
+    // What the user saw streamed stays in the thread (the step that streamed it never finished).
+    await checkpointer?.settle();
+    await keepPartialAnswer(agent, persistence.checkpointer, threadId, progress.partial, progress.status).catch((err: Error) => log.warn({ err: err.message }, "keeping the partial answer failed"));
+  }
   if (progress.status === "interrupted" && agent) {
     // An interrupted first turn still names its thread (DeerFlow `_ensure_interrupted_title`).
     await titleInterruptedRun(agent, checkpointer, deps, threadId, job.input).catch((err) => log.debug({ err: (err as Error).message }, "no title for the interrupted run"));
   }
+}
+
+/**
+ * The `error` frame of a run that a cancel or a shutdown ended after it started (a failure published its own in
+ * {@link reportFailure}), so a truncated answer never ends with a bare `end`: LangGraph's names `UserInterrupt` /
+ * `UserRollback` for a user's cancel, `ServerShutdown` for a drain. None for a run cancelled before it started
+ * (nothing was streamed) or one that did not end early.
+ */
+function earlyEndFrame(run: ActiveRun, progress: RunProgress): { message: string; name: string; error: string } | null {
+  if (!progress.started || !run.cancelAction || progress.status === "success") return null;
+  const name = run.cancelReason ? "ServerShutdown" : run.cancelAction === "rollback" ? "UserRollback" : "UserInterrupt";
+  const message = run.cancelReason ?? (run.cancelAction === "rollback" ? "Run rolled back by the user" : "Run cancelled by the user");
+  return { message, name, error: name };
 }
 
 /** Names the thread of an interrupted first turn, once the run's checkpoint writes have settled. @throws a store error. */

@@ -98,7 +98,7 @@ export class RedisStreamBridge extends MemoryStreamBridge {
    * Re-declares a resumed run's stream: its id base and next sequence number are read from Redis (the open key and
    * the last entry), so its ids go on where the previous process stopped and a client's `Last-Event-ID` holds.
    */
-  async reopen(runId: string): Promise<void> {
+  override async reopen(runId: string): Promise<void> {
     const { redis, prefix, ttlMs } = this.options;
     const key = streamKey(prefix, runId);
     const [[, base], [, last]] = (await redis.multi().get(openKey(prefix, runId)).xrevrange(key, "+", "-", "COUNT", 1).exec())! as unknown as [[unknown, string | null], [unknown, [string, string[]][]]];

@@ -54,7 +54,9 @@ export async function openRunCoordination(appConfig: AppConfig, persistence: Per
   const section = resolveStreamBridgeSection(appConfig);
   const maxSize = queueMaxSize ?? section?.queue_maxsize ?? 256;
   if (!url || !section) {
-    return { bridge: new MemoryStreamBridge(maxSize), runs: new RunManager(persistence.runs), distributed: false, close: async () => {} };
+    // One process: the runs a crash cuts short are resumed when it starts again, unless max_resumes is 0.
+    const resumes = (section?.max_resumes ?? 3) > 0 ? persistence.resumes : undefined;
+    return { bridge: new MemoryStreamBridge(maxSize), runs: new RunManager(persistence.runs, resumes), distributed: false, close: async () => {} };
   }
   const { Redis } = await import("ioredis");
   const { RedisStreamBridge } = await import("./redis-stream-bridge.js");

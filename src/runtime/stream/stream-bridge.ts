@@ -77,6 +77,11 @@ export interface RunLog {
   cleanupRequested: boolean;
   /** Whether the log waits in the bridge's pack queue. */
   packQueued: boolean;
+  /**
+   * Epoch ms the log was reopened at, for a run this process resumed after a restart (0: never): ids from before
+   * it were published by the process that died, and read as foreign (everything retained is replayed).
+   */
+  reopenedAt: number;
 }
 
 /**
@@ -126,6 +131,12 @@ export function parseEventSeq(id: string | null | undefined): number | null {
   return m ? Number(m[1]) : null;
 }
 
+/** The epoch ms of an event id `<epoch_ms>-<seq>` (0 for a malformed one). */
+function eventTime(id: string | null | undefined): number {
+  const m = /^(\d+)-\d+$/.exec(id ?? "");
+  return m ? Number(m[1]) : 0;
+}
+
 /**
  * In-memory {@link StreamBridge}: a per-run log bounded to `queueMaxSize` events (oldest evicted, watermark
  * advanced; `end` is a flag and never evicts data). A subscriber whose cursor falls below the watermark gets one
@@ -156,7 +167,7 @@ export class MemoryStreamBridge implements StreamBridge {
     let log = this.runs.get(runId);
     if (!log) {
       // Every field set here, in one order: all logs share one hidden class and no property array.
-      log = { events: [], packed: undefined, offset: 0, ended: false, waiters: undefined, readers: 0, cleanupRequested: false, packQueued: false };
+      log = { events: [], packed: undefined, offset: 0, ended: false, waiters: undefined, readers: 0, cleanupRequested: false, packQueued: false, reopenedAt: 0 };
       this.runs.set(runId, log);
     }
     return log;
@@ -170,6 +181,14 @@ export class MemoryStreamBridge implements StreamBridge {
 
   open(runId: string): void {
     this.log(runId);
+  }
+
+  /**
+   * Declares the stream of a run resumed here after a restart (the events the previous process published are
+   * lost): a client reconnecting with an id of the previous process gets every event of the resumed run.
+   */
+  async reopen(runId: string): Promise<void> {
+    this.log(runId).reopenedAt = Date.now();
   }
 
   publish(runId: string, event: string, data: unknown, json?: string): string {
@@ -285,7 +304,7 @@ export class MemoryStreamBridge implements StreamBridge {
     // not a delegated generator: `yield*` between async generators costs a promise per event.
     log.readers++;
     try {
-      const requested = parseEventSeq(options.lastEventId);
+      const requested = log.reopenedAt && eventTime(options.lastEventId) < log.reopenedAt ? null : parseEventSeq(options.lastEventId);
       // This subscriber's view of a packed log, unpacked once (a packed log is finished: it no longer changes).
       let unpacked: BridgeEvent[] | null = null;
       const events = () => (log.packed ? (unpacked ??= eventsOf(log)) : log.events);
