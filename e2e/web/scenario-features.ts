@@ -3,7 +3,7 @@
 // workspace-changes panel after the agent wrote a file, a `/goal` that continues twice and stops, a subtask's steps
 // after a reload (Ultra mode), and a `.skill` the agent packed, installed from its artifact card and used with `/name`.
 import type { Page } from "puppeteer-core";
-import { api, COMPOSER, count, noErrorToast, open, send, threadIdOf, waitIdle, waitText, waitThreadUrl, type Walk } from "./walk.js";
+import { api, COMPOSER, count, fill, noErrorToast, open, send, threadIdOf, waitIdle, waitText, waitThreadUrl, type Walk } from "./walk.js";
 
 /** The task the walk creates, by title; `id` once the page created it. */
 export interface E2eTask {
@@ -17,8 +17,17 @@ async function click(p: Page, selector: string, timeout = 10_000): Promise<void>
   await el!.click();
 }
 
-/** The button whose visible text is exactly `text` (not one that merely contains it). */
-const button = (text: string) => `xpath/.//button[normalize-space(.)="${text}"]`;
+/**
+ * Clicks the button whose visible text is exactly `text` (not one that merely contains it) inside `scope` (a CSS
+ * selector; default the page), waiting for it.
+ */
+async function clickButton(p: Page, scope: string, text: string, timeout = 10_000): Promise<void> {
+  const handle = await p.waitForFunction((sc, t) => {
+    const root = sc ? document.querySelector(sc) : document.body;
+    return [...(root?.querySelectorAll("button") ?? [])].find((b) => b.textContent?.trim() === t && !(b as HTMLButtonElement).disabled) ?? false;
+  }, { timeout }, scope, text);
+  await (handle as unknown as { click(): Promise<void> }).click();
+}
 
 /**
  * Creates, in the Scheduled tasks page, a task with the custom cron `* * * * *` (every minute, the gateway's
@@ -29,8 +38,8 @@ export async function createEverMinuteTask(walk: Walk, page: Page): Promise<E2eT
   await walk.step(page, "scheduled task: create an every-minute task in the page", async (p) => {
     await open(p, `${walk.baseUrl}/workspace/scheduled-tasks`);
     await p.waitForSelector('[data-testid="scheduled-task-create-form"]', { timeout: 30_000 });
-    await p.type('input[placeholder="Task title"]', task.title);
-    await p.type('textarea[placeholder="Prompt"]', "Scheduled hello from the e2e run");
+    await fill(p, 'input[placeholder="Task title"]', task.title);
+    await fill(p, 'textarea[placeholder="Prompt"]', "Scheduled hello from the e2e run");
     await click(p, '[data-testid="schedule-preset"]');
     await click(p, '[role="option"] ::-p-text(Custom cron)');
     const cron = await p.waitForSelector('input[aria-label="Cron expression"]', { visible: true, timeout: 10_000 });
@@ -39,7 +48,7 @@ export async function createEverMinuteTask(walk: Walk, page: Page): Promise<E2eT
     await cron!.type("* * * * *");
     const created = p.waitForResponse((r) => r.url().endsWith("/api/scheduled-tasks") && r.request().method() === "POST", { timeout: 15_000 });
     created.catch(() => undefined); // awaited below; a step that fails first must not leave it unhandled
-    await click(p, `[data-testid="scheduled-task-create-form"] ${button("Create")}`);
+    await clickButton(p, `[data-testid="scheduled-task-create-form"]`, "Create");
     const res = await created;
     if (res.status() !== 200 && res.status() !== 201) throw new Error(`create answered ${res.status()}: ${await res.text()}`);
     task.id = ((await res.json()) as { id: string }).id;
@@ -88,15 +97,15 @@ export async function checkScheduledTask(walk: Walk, page: Page, task: E2eTask):
   await walk.step(page, "scheduled task: trigger now, pause, resume, delete from the page", async (p) => {
     if (!id) throw new Error("the task was not created");
     await selectTask(p);
-    await click(p, `[data-testid="scheduled-task-detail"] ${button("Trigger now")}`);
+    await clickButton(p, `[data-testid="scheduled-task-detail"]`, "Trigger now");
     await waitRuns(p, id, (rs) => rs.some((r) => r.trigger === "manual" && r.status === "success"), 30_000, "a manual run");
     await waitText(p, "manual · ", 20_000);
-    await click(p, `[data-testid="scheduled-task-detail"] ${button("Pause")}`);
+    await clickButton(p, `[data-testid="scheduled-task-detail"]`, "Pause");
     await p.waitForFunction((sel) => document.querySelector(sel)?.textContent?.includes("Cron · Paused"), { timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
-    await click(p, `[data-testid="scheduled-task-detail"] ${button("Resume")}`);
+    await clickButton(p, `[data-testid="scheduled-task-detail"]`, "Resume");
     await p.waitForFunction((sel) => document.querySelector(sel)?.textContent?.includes("Cron · Enabled"), { timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
-    await click(p, `[data-testid="scheduled-task-detail"] ${button("Delete")}`);
-    await click(p, `[role="dialog"] ${button("Delete")}`);
+    await clickButton(p, `[data-testid="scheduled-task-detail"]`, "Delete");
+    await clickButton(p, `[role="dialog"]`, "Delete");
     await p.waitForFunction((sel) => !document.querySelector(sel), { timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
     if ((await api(p, "GET", `/api/scheduled-tasks/${id}`)).status !== 404) throw new Error("the deleted task still answers");
     await noErrorToast(p);
@@ -105,6 +114,7 @@ export async function checkScheduledTask(walk: Walk, page: Page, task: E2eTask):
 
 /** Issue 47's chat features, as the signed-in admin. `artifactThread` is the thread where the agent wrote report.md. */
 export async function runFeatureSteps(walk: Walk, page: Page, artifactThread: string): Promise<void> {
+  let goalThread = "";
   await walk.step(page, "workspace changes panel after the agent wrote a file", async (p) => {
     if (!artifactThread) throw new Error("no thread from the artifact step");
     await open(p, `${walk.baseUrl}/workspace/chats/${artifactThread}`);
@@ -117,7 +127,7 @@ export async function runFeatureSteps(walk: Walk, page: Page, artifactThread: st
     await p.keyboard.press("Escape");
   });
 
-  await walk.step(page, "a /goal continues twice and stops", async (p) => {
+  await walk.step(page, "/goal from the composer: the run continues until no progress, then stops", async (p) => {
     await open(p, `${walk.baseUrl}/workspace/chats/new`);
     await send(p, "Start of the goal thread");
     await waitThreadUrl(p);
@@ -126,20 +136,33 @@ export async function runFeatureSteps(walk: Walk, page: Page, artifactThread: st
     const thread = threadIdOf(p);
     await sendCommand(p, "/goal Write the final summary");
     await waitText(p, "Goal set.", 10_000);
-    // The scripted evaluator finds no `GOAL MET`: continue; the third reply repeats the second: no progress, stop.
-    await waitText(p, "Continuing 2/8", 60_000);
+    // The scripted evaluator finds no `GOAL MET`, so the run continues; once the echo repeats itself twice the
+    // gateway stands down (upstream's max_no_progress_continuations: 2), after three continuations.
+    await waitText(p, "Continuing 3/8", 60_000);
     await waitIdle(p, 60_000);
-    const { json } = await api(p, "GET", `/api/langgraph/threads/${thread}/state`);
-    const goal = json?.values?.goal;
-    if (goal?.continuation_count !== 2 || goal?.last_evaluation?.stand_down_reason !== "no_progress_detected") {
-      throw new Error(`goal after the run: ${JSON.stringify(goal)}`);
-    }
-    if ((await count(p, "Continuing 3/8")) !== 0) throw new Error("a third continuation was shown");
+    const goal = await goalOf(p, thread);
+    if (goal?.continuation_count !== 3 || goal?.last_evaluation?.stand_down_reason !== "no_progress_detected") throw new Error(`goal after the run: ${JSON.stringify(goal)}`);
+    if ((await count(p, "Continuing 4/8")) !== 0) throw new Error("a fourth continuation was shown");
+    goalThread = thread;
+  });
+
+  await walk.step(page, "a goal with max_continuations 2 continues twice and stops", async (p) => {
+    if (!goalThread) throw new Error("no thread from the /goal step");
+    // The composer's /goal takes only an objective; a limit is set as the API allows (0..8).
+    const set = await api(p, "PUT", `/api/threads/${goalThread}/goal`, { objective: "Write the final summary twice", max_continuations: 2 });
+    if (set.status !== 200) throw new Error(`PUT goal answered ${set.status}: ${JSON.stringify(set.json)}`);
+    await open(p, `${walk.baseUrl}/workspace/chats/${goalThread}`);
+    await send(p, "Keep going on the summary");
+    await waitText(p, "Continuing 2/2", 60_000);
+    await waitIdle(p, 60_000);
+    const goal = await goalOf(p, goalThread);
+    if (goal?.continuation_count !== 2 || goal?.last_evaluation?.stand_down_reason !== "max_continuations_reached") throw new Error(`goal after the run: ${JSON.stringify(goal)}`);
   });
 
   await walk.step(page, "subtask steps present after a reload (Ultra mode)", async (p) => {
     await open(p, `${walk.baseUrl}/workspace/chats/new`);
-    await click(p, "::-p-text(Flash)", 15_000).catch(() => click(p, "::-p-text(Pro)", 5_000));
+    // The mode menu's trigger shows the current mode: Pro for a model that supports thinking.
+    await click(p, "::-p-text(Pro)", 15_000).catch(() => click(p, "::-p-text(Flash)", 5_000));
     await click(p, '[role="menuitem"] ::-p-text(Ultra)');
     await waitText(p, "Ultra", 5_000);
     const child = `!call read_file ${JSON.stringify({ path: "/mnt/user-data/workspace/missing.txt", description: "peek" })}`;
@@ -147,7 +170,7 @@ export async function runFeatureSteps(walk: Walk, page: Page, artifactThread: st
     await waitThreadUrl(p);
     await waitText(p, "Tool task returned", 60_000);
     await waitIdle(p);
-    await p.reload({ waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, p.url());
     await click(p, "::-p-text(Look for the missing file)", 20_000);
     // The expanded card: the child's tool step (by name) from the stored subagent.step events.
     await p.waitForFunction(() => [...document.querySelectorAll("*")].some((el) => el.children.length === 0 && el.textContent?.trim() === "read_file"), { timeout: 15_000 });
@@ -170,7 +193,7 @@ export async function runFeatureSteps(walk: Walk, page: Page, artifactThread: st
     await waitIdle(p);
     const installed = p.waitForResponse((r) => r.url().endsWith("/api/skills/install") && r.request().method() === "POST", { timeout: 15_000 });
     installed.catch(() => undefined); // awaited below; a step that fails first must not leave it unhandled
-    await click(p, button("Install"), 15_000);
+    await clickButton(p, "", "Install", 15_000);
     const res = await installed;
     if (res.status() !== 200) throw new Error(`install answered ${res.status()}: ${await res.text()}`);
     await noErrorToast(p);
@@ -180,6 +203,10 @@ export async function runFeatureSteps(walk: Walk, page: Page, artifactThread: st
   });
 }
 
+/** The thread's goal as the gateway stores it (`GET /api/threads/{id}/goal`). */
+const goalOf = async (p: Page, thread: string) => (await api(p, "GET", `/api/threads/${thread}/goal`)).json?.goal as
+  { continuation_count?: number; last_evaluation?: { stand_down_reason?: string } } | null | undefined;
+
 /**
  * Sends a slash command: types it, closes the suggestion list the composer opens for `/...`, then Enter.
  * The composer's suggestions take Enter while they are open.
@@ -187,6 +214,10 @@ export async function runFeatureSteps(walk: Walk, page: Page, artifactThread: st
 async function sendCommand(p: Page, text: string): Promise<void> {
   await p.waitForSelector(COMPOSER, { visible: true, timeout: 30_000 });
   await p.click(COMPOSER);
+  await p.keyboard.down("Control");
+  await p.keyboard.press("a");
+  await p.keyboard.up("Control");
+  await p.keyboard.press("Backspace");
   await p.type(COMPOSER, text);
   await p.keyboard.press("Escape");
   await p.focus(COMPOSER);

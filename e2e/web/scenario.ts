@@ -4,7 +4,7 @@
 import path from "node:path";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { Browser, ElementHandle, Page } from "puppeteer-core";
-import { COMPOSER as composer, count, errorToasts, open, send, waitIdle, waitText, Walk, type ScenarioResult } from "./walk.js";
+import { COMPOSER as composer, count, errorToasts, fill, open, send, waitIdle, waitText, Walk, type ScenarioResult } from "./walk.js";
 import { createEverMinuteTask, checkScheduledTask, runFeatureSteps } from "./scenario-features.js";
 import { runSecondUser, type SsoSetup } from "./scenario-sso.js";
 
@@ -23,21 +23,25 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
   let threadUrl = "";
 
   if (account) {
-    await step("sign in", async (p) => {
+    const signedIn = await step("sign in", async (p) => {
       await open(p, `${baseUrl}/workspace/chats/new`);
       await p.waitForSelector('input[type="email"]', { visible: true, timeout: 30_000 });
-      await p.type('input[type="email"]', account.email);
-      await p.type('input[type="password"]', account.password);
+      await fill(p, 'input[type="email"]', account.email);
+      await fill(p, 'input[type="password"]', account.password);
+      // Both again: the first may have been typed before hydration and reset with the second.
+      await fill(p, 'input[type="email"]', account.email);
       await p.click('button[type="submit"]');
       await p.waitForFunction(() => location.pathname.startsWith("/workspace"), { timeout: 30_000 });
     });
+    // Every later step needs the session: stop here rather than time out in each.
+    if (!signedIn) return walk.result;
   }
 
   // Created first so its every-minute firings happen while the other steps run.
   const task = await createEverMinuteTask(walk, page);
 
   await step("new chat with an attached file, reply streamed", async (p) => {
-    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/chats/new`);
     const input = await p.waitForSelector("input[type=file]", { timeout: 30_000 });
     const file = path.join(workDir, "notes.txt");
     writeFileSync(file, "The launch is on Friday.\n");
@@ -57,7 +61,7 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
   });
 
   await step("reopen the thread without an error toast", async (p) => {
-    await p.goto(threadUrl, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, threadUrl);
     await waitText(p, "sentences today");
     await waitText(p, "notes.txt");
     const toasts = await errorToasts(p);
@@ -94,7 +98,7 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
 
   let artifactThread = "";
   await step("edit and save an artifact", async (p) => {
-    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/chats/new`);
     await send(p, '!call write_file {"description":"report","path":"/mnt/user-data/outputs/report.md","content":"# Report\\n\\nDraft line\\n"}');
     await waitText(p, "Tool write_file returned", 30_000);
     await waitIdle(p);
@@ -131,7 +135,7 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
   });
 
   await step("stop a run", async (p) => {
-    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/chats/new`);
     const words = Array.from({ length: 120 }, (_, i) => `word${i}`).join(" ");
     await send(p, `${words} final-word`);
     await p.waitForFunction(() => document.body.innerText.includes("You said: word0"), { timeout: 30_000, polling: 20 });
@@ -143,7 +147,7 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
   });
 
   await step("every Settings tab", async (p) => {
-    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/chats/new`);
     // The sidebar's footer menu ("Settings and more"; a gear icon when the sidebar is collapsed).
     const menu = await p.waitForSelector("[data-sidebar=footer] [data-sidebar=menu-button]", { timeout: 15_000 });
     await menu!.click();
@@ -161,7 +165,7 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
   });
 
   await step("polish a draft", async (p) => {
-    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/chats/new`);
     await p.waitForSelector(composer, { visible: true, timeout: 30_000 });
     await p.type(composer, "make report better");
     const polished = p.waitForResponse((r) => r.url().endsWith("/api/input-polish") && r.request().method() === "POST", { timeout: 15_000 });
@@ -174,17 +178,17 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
   });
 
   await step("chats list and scheduled tasks pages", async (p) => {
-    await p.goto(`${baseUrl}/workspace/chats`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/chats`);
     // Thread titles come from the first message (the offline model has no title model).
     await waitText(p, "Please summarise the attached");
-    await p.goto(`${baseUrl}/workspace/scheduled-tasks`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/scheduled-tasks`);
     await new Promise((r) => setTimeout(r, 1_000));
     const toasts = await errorToasts(p);
     if (toasts.length) throw new Error(`error toast: ${toasts.join(" | ")}`);
   });
 
   await step("agents gallery", async (p) => {
-    await p.goto(`${baseUrl}/workspace/agents`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/agents`);
     await p.waitForFunction(() => !document.body.innerText.includes("Loading..."), { timeout: 20_000 });
   });
 

@@ -102,8 +102,30 @@ export const count = (p: Page, text: string) => p.evaluate((t) => document.body.
 export async function send(p: Page, text: string): Promise<void> {
   await p.waitForSelector(COMPOSER, { visible: true, timeout: 30_000 });
   await p.click(COMPOSER);
+  // The app keeps an unsent draft per new chat (localStorage): start from an empty composer.
+  await p.keyboard.down("Control");
+  await p.keyboard.press("a");
+  await p.keyboard.up("Control");
+  await p.keyboard.press("Backspace");
   await p.type(COMPOSER, text);
   await p.keyboard.press("Enter");
+}
+
+/**
+ * Types `value` into the input `selector` until it holds it: a page that is still hydrating resets what was typed
+ * before React took over its inputs (seen on a loaded machine).
+ */
+export async function fill(p: Page, selector: string, value: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const el = await p.waitForSelector(selector, { visible: true, timeout: timeoutMs });
+    await el!.click({ count: 3 });
+    await p.keyboard.press("Backspace");
+    await el!.type(value);
+    await new Promise((r) => setTimeout(r, 300));
+    if ((await p.$eval(selector, (e) => (e as HTMLInputElement).value)) === value) return;
+    if (Date.now() > deadline) throw new Error(`${selector} does not keep what is typed into it`);
+  }
 }
 
 /** The texts of the error toasts on screen. */
@@ -120,8 +142,32 @@ export async function noErrorToast(p: Page, where = ""): Promise<void> {
 export const waitIdle = (p: Page, timeout = 30_000) =>
   p.waitForFunction(() => !document.querySelector('button[aria-label="Submit"] svg.lucide-square') && !document.querySelector('button[aria-label="Submit"] svg.animate-spin'), { timeout, polling: 100 });
 
-/** Opens `url` of the app and waits for the network to settle. */
-export const open = (p: Page, url: string) => p.goto(url, { waitUntil: "networkidle2", timeout: 60_000 });
+/**
+ * Opens `url` of the app: waits for the page's load event, then (up to 10 s) for the network to settle. A page whose
+ * requests never settle (an offline machine: other hosts' fonts can hang) is used anyway; the steps wait for what
+ * they need, and the requests still pending are printed once.
+ */
+export async function open(p: Page, url: string): Promise<void> {
+  const pending = new Set<string>();
+  const add = (r: { url(): string }) => pending.add(r.url());
+  const done = (r: { url(): string }) => pending.delete(r.url());
+  p.on("request", add);
+  p.on("requestfinished", done);
+  p.on("requestfailed", done);
+  try {
+    await p.goto(url, { waitUntil: "load", timeout: 60_000 });
+    await p.waitForNetworkIdle({ idleTime: 500, concurrency: 2, timeout: 10_000 }).catch(() => {
+      const urls = [...pending].filter((u) => !noted.has(u));
+      for (const u of urls) noted.add(u);
+      if (urls.length) console.log(`[e2e] note: requests still pending 10 s after load of ${new URL(url).pathname}: ${urls.slice(0, 5).join(", ")}`);
+    });
+  } finally {
+    p.off("request", add);
+    p.off("requestfinished", done);
+    p.off("requestfailed", done);
+  }
+}
+const noted = new Set<string>();
 
 /** Calls the gateway from the page (its cookies, its CSRF header as the app sends it); resolves to status and JSON. */
 export async function api(p: Page, method: string, url: string, body?: unknown): Promise<{ status: number; json: any }> {
