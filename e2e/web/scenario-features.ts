@@ -53,7 +53,8 @@ export async function createEverMinuteTask(walk: Walk, page: Page): Promise<E2eT
     if (res.status() !== 200 && res.status() !== 201) throw new Error(`create answered ${res.status()}: ${await res.text()}`);
     task.id = ((await res.json()) as { id: string }).id;
     await p.waitForSelector(`[data-testid="scheduled-task-item-${task.id}"]`, { timeout: 15_000 });
-    await waitText(p, "Cron · Enabled", 10_000);
+    // The page labels a cron task "Recurring".
+    await waitText(p, "Recurring · Enabled", 10_000);
     await noErrorToast(p);
   });
   return task;
@@ -101,9 +102,9 @@ export async function checkScheduledTask(walk: Walk, page: Page, task: E2eTask):
     await waitRuns(p, id, (rs) => rs.some((r) => r.trigger === "manual" && r.status === "success"), 30_000, "a manual run");
     await waitText(p, "manual · ", 20_000);
     await clickButton(p, `[data-testid="scheduled-task-detail"]`, "Pause");
-    await p.waitForFunction((sel) => document.querySelector(sel)?.textContent?.includes("Cron · Paused"), { timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
+    await p.waitForFunction((sel) => document.querySelector(sel)?.textContent?.includes("Recurring · Paused"), { timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
     await clickButton(p, `[data-testid="scheduled-task-detail"]`, "Resume");
-    await p.waitForFunction((sel) => document.querySelector(sel)?.textContent?.includes("Cron · Enabled"), { timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
+    await p.waitForFunction((sel) => document.querySelector(sel)?.textContent?.includes("Recurring · Enabled"), { timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
     await clickButton(p, `[data-testid="scheduled-task-detail"]`, "Delete");
     await clickButton(p, `[role="dialog"]`, "Delete");
     await p.waitForFunction((sel) => !document.querySelector(sel), { timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
