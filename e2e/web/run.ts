@@ -1,14 +1,16 @@
 // `npm run e2e:web`: the unmodified DeerFlow web app, built from ../shared/reference/frontend, driven in Debian's
-// chromium against this gateway (offline scripted model, auth disabled) behind a proxy that routes like the app's
-// nginx config. Fails on any response >= 400 the app did not expect and on any console error; screenshots go to
+// chromium against this gateway (offline scripted model, signed in; a second user signs in with SSO at an OpenID
+// Connect provider running in this process) behind a proxy that routes like the app's nginx config. Fails on any response >= 400 the app did not expect and on any console error; screenshots go to
 // a temp directory whose path is printed. Not part of `npm test` (the first run builds the app: minutes).
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import puppeteer from "puppeteer-core";
 import { freePort } from "../../test/support/gateway-process.js";
+import { startFakeIdp, type FakeIdp } from "../../test/support/fakes/oidc-idp.js";
 import { checkFrontendSource, ensureFrontendBuild, findChromium, FrontendSourceError, nextBin } from "./frontend.js";
 import { portOf, startProxy } from "./proxy.js";
 import { runScenario } from "./scenario.js";
@@ -20,18 +22,43 @@ const WITH_AUTH = process.env.E2E_AUTH !== "0";
 export const E2E_ACCOUNT = { email: "e2e-admin@example.com", password: "correct horse battery staple 42" };
 const FRONTEND_SOURCE = process.env.DEER_FLOW_FRONTEND_DIR ?? path.resolve(REPO, "..", "shared", "reference", "frontend");
 
-const GATEWAY_CONFIG = `models:
+/** The SSO provider of the run: the IdP's client, and the second user it signs in. */
+const SSO = { id: "corp", displayName: "Corp SSO", clientId: "deerflow-e2e", email: "member@example.com" };
+
+/**
+ * The gateway's config.yaml for the run. The scripted model says it supports thinking so the app offers Ultra mode
+ * (subagents); the scheduler polls every second; `bash` runs in the bubblewrap sandbox (the agent packs a .skill).
+ */
+const gatewayConfig = (issuer: string | null) => `models:
   - name: scripted
     display_name: Scripted (offline)
     use: deerflow-gateway:ScriptedChatModel
     model: scripted
     token_delay_ms: 40
-tools:
+    supports_thinking: true
+sandbox:
+  use: deerflow-gateway/sandbox:AutoSandboxProvider
+scheduler:
+  enabled: true
+  poll_interval_seconds: 1
+${issuer ? `auth:
+  oidc:
+    enabled: true
+    providers:
+      ${SSO.id}:
+        display_name: ${SSO.displayName}
+        issuer: ${issuer}
+        client_id: ${SSO.clientId}
+        client_secret: $E2E_OIDC_CLIENT_SECRET
+        allowed_email_domains: [example.com]
+` : ""}tools:
+  - { name: bash, group: bash, use: "deerflow.sandbox.tools:bash_tool" }
   - { name: ls, group: "file:read", use: "deerflow.sandbox.tools:ls_tool" }
   - { name: read_file, group: "file:read", use: "deerflow.sandbox.tools:read_file_tool" }
   - { name: write_file, group: "file:write", use: "deerflow.sandbox.tools:write_file_tool" }
   - { name: str_replace, group: "file:write", use: "deerflow.sandbox.tools:str_replace_tool" }
 tool_groups:
+  - name: bash
   - name: "file:read"
   - name: "file:write"
 agents_api:
@@ -82,7 +109,11 @@ async function main(): Promise<void> {
   const work = mkdtempSync(path.join(tmpdir(), "dfgw-e2e-web-"));
   const shots = path.join(work, "screenshots");
   mkdirSync(shots);
-  writeFileSync(path.join(work, "config.yaml"), GATEWAY_CONFIG);
+  // With sign-in on, a second user signs in at this IdP (the gateway's client is registered once the public URL is known).
+  const idp: FakeIdp | null = WITH_AUTH ? await startFakeIdp() : null;
+  if (idp) idp.nextLogin = { sub: "e2e-second-user", email: SSO.email, email_verified: true, name: "Second User" };
+  const oidcSecret = randomBytes(24).toString("hex");
+  writeFileSync(path.join(work, "config.yaml"), gatewayConfig(idp?.issuer ?? null));
   // The skills are copied so enabling/disabling them in Settings writes only under the temp project.
   cpSync(path.join(REPO, "skills"), path.join(work, "skills"), { recursive: true });
   const gatewayPort = await freePort();
@@ -91,6 +122,7 @@ async function main(): Promise<void> {
     ...process.env, HOST: "127.0.0.1", PORT: String(gatewayPort), LOG_LEVEL: "warn", DEER_FLOW_PROJECT_ROOT: work,
     DEER_FLOW_CONFIG_PATH: path.join(work, "config.yaml"), DEER_FLOW_HOME: path.join(work, ".deer-flow"),
     DEER_FLOW_AGENTS_DIR: path.join(work, "agents"), DEER_FLOW_SKILLS_DIR: path.join(work, "skills"),
+    E2E_OIDC_CLIENT_SECRET: oidcSecret,
   };
   // Inherited from the caller or not, the mode is this run's choice.
   delete (gatewayEnv as NodeJS.ProcessEnv).DEER_FLOW_AUTH_DISABLED;
@@ -108,17 +140,20 @@ async function main(): Promise<void> {
   }
   const proxy = await startProxy(gatewayPort, appPort);
   const baseUrl = `http://127.0.0.1:${portOf(proxy)}`;
+  idp?.registerClient({ clientId: SSO.clientId, clientSecret: oidcSecret, redirectUris: [`${baseUrl}/api/v1/auth/callback/${SSO.id}`] });
   console.log(`[e2e] app ${baseUrl} (gateway :${gatewayPort}, next :${appPort}), work dir ${work}`);
 
   const browser = await puppeteer.launch({
     executablePath: chromium,
     headless: true,
-    args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1440,900"],
+    // A fresh profile, no background traffic: the machine's network is closed.
+    userDataDir: path.join(work, "chromium-profile"),
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1440,900"],
     defaultViewport: { width: 1440, height: 900 },
   });
   let failed = false;
   try {
-    const result = await runScenario(browser, baseUrl, shots, work, WITH_AUTH ? E2E_ACCOUNT : null);
+    const result = await runScenario(browser, baseUrl, shots, work, WITH_AUTH ? E2E_ACCOUNT : null, idp ? { displayName: SSO.displayName, email: SSO.email } : null);
     for (const s of result.screenshots) console.log(`[e2e] screenshot ${s}`);
     for (const step of result.steps) console.log(`[e2e] ${step.ok ? "ok  " : "FAIL"} ${step.name}${step.error ? `: ${step.error}` : ""}`);
     for (const p of result.problems) console.log(`[e2e] problem: ${p}`);
@@ -126,6 +161,7 @@ async function main(): Promise<void> {
   } finally {
     await browser.close();
     proxy.close();
+    await idp?.close();
     for (const c of children) c.kill("SIGTERM");
   }
   console.log(`[e2e] screenshots in ${shots}`);

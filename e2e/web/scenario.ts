@@ -1,95 +1,47 @@
-// The browser walk-through of `npm run e2e:web`: each step drives the app like a user and checks what it shows.
+// The browser walk-through of `npm run e2e:web`, first part: the signed-in admin chats, uploads, regenerates,
+// branches, edits an artifact, stops a run and opens every Settings tab; then the feature steps
+// (scenario-features.ts) and a second user signing in with SSO (scenario-sso.ts).
 import path from "node:path";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { Browser, ElementHandle, Page } from "puppeteer-core";
+import { COMPOSER as composer, count, errorToasts, fill, open, send, waitIdle, waitText, Walk, type ScenarioResult } from "./walk.js";
+import { createEverMinuteTask, checkScheduledTask, runFeatureSteps } from "./scenario-features.js";
+import { runSecondUser, type SsoSetup } from "./scenario-sso.js";
 
-/** Outcome of one step. */
-export interface StepResult {
-  name: string;
-  ok: boolean;
-  error?: string;
-}
+export type { ScenarioResult, StepResult } from "./walk.js";
 
-/** Everything the run saw. */
-export interface ScenarioResult {
-  steps: StepResult[];
-  /** Unexpected responses >= 400, console errors, page errors. */
-  problems: string[];
-  screenshots: string[];
-}
-
-/** Responses >= 400 the app asks for on purpose and handles (method, path regexp, status). */
-const EXPECTED_FAILURES: { method?: string; path: RegExp; status: number }[] = [];
-
-export async function runScenario(browser: Browser, baseUrl: string, shotsDir: string, workDir: string, account: { email: string; password: string } | null): Promise<ScenarioResult> {
-  const problems: string[] = [];
-  const screenshots: string[] = [];
-  const steps: StepResult[] = [];
-  const page = await browser.newPage();
-  page.on("response", (res) => {
-    const url = new URL(res.url());
-    if (res.status() < 400 || url.origin !== baseUrl) return;
-    const method = res.request().method();
-    if (EXPECTED_FAILURES.some((e) => e.status === res.status() && e.path.test(url.pathname) && (!e.method || e.method === method))) return;
-    problems.push(`${method} ${url.pathname}${url.search} -> ${res.status()}`);
-  });
-  const external: string[] = [];
-  page.on("console", (msg) => {
-    if (msg.type() !== "error") return;
-    // This machine has no internet: resources the app loads from other hosts (fonts, images) cannot resolve.
-    // Those are noted, not failures; anything from the app's own origin is.
-    const source = msg.location()?.url ?? "";
-    if (/net::ERR_NAME_NOT_RESOLVED|net::ERR_INTERNET_DISCONNECTED/.test(msg.text()) && source && !source.startsWith(baseUrl)) {
-      external.push(source);
-      return;
-    }
-    problems.push(`console error: ${msg.text().slice(0, 400)}${source ? ` (${source})` : ""}`);
-  });
-  page.on("pageerror", (err) => problems.push(`page error: ${String((err as Error).message ?? err).slice(0, 400)}`));
-
-  let shot = 0;
-  const snap = async (name: string) => {
-    const file = path.join(shotsDir, `${String(++shot).padStart(2, "0")}-${name}.png`);
-    await page.screenshot({ path: file as `${string}.png`, fullPage: false });
-    screenshots.push(file);
-  };
-  const step = async (name: string, fn: (p: Page) => Promise<void>) => {
-    try {
-      await fn(page);
-      steps.push({ name, ok: true });
-    } catch (err) {
-      steps.push({ name, ok: false, error: (err as Error).message.split("\n")[0] });
-    }
-    await snap(name.replace(/[^a-z0-9]+/gi, "-").toLowerCase()).catch(() => undefined);
-  };
-
-  /** Waits until `text` is shown somewhere in the page. */
-  const waitText = (p: Page, text: string, timeout = 30_000) =>
-    p.waitForFunction((t) => document.body.innerText.includes(t), { timeout }, text);
-  const composer = "textarea";
-  /** Types `text` into the composer and sends it with Enter. */
-  const send = async (p: Page, text: string) => {
-    await p.waitForSelector(composer, { visible: true, timeout: 30_000 });
-    await p.click(composer);
-    await p.type(composer, text);
-    await p.keyboard.press("Enter");
-  };
-  const errorToasts = (p: Page) => p.evaluate(() => [...document.querySelectorAll("[data-sonner-toast][data-type=error]")].map((t) => (t as HTMLElement).innerText));
+/**
+ * Drives the whole walk-through: signs in as `account` (when auth is on), runs every step, then (with `sso`) a
+ * second user signs in through the IdP and must see none of the first user's threads or tasks.
+ * @returns the steps, the problems seen (unexpected >= 400 responses, console and page errors) and screenshots.
+ */
+export async function runScenario(browser: Browser, baseUrl: string, shotsDir: string, workDir: string, account: { email: string; password: string } | null, sso: SsoSetup | null = null): Promise<ScenarioResult> {
+  const walk = new Walk(baseUrl, shotsDir);
+  const page = await walk.newPage(browser.defaultBrowserContext(), "admin");
+  const step = (name: string, fn: (p: Page) => Promise<void>) => walk.step(page, name, fn);
+  const snap = (name: string) => walk.snap(page, name);
   let threadUrl = "";
 
   if (account) {
-    await step("sign in", async (p) => {
-      await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    const signedIn = await step("sign in", async (p) => {
+      await open(p, `${baseUrl}/workspace/chats/new`);
       await p.waitForSelector('input[type="email"]', { visible: true, timeout: 30_000 });
-      await p.type('input[type="email"]', account.email);
-      await p.type('input[type="password"]', account.password);
+      await fill(p, 'input[type="email"]', account.email);
+      await fill(p, 'input[type="password"]', account.password);
+      // Both again: the first may have been typed before hydration and reset with the second.
+      await fill(p, 'input[type="email"]', account.email);
       await p.click('button[type="submit"]');
       await p.waitForFunction(() => location.pathname.startsWith("/workspace"), { timeout: 30_000 });
     });
+    // Every later step needs the session: stop here rather than time out in each.
+    if (!signedIn) return walk.result;
   }
 
+  // Created first so its every-minute firings happen while the other steps run.
+  const task = await createEverMinuteTask(walk, page);
+
   await step("new chat with an attached file, reply streamed", async (p) => {
-    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/chats/new`);
     const input = await p.waitForSelector("input[type=file]", { timeout: 30_000 });
     const file = path.join(workDir, "notes.txt");
     writeFileSync(file, "The launch is on Friday.\n");
@@ -109,7 +61,7 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
   });
 
   await step("reopen the thread without an error toast", async (p) => {
-    await p.goto(threadUrl, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, threadUrl);
     await waitText(p, "sentences today");
     await waitText(p, "notes.txt");
     const toasts = await errorToasts(p);
@@ -124,10 +76,6 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
     const button = await last.waitForSelector(`button[aria-label="${label}"]:not([disabled])`, { timeout: 10_000 });
     await button!.click();
   };
-  /** Waits until no run is streaming (the composer's Submit button is not in its stop state). */
-  const waitIdle = (p: Page, timeout = 30_000) =>
-    p.waitForFunction(() => !document.querySelector('button[aria-label="Submit"] svg.lucide-square') && !document.querySelector('button[aria-label="Submit"] svg.animate-spin'), { timeout, polling: 100 });
-  const count = (p: Page, text: string) => p.evaluate((t) => document.body.innerText.split(t).length - 1, text);
 
   await step("regenerate the answer", async (p) => {
     const prepared = p.waitForResponse((r) => r.url().includes("/runs/regenerate/prepare") && r.request().method() === "POST", { timeout: 15_000 });
@@ -150,7 +98,7 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
 
   let artifactThread = "";
   await step("edit and save an artifact", async (p) => {
-    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/chats/new`);
     await send(p, '!call write_file {"description":"report","path":"/mnt/user-data/outputs/report.md","content":"# Report\\n\\nDraft line\\n"}');
     await waitText(p, "Tool write_file returned", 30_000);
     await waitIdle(p);
@@ -187,7 +135,7 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
   });
 
   await step("stop a run", async (p) => {
-    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/chats/new`);
     const words = Array.from({ length: 120 }, (_, i) => `word${i}`).join(" ");
     await send(p, `${words} final-word`);
     await p.waitForFunction(() => document.body.innerText.includes("You said: word0"), { timeout: 30_000, polling: 20 });
@@ -199,7 +147,7 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
   });
 
   await step("every Settings tab", async (p) => {
-    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/chats/new`);
     // The sidebar's footer menu ("Settings and more"; a gear icon when the sidebar is collapsed).
     const menu = await p.waitForSelector("[data-sidebar=footer] [data-sidebar=menu-button]", { timeout: 15_000 });
     await menu!.click();
@@ -217,7 +165,7 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
   });
 
   await step("polish a draft", async (p) => {
-    await p.goto(`${baseUrl}/workspace/chats/new`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/chats/new`);
     await p.waitForSelector(composer, { visible: true, timeout: 30_000 });
     await p.type(composer, "make report better");
     const polished = p.waitForResponse((r) => r.url().endsWith("/api/input-polish") && r.request().method() === "POST", { timeout: 15_000 });
@@ -230,20 +178,24 @@ export async function runScenario(browser: Browser, baseUrl: string, shotsDir: s
   });
 
   await step("chats list and scheduled tasks pages", async (p) => {
-    await p.goto(`${baseUrl}/workspace/chats`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/chats`);
     // Thread titles come from the first message (the offline model has no title model).
     await waitText(p, "Please summarise the attached");
-    await p.goto(`${baseUrl}/workspace/scheduled-tasks`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/scheduled-tasks`);
     await new Promise((r) => setTimeout(r, 1_000));
     const toasts = await errorToasts(p);
     if (toasts.length) throw new Error(`error toast: ${toasts.join(" | ")}`);
   });
 
   await step("agents gallery", async (p) => {
-    await p.goto(`${baseUrl}/workspace/agents`, { waitUntil: "networkidle2", timeout: 60_000 });
+    await open(p, `${baseUrl}/workspace/agents`);
     await p.waitForFunction(() => !document.body.innerText.includes("Loading..."), { timeout: 20_000 });
   });
 
-  for (const url of new Set(external)) console.log(`[e2e] note: external resource unreachable offline: ${url}`);
-  return { steps, problems, screenshots };
+  await runFeatureSteps(walk, page, artifactThread);
+  if (sso) await runSecondUser(walk, browser, sso, { adminThreadTitle: "Please summarise the attached", adminTaskTitle: task.title });
+  await checkScheduledTask(walk, page, task);
+
+  for (const url of walk.external) console.log(`[e2e] note: external resource unreachable offline: ${url}`);
+  return walk.result;
 }
