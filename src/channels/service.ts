@@ -160,7 +160,11 @@ export class ChannelService {
     if (deps.redisUrl) {
       const { Redis } = await import("ioredis");
       const redis = new Redis(deps.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 3 });
-      await redis.connect();
+      // A failed start leaves no open store behind (a PostgreSQL pool would keep the process alive).
+      await redis.connect().catch(async (err: unknown) => {
+        await store.close().catch(() => undefined);
+        throw err;
+      });
       coordination = new RedisChannelCoordination(redis);
     }
     const dedupe = pickDedupe(settings.dedupe.backend, store, coordination, deps);
