@@ -49,6 +49,8 @@ export interface ChannelServiceDeps {
   home: string;
   /** The Redis URL of `stream_bridge` when scaled out: dedupe ids and poll leases go there. */
   redisUrl: string | null;
+  /** The PostgreSQL URL when `database.backend: postgres`: the channel store lives there (else channels.sqlite). */
+  databaseUrl?: string | null;
   authDisabledUser: string | null;
   logger: Logger;
   /** Thread directories (a user's files become uploads there; presented outputs are read from there). */
@@ -71,6 +73,31 @@ class MemoryDedupe implements DedupeStore {
   async release(key: string): Promise<void> {
     this.seen.delete(key);
   }
+}
+
+/** The channel store: PostgreSQL when the database is shared (`databaseUrl`), else `<home>/data/channels.sqlite`. */
+async function openStore(deps: ChannelServiceDeps): Promise<ChannelStore> {
+  if (deps.databaseUrl) {
+    const { openPgChannelStore } = await import("./pg-store.js");
+    return openPgChannelStore(deps.databaseUrl);
+  }
+  const dir = path.join(deps.home, "data");
+  mkdirSync(dir, { recursive: true });
+  return new SqliteChannelStore(openSqlite(path.join(dir, "channels.sqlite")));
+}
+
+/**
+ * Where inbound event ids go (upstream dedupe_store.build_inbound_dedupe_store): `memory`: this process; `postgres`:
+ * the PostgreSQL channel store (with another database, upstream warns and falls back; here the warning names the
+ * channel store used instead); `auto`: Redis when scaled out, else the channel store (PostgreSQL or SQLite).
+ */
+function pickDedupe(backend: "auto" | "memory" | "postgres", store: ChannelStore, redis: RedisChannelCoordination | null, deps: ChannelServiceDeps): DedupeStore {
+  if (backend === "memory") return new MemoryDedupe();
+  if (backend === "postgres") {
+    if (deps.databaseUrl) return store;
+    deps.logger.warn("dedupe_storage.backend postgres needs database.backend: postgres; inbound event ids go to the channel database under DEER_FLOW_HOME instead (shared by this host's processes only)");
+  }
+  return redis ?? store;
 }
 
 /** The provider entry of `GET /api/channels/providers` (upstream `ChannelProviderResponse`). */
@@ -128,17 +155,19 @@ export class ChannelService {
    */
   static async start(deps: ChannelServiceDeps): Promise<ChannelService> {
     const settings = readChannelSettings(deps.rawConfig());
-    const dir = path.join(deps.home, "data");
-    mkdirSync(dir, { recursive: true });
-    const store = new SqliteChannelStore(openSqlite(path.join(dir, "channels.sqlite")));
+    const store = await openStore(deps);
     let coordination: RedisChannelCoordination | null = null;
     if (deps.redisUrl) {
       const { Redis } = await import("ioredis");
       const redis = new Redis(deps.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 3 });
-      await redis.connect();
+      // A failed start leaves no open store behind (a PostgreSQL pool would keep the process alive).
+      await redis.connect().catch(async (err: unknown) => {
+        await store.close().catch(() => undefined);
+        throw err;
+      });
       coordination = new RedisChannelCoordination(redis);
     }
-    const dedupe: DedupeStore = settings.dedupe.backend === "memory" ? new MemoryDedupe() : (coordination ?? store);
+    const dedupe = pickDedupe(settings.dedupe.backend, store, coordination, deps);
     const service = new ChannelService(deps, store, settings, dedupe, coordination ?? store, coordination);
     for (const adapter of service.adapters.values()) await adapter.start((m) => service.bus.publish(m));
     return service;

@@ -2,7 +2,7 @@
 // per-user connections, so a gateway without channels opens no channel database.
 import type { Logger } from "pino";
 import type { AppConfig } from "../config/schema.js";
-import type { Persistence } from "../runtime/persistence/persistence.js";
+import { databaseUrl, type Persistence } from "../runtime/persistence/persistence.js";
 import type { RunManager } from "../runtime/runs/run-manager.js";
 import type { RunService } from "../runtime/runs/run-service.js";
 import type { StreamBridge } from "../runtime/stream/stream-bridge.js";
@@ -40,6 +40,7 @@ export async function startChannels(options: StartChannelsOptions): Promise<Chan
   return ChannelService.start({
     runService: options.runService, runs: options.runs, persistence: options.persistence, bridge: options.bridge, rawConfig,
     modelNames: () => options.getAppConfig().models.map((m) => m.name), home: options.home, redisUrl: options.redisUrl,
+    databaseUrl: databaseUrl(options.getAppConfig()),
     authDisabledUser: options.authDisabledUser, logger: options.logger, sandbox: options.sandbox,
   });
 }

@@ -1,8 +1,9 @@
 // The channel runtime's durable state (DeerFlow channel_connections persistence + dedupe_store.py + store.py):
 // per-user connections, one-time connect codes, the platform conversation -> gateway thread map, inbound event ids
 // (the dedupe store), the poll leases and open clarification questions, in `<home>/data/channels.sqlite` (opened through openSqlite: WAL, busy
-// timeout), so every process of one host sees one copy. Redis implementations of the dedupe store and the lease
-// for several hosts live in redis-coordination.ts.
+// timeout), so every process of one host sees one copy. With `database.backend: postgres` the same contract lives in
+// PostgreSQL (pg-store.ts) for processes on several hosts; Redis implementations of the dedupe store and the lease
+// live in redis-coordination.ts.
 import { randomUUID } from "node:crypto";
 import type Database from "better-sqlite3";
 

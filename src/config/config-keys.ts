@@ -43,8 +43,8 @@ export const CONFIG_KEYS: Readonly<Record<string, KeyRule>> = {
   // IM channels (issue 48): Telegram, Slack, Feishu/Lark and Discord run (src/channels/); any other platform is refused when enabled.
   channels: notOffered("IM channels other than Telegram, Slack, Feishu and Discord (DingTalk, WeChat, WeCom, Buzz)", (v) => Object.entries(obj(v)).every(([k, e]) => OFFERED_CHANNELS.has(k) || typeof e !== "object" || e === null || obj(e).enabled !== true), "set enabled: false on every channel but telegram, slack, feishu and discord"),
   channel_connections: notOffered("IM channel connections other than Telegram, Slack, Feishu and Discord", (v) => Object.entries(obj(v)).every(([k, e]) => OFFERED_CHANNELS.has(k) || typeof e !== "object" || e === null || obj(e).enabled !== true), "set enabled: false on every provider but telegram, slack, feishu and discord"),
-  // Dedupe ids live in the channel database, or Redis when scaled out (`auto`); a PostgreSQL table is not offered.
-  dedupe_storage: notOffered("dedupe_storage.backend: postgres (event ids go to Redis when scaled out: use auto)", (v) => obj(v).backend !== "postgres", "set dedupe_storage.backend: auto"),
+  // Dedupe ids: the channel store (SQLite, or PostgreSQL with database.backend: postgres), Redis when scaled out, or memory.
+  dedupe_storage: IMPLEMENTED,
   acp_agents: notOffered("ACP agents (external coding agents as subagents)", isEmpty, "remove the acp_agents entries"),
   plugins: notOffered("extension packages (plugins)", (v) => !Array.isArray(v) || v.every((p) => obj(p).enabled === false), "remove the plugins entries or set enabled: false"),
   extensions: notOffered("config-declared agent middlewares (extensions.middlewares)", (v) => Object.values(obj(v)).every(isEmpty), "remove the extensions entries (MCP servers and skills go in extensions_config.json)"),
