@@ -10,7 +10,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import puppeteer from "puppeteer-core";
 import { freePort } from "../../test/support/gateway-process.js";
-import { startFakeIdp, type FakeIdp } from "../../test/support/fakes/oidc-idp.js";
+import type { FakeIdp } from "../../test/support/fakes/oidc-idp.js";
 import { checkFrontendSource, ensureFrontendBuild, findChromium, FrontendSourceError, nextBin } from "./frontend.js";
 import { portOf, startProxy } from "./proxy.js";
 import { runScenario } from "./scenario.js";
@@ -110,7 +110,8 @@ async function main(): Promise<void> {
   const shots = path.join(work, "screenshots");
   mkdirSync(shots);
   // With sign-in on, a second user signs in at this IdP (the gateway's client is registered once the public URL is known).
-  const idp: FakeIdp | null = WITH_AUTH ? await startFakeIdp() : null;
+  // Loaded only here: oidc-provider warns about Node 20 on import, which would break the one-line missing-source message.
+  const idp: FakeIdp | null = WITH_AUTH ? await (await import("../../test/support/fakes/oidc-idp.js")).startFakeIdp() : null;
   if (idp) idp.nextLogin = { sub: "e2e-second-user", email: SSO.email, email_verified: true, name: "Second User" };
   const oidcSecret = randomBytes(24).toString("hex");
   writeFileSync(path.join(work, "config.yaml"), gatewayConfig(idp?.issuer ?? null));

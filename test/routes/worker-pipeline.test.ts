@@ -20,7 +20,8 @@ let h: Harness;
 const seen: LeadAgentConfig[] = [];
 /** The real factory, recording the config of every call. */
 const recording: AgentFactory = (config) => {
-  seen.push(structuredClone({ ...config, context: { ...config.context, app_config: undefined, memory_manager: undefined } }) as LeadAgentConfig);
+  // The live objects in the context (AppConfig, memory manager, run journal) are not cloneable: kept aside or dropped.
+  seen.push(structuredClone({ ...config, context: { ...config.context, app_config: undefined, memory_manager: undefined, __run_journal: undefined } }) as LeadAgentConfig);
   (seen.at(-1) as any).appConfigObject = config.context?.app_config;
   return makeLeadAgent(config) as never;
 };
