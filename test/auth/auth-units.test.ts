@@ -63,13 +63,14 @@ describe("session tokens", () => {
   });
 
   it("verifies its own tokens, refuses another key's, and reports expiry even for a token verified before", async () => {
-    const tokens = new SessionTokens("k1", 1);
+    // 60 s, not 1 s: `exp` is in whole seconds, so a 1 s token can expire at the next second boundary, mid-test.
+    const tokens = new SessionTokens("k1", 60);
     const token = await tokens.sign("u1", 3, "s1");
     expect(await tokens.verify(token)).toEqual({ sub: "u1", ver: 3, sid: "s1" });
     expect(await new SessionTokens("k2", 60).verify(token)).toBe("token_invalid");
     expect(await tokens.verify("not.a.jwt")).toBe("token_invalid");
-    // Past the 1 s lifetime on the clock the cache and jose read, without waiting for it.
-    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + 2_000 });
+    // Past the 60 s lifetime on the clock the cache and jose read, without waiting for it.
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + 62_000 });
     try {
       expect(await tokens.verify(token)).toBe("token_expired");
     } finally {
