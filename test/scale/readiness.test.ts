@@ -72,6 +72,10 @@ describe("readiness while a store is down", () => {
       expect(noRedis.status).toBe(503);
       expect(JSON.parse(noRedis.text)).toEqual({ status: "not_ready", checks: { database: "up", redis: "down" }, detail: "Redis unavailable" });
       await expectAlive();
+      // A request that needs Redis (admitting a run) fails clearly meanwhile.
+      const run = await fetch(`${gateway!.url}/runs/wait`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: { messages: [{ role: "user", content: "hi" }] } }) });
+      expect(run.status).toBe(503);
+      expect(await run.json()).toEqual({ detail: "The gateway's database or Redis is unavailable; retry shortly" });
       await redis!.start();
       await until(async () => (await get("/readyz")).status === 200, 30_000, 200);
       expect(JSON.parse((await get("/readyz")).text)).toEqual({ status: "ready", checks: { database: "up", redis: "up" } });
