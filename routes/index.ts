@@ -1,7 +1,7 @@
 // The route table. LangGraph-compatible routes are mounted at `/` and at `/api` (so both `new Client({apiUrl})` and the DeerFlow web app's `/api` base work);
 // DeerFlow-only routes live under `/api`; `/health` at the root.
 //
-//   GET  /health                                  health.ts
+//   GET  /health, /healthz, /readyz               health.ts
 //   GET  /api/models, /api/models/:name           models.ts
 //   GET  /api/agents, /api/agents/check?name=     agents.ts    (gated by agents_api.enabled)
 //   GET|PUT|DELETE /api/agents/:name, POST /api/agents, GET|PUT /api/user-profile

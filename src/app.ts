@@ -116,6 +116,8 @@ export interface GatewayServices {
   quotas: RunQuotas;
   /** True when runs and their events are shared with other gateway processes (Redis bridge). */
   distributed: boolean;
+  /** A round trip to the Redis of the stream bridge (Redis bridge only), for readiness (`GET /readyz`). */
+  pingRedis?: () => Promise<void>;
   /** MCP background tasks (`mcp_tasks.enabled`), or null when off. */
   mcpTasks: McpTaskService | null;
   /** Scheduled tasks: the poller and the manual trigger (src/runtime/scheduler/). */
@@ -263,7 +265,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   app.decorate("metrics", metrics);
   installHttpObservability(app, metrics, options.tracing);
   const stopReloadCount = onAppConfigReload((result) => metrics.configReloads.inc({ result }));
-  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, quotas, runEvents, memoryManager, distributed: coordination.distributed, scheduler, closing, mcpTasks: mcpTasks?.service ?? null, channels });
+  app.decorate("deerflow", { runService, threadService, agents: new AgentStore(getAgentsDir()), runs, bridge, persistence, getAppConfig: readConfig, sandbox, quotas, runEvents, memoryManager, distributed: coordination.distributed, pingRedis: coordination.ping, scheduler, closing, mcpTasks: mcpTasks?.service ?? null, channels });
   // Every JSON body is bounded in depth and size here, before any route, store or graph sees it.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     try {

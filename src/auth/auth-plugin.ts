@@ -37,6 +37,9 @@ const PUBLIC_EXACT = new Set([
   "/api/v1/auth/initialize",
   "/api/v1/auth/providers",
   "/health",
+  // Kubernetes probes (routes/health.ts): liveness and readiness, no sign-in.
+  "/healthz",
+  "/readyz",
   "/docs",
   // The API description, like /docs (its UI reads /docs/json).
   "/openapi.json",

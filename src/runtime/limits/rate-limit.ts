@@ -8,7 +8,7 @@ import type { AppConfig } from "../../config/schema.js";
 import type { GatewayMetrics } from "../../observability/metrics.js";
 
 /** Routes never rate limited: probes and scrapers must see an overloaded gateway. */
-export const RATE_LIMIT_EXEMPT_ROUTES: ReadonlySet<string> = new Set(["/health", "/metrics"]);
+export const RATE_LIMIT_EXEMPT_ROUTES: ReadonlySet<string> = new Set(["/health", "/healthz", "/readyz", "/metrics"]);
 
 /** Options of {@link registerRateLimit}. */
 export interface RateLimitOptions {

@@ -58,6 +58,8 @@ export interface Persistence {
   location: string;
   /** True when threads, runs and checkpoints live in a database other processes can share (PostgreSQL). */
   shared: boolean;
+  /** A round trip to a database server (PostgreSQL only; a local SQLite file has none): rejects while it is down. For readiness (`GET /readyz`). */
+  ping?(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -238,6 +240,7 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     sessions: new PgSessionRepository(pool),
     loginCounters: new PgLoginCounterStore(pool),
     scheduledTasks,
+    ping: async () => void (await pool.query("SELECT 1")),
     runEvents,
     oidcIdentities: new PgOidcIdentityRepository(pool),
     location: "postgres",

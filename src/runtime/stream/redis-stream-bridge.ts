@@ -2,10 +2,14 @@
 // gateway process can replay and follow a run that another process executes.
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
+import { RedisWriteQueue } from "./redis-write-queue.js";
 import { MemoryStreamBridge, parseEventSeq, retainedCount, type BridgeItem, type SubscribeOptions } from "./stream-bridge.js";
 
 /** Stream entry name that marks the end of a run's events (never sent to clients). */
 const END_EVENT = "__end__";
+
+/** How long a remote subscriber keeps retrying its reads while Redis is unreachable, in ms, before it gives up. */
+const READ_OUTAGE_MS = 30_000;
 
 /** Options of {@link RedisStreamBridge}. */
 export interface RedisStreamBridgeOptions {
@@ -65,9 +69,12 @@ export class RedisStreamBridge extends MemoryStreamBridge {
   /** Runs resumed here after another process ran them: Redis has their earlier events, so subscribers read it. */
   private readonly resumed = new Set<string>();
   private closed = false;
+  /** Event appends and expiries, in order, retried across a Redis restart. */
+  private readonly writes: RedisWriteQueue;
 
   constructor(private readonly options: RedisStreamBridgeOptions) {
     super(options.queueMaxSize);
+    this.writes = new RedisWriteQueue({ redis: options.redis, logger: options.logger });
   }
 
   private baseOf(runId: string): number {
@@ -112,10 +119,10 @@ export class RedisStreamBridge extends MemoryStreamBridge {
 
   protected override publishJson(runId: string, event: string, json: string): string {
     const id = super.publishJson(runId, event, json);
-    const { redis, prefix, queueMaxSize, ttlMs } = this.options;
+    const { prefix, queueMaxSize, ttlMs } = this.options;
     const key = streamKey(prefix, runId);
-    redis.xadd(key, "MAXLEN", "~", queueMaxSize, id, "e", event, "d", json).catch(this.fail);
-    if (id.endsWith("-0")) redis.pexpire(key, ttlMs).catch(this.fail);
+    this.writes.push(["xadd", key, "MAXLEN", "~", queueMaxSize, id, "e", event, "d", json]);
+    if (id.endsWith("-0")) this.writes.push(["pexpire", key, ttlMs]);
     return id;
   }
 
@@ -123,17 +130,17 @@ export class RedisStreamBridge extends MemoryStreamBridge {
     const log = this.runs.get(runId);
     const seq = log ? log.offset + retainedCount(log) : 0;
     super.publishEnd(runId);
-    const { redis, prefix } = this.options;
-    redis.xadd(streamKey(prefix, runId), `${this.baseOf(runId)}-${seq}`, "e", END_EVENT, "d", "null").catch(this.fail);
+    this.writes.push(["xadd", streamKey(this.options.prefix, runId), `${this.baseOf(runId)}-${seq}`, "e", END_EVENT, "d", "null"]);
   }
 
   override cleanup(runId: string, delayMs: number): void {
     super.cleanup(runId, delayMs);
     if (!this.runs.has(runId)) this.base.delete(runId);
-    const { redis, prefix } = this.options;
+    const { prefix } = this.options;
     const ms = Math.max(1, Math.round(delayMs));
-    redis.pexpire(streamKey(prefix, runId), ms).catch(this.fail);
-    redis.pexpire(openKey(prefix, runId), ms).catch(this.fail);
+    // Queued after the run's events: an expiry set before a late XADD would leave the stream without one.
+    this.writes.push(["pexpire", streamKey(prefix, runId), ms]);
+    this.writes.push(["pexpire", openKey(prefix, runId), ms]);
   }
 
   protected override expire(runId: string): void {
@@ -142,14 +149,17 @@ export class RedisStreamBridge extends MemoryStreamBridge {
     this.base.delete(runId);
   }
 
-  /** Stops remote readers and waits for every queued write to reach Redis (the caller closes the connection). */
-  override async close(): Promise<void> {
+  /**
+   * Stops remote readers and waits (up to `drainMs`, default 5 s) for every queued write to reach Redis; what Redis
+   * has not confirmed by then is logged and abandoned (the caller closes the connection).
+   */
+  override async close(drainMs = 5_000): Promise<void> {
     this.closed = true;
     super.close();
     for (const reader of this.readers) reader.disconnect();
     this.readers.clear();
-    // A PING queued behind the writes resolves once they have all been answered.
-    await this.options.redis.ping().catch(() => undefined);
+    if (!(await this.writes.drain(drainMs))) this.options.logger.error({ pending: this.writes.size }, "redis unreachable at shutdown: stream events not written");
+    this.writes.stop();
   }
 
   override subscribe(runId: string, options: SubscribeOptions = {}): AsyncGenerator<BridgeItem> {
@@ -189,16 +199,14 @@ export class RedisStreamBridge extends MemoryStreamBridge {
     try {
       await reader.connect();
       while (!options.signal?.aborted && !this.closed) {
-        const reply = (await reader.xread("COUNT", 256, "BLOCK", this.options.blockMs ?? 5_000, "STREAMS", key, cursor)) as [string, [string, string[]][]][] | null;
-        if (!reply) {
-          // Nothing for a while: the stream may have expired (its process died long ago) - then it is over.
-          if (!(await redis.exists(key, openKey(prefix, runId)))) {
-            yield { kind: "end" };
-            return;
-          }
-          continue;
+        const reply = await this.readBlocking(reader, runId, cursor, options.signal);
+        if (reply === "gone") return;
+        if (reply === "expired") {
+          yield { kind: "end" };
+          return;
         }
-        for (const [id, fields] of reply[0][1]) {
+        if (!reply) continue;
+        for (const [id, fields] of reply) {
           const seq = parseEventSeq(id)!;
           // Trimmed past our cursor while we were reading: the events in between are gone.
           if (seq > expected) {
@@ -222,6 +230,35 @@ export class RedisStreamBridge extends MemoryStreamBridge {
       options.signal?.removeEventListener("abort", stop);
       this.readers.delete(reader);
       reader.disconnect();
+    }
+  }
+
+  /**
+   * One blocking read of `key` after `cursor`: the entries, null when nothing came (or Redis was briefly
+   * unreachable: the read is retried with backoff, the reader reconnecting on its own), `expired` when the stream
+   * and its open key are gone (its process died long ago), `gone` when the reader was stopped or Redis stayed
+   * unreachable for `READ_OUTAGE_MS` (the stream then closes without `end`, and the client resumes with
+   * Last-Event-ID).
+   */
+  private async readBlocking(reader: Redis, runId: string, cursor: string, signal?: AbortSignal): Promise<[string, string[]][] | null | "expired" | "gone"> {
+    const { redis, prefix } = this.options;
+    const key = streamKey(prefix, runId);
+    const outageSince = Date.now();
+    for (let failures = 0; ; failures++) {
+      if (signal?.aborted || this.closed) return "gone";
+      try {
+        const reply = (await reader.xread("COUNT", 256, "BLOCK", this.options.blockMs ?? 5_000, "STREAMS", key, cursor)) as [string, [string, string[]][]][] | null;
+        if (reply) return reply[0][1];
+        // Nothing for a while: the stream may have expired (its process died long ago) - then it is over.
+        return (await redis.exists(key, openKey(prefix, runId))) ? null : "expired";
+      } catch (err) {
+        if (signal?.aborted || this.closed || (err as Error).name === "ReplyError") throw err;
+        if (Date.now() - outageSince > READ_OUTAGE_MS) {
+          this.options.logger.warn({ err: (err as Error).message, run_id: runId }, "redis unreachable: remote stream closed without end");
+          return "gone";
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** failures, 1_000)));
+      }
     }
   }
 

@@ -12,6 +12,8 @@ export interface RunCoordination {
   runs: RunManager;
   /** True when runs, events and cancels are shared with other processes (Redis bridge). */
   distributed: boolean;
+  /** A round trip to Redis (Redis bridge only): rejects while it is down. For readiness (`GET /readyz`). */
+  ping?(): Promise<void>;
   /** Stops heartbeats and closes connections; call after the bridge was closed. */
   close(): Promise<void>;
 }
@@ -88,6 +90,7 @@ export async function openRunCoordination(appConfig: AppConfig, persistence: Per
     bridge,
     runs,
     distributed: true,
+    ping: async () => void (await redis.ping()),
     close: async () => {
       await runs.stop();
       await redis.quit().catch(() => redis.disconnect());
