@@ -5,7 +5,7 @@
 // as they are; otherwise scripts/services.sh starts a private pair (own data dir, free loopback ports) for this run
 // and stops it afterwards, so concurrent runs never share or stop each other's servers. A service that cannot
 // start fails the run: those tests never skip.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -34,7 +34,12 @@ export default async function setup(): Promise<(() => void) | undefined> {
     DEERFLOW_PG_PORT: String(await freePort()),
     DEERFLOW_REDIS_PORT: String(await freePort()),
   };
+  // A vitest killed before its teardown (a timeout, Ctrl-C twice) would leave the pair running: a detached watchdog
+  // stops it once this process is gone. Polling a pid is the one way to learn that from outside.
+  const watchdog = spawn("bash", ["-c", `while kill -0 ${process.pid} 2>/dev/null; do sleep 5; done; bash "$0" stop >/dev/null 2>&1; rm -rf "$1"`, script, dir], { env, detached: true, stdio: "ignore" });
+  watchdog.unref();
   const stop = () => {
+    watchdog.kill();
     execFileSync("bash", [script, "stop"], { env, stdio: "inherit" });
     rmSync(dir, { recursive: true, force: true });
   };
