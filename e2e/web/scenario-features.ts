@@ -206,15 +206,17 @@ const MODES = ["Flash", "Reasoning", "Pro", "Ultra"];
 
 /**
  * Picks `mode` in the composer's mode menu: opens it from its trigger (whatever mode is current: the app keeps the
- * last one chosen), clicks the item whose title is `mode`, and waits until the menu is closed and the trigger shows
- * it. Unselected items are only muted, not disabled; typing while the menu is open would go to the menu.
+ * last one chosen), clicks the item whose title is `mode`, waits until the trigger shows it, and closes the menu. Unselected items are only muted, not disabled; typing while the menu is open would go to the menu.
  */
 async function chooseMode(p: Page, mode: string): Promise<void> {
   const trigger = await p.waitForFunction((modes) => [...document.querySelectorAll("button")].find((b) => modes.includes(b.innerText.trim())) ?? false, { polling: 200, timeout: 15_000 }, MODES);
   await (trigger as unknown as { click(): Promise<void> }).click();
   const item = await p.waitForFunction((m) => [...document.querySelectorAll('[role="menuitem"]')].find((el) => (el as HTMLElement).innerText.split("\n")[0].trim() === m) ?? false, { polling: 200, timeout: 5_000 }, mode);
   await (item as unknown as { click(): Promise<void> }).click();
-  await p.waitForFunction((m) => !document.querySelector('[role="menu"]') && [...document.querySelectorAll("button")].some((b) => b.innerText.trim() === m), { polling: 200, timeout: 5_000 }, mode);
+  await p.waitForFunction((m) => [...document.querySelectorAll("button")].some((b) => b.innerText.trim() === m), { polling: 200, timeout: 5_000 }, mode);
+  // The app leaves the menu open after a pick: close it before typing.
+  await p.keyboard.press("Escape");
+  await p.waitForFunction(() => !document.querySelector('[role="menu"]'), { polling: 200, timeout: 5_000 });
 }
 
 /** The thread's goal as the gateway stores it (`GET /api/threads/{id}/goal`). */
