@@ -25,7 +25,7 @@ async function clickButton(p: Page, scope: string, text: string, timeout = 10_00
   const handle = await p.waitForFunction((sc, t) => {
     const root = sc ? document.querySelector(sc) : document.body;
     return [...(root?.querySelectorAll("button") ?? [])].find((b) => b.textContent?.trim() === t && !(b as HTMLButtonElement).disabled) ?? false;
-  }, { timeout }, scope, text);
+  }, { timeout, polling: 200 }, scope, text);
   await (handle as unknown as { click(): Promise<void> }).click();
 }
 
@@ -92,7 +92,7 @@ export async function checkScheduledTask(walk: Walk, page: Page, task: E2eTask):
     if (new Set(due).size !== due.length) throw new Error(`a due time fired twice: ${JSON.stringify(due)}`);
     if (due.some((d) => !d || new Date(d).getUTCSeconds() !== 0)) throw new Error(`due times are not whole minutes: ${JSON.stringify(due)}`);
     await selectTask(p);
-    await p.waitForFunction(() => /\b[2-9] runs\b/.test(document.querySelector('[data-testid="scheduled-task-runs"]')?.textContent ?? ""), { timeout: 20_000 });
+    await p.waitForFunction(() => /\b[2-9] runs\b/.test(document.querySelector('[data-testid="scheduled-task-runs"]')?.textContent ?? ""), { polling: 200, timeout: 20_000 });
     await waitText(p, "scheduled · Success", 10_000);
   });
   await walk.step(page, "scheduled task: trigger now, pause, resume, delete from the page", async (p) => {
@@ -102,12 +102,12 @@ export async function checkScheduledTask(walk: Walk, page: Page, task: E2eTask):
     await waitRuns(p, id, (rs) => rs.some((r) => r.trigger === "manual" && r.status === "success"), 30_000, "a manual run");
     await waitText(p, "manual · ", 20_000);
     await clickButton(p, `[data-testid="scheduled-task-detail"]`, "Pause");
-    await p.waitForFunction((sel) => document.querySelector(sel)?.textContent?.includes("Recurring · Paused"), { timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
+    await p.waitForFunction((sel) => document.querySelector(sel)?.textContent?.includes("Recurring · Paused"), { polling: 200, timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
     await clickButton(p, `[data-testid="scheduled-task-detail"]`, "Resume");
-    await p.waitForFunction((sel) => document.querySelector(sel)?.textContent?.includes("Recurring · Enabled"), { timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
+    await p.waitForFunction((sel) => document.querySelector(sel)?.textContent?.includes("Recurring · Enabled"), { polling: 200, timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
     await clickButton(p, `[data-testid="scheduled-task-detail"]`, "Delete");
     await clickButton(p, `[role="dialog"]`, "Delete");
-    await p.waitForFunction((sel) => !document.querySelector(sel), { timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
+    await p.waitForFunction((sel) => !document.querySelector(sel), { polling: 200, timeout: 10_000 }, `[data-testid="scheduled-task-item-${id}"]`);
     if ((await api(p, "GET", `/api/scheduled-tasks/${id}`)).status !== 404) throw new Error("the deleted task still answers");
     await noErrorToast(p);
   });
@@ -162,10 +162,7 @@ export async function runFeatureSteps(walk: Walk, page: Page, artifactThread: st
 
   await walk.step(page, "subtask steps present after a reload (Ultra mode)", async (p) => {
     await open(p, `${walk.baseUrl}/workspace/chats/new`);
-    // The mode menu's trigger shows the current mode: Pro for a model that supports thinking.
-    await click(p, "::-p-text(Pro)", 15_000).catch(() => click(p, "::-p-text(Flash)", 5_000));
-    await click(p, '[role="menuitem"] ::-p-text(Ultra)');
-    await waitText(p, "Ultra", 5_000);
+    await chooseMode(p, "Ultra");
     const child = `!call read_file ${JSON.stringify({ path: "/mnt/user-data/workspace/missing.txt", description: "peek" })}`;
     await send(p, `!call task ${JSON.stringify({ description: "Look for the missing file", prompt: child, subagent_type: "general-purpose" })}`);
     await waitThreadUrl(p);
@@ -174,7 +171,7 @@ export async function runFeatureSteps(walk: Walk, page: Page, artifactThread: st
     await open(p, p.url());
     await click(p, "::-p-text(Look for the missing file)", 20_000);
     // The expanded card: the child's tool step (by name) from the stored subagent.step events.
-    await p.waitForFunction(() => [...document.querySelectorAll("*")].some((el) => el.children.length === 0 && el.textContent?.trim() === "read_file"), { timeout: 15_000 });
+    await p.waitForFunction(() => [...document.querySelectorAll("*")].some((el) => el.children.length === 0 && el.textContent?.trim() === "read_file"), { polling: 200, timeout: 15_000 });
   });
 
   await walk.step(page, "a .skill packed by the agent, installed from its artifact, used with /name", async (p) => {
@@ -202,6 +199,24 @@ export async function runFeatureSteps(walk: Walk, page: Page, artifactThread: st
     await sendCommand(p, "/e2e-greeter say hello to the team");
     await waitText(p, "Following the e2e-greeter skill (Team greeter): say hello to the team", 30_000);
   });
+}
+
+/** The composer's mode labels (the mode menu's trigger shows the current one). */
+const MODES = ["Flash", "Reasoning", "Pro", "Ultra"];
+
+/**
+ * Picks `mode` in the composer's mode menu: opens it from its trigger (whatever mode is current: the app keeps the
+ * last one chosen), clicks the item whose title is `mode`, waits until the trigger shows it, and closes the menu. Unselected items are only muted, not disabled; typing while the menu is open would go to the menu.
+ */
+async function chooseMode(p: Page, mode: string): Promise<void> {
+  const trigger = await p.waitForFunction((modes) => [...document.querySelectorAll("button")].find((b) => modes.includes(b.innerText.trim())) ?? false, { polling: 200, timeout: 15_000 }, MODES);
+  await (trigger as unknown as { click(): Promise<void> }).click();
+  const item = await p.waitForFunction((m) => [...document.querySelectorAll('[role="menuitem"]')].find((el) => (el as HTMLElement).innerText.split("\n")[0].trim() === m) ?? false, { polling: 200, timeout: 5_000 }, mode);
+  await (item as unknown as { click(): Promise<void> }).click();
+  await p.waitForFunction((m) => [...document.querySelectorAll("button")].some((b) => b.innerText.trim() === m), { polling: 200, timeout: 5_000 }, mode);
+  // The app leaves the menu open after a pick: close it before typing.
+  await p.keyboard.press("Escape");
+  await p.waitForFunction(() => !document.querySelector('[role="menu"]'), { polling: 200, timeout: 5_000 });
 }
 
 /** The thread's goal as the gateway stores it (`GET /api/threads/{id}/goal`). */

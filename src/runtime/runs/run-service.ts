@@ -15,6 +15,7 @@ import type { RunQuotas } from "../limits/run-quotas.js";
 import { withRunScope } from "../../observability/run-scope.js";
 import { withPinnedAppConfig } from "../../config/app-config.js";
 import { latestCheckpoint } from "../threads/rollback.js";
+import { runStartCheckpoint } from "../goals/goal-head.js";
 import { resumeLimitMessage, type ResumeSpec } from "../stream/run-handover.js";
 
 export { assertThreadId, THREAD_ID_PATTERN } from "../ids.js";
@@ -93,7 +94,8 @@ export class RunService {
     if (checkpointId) {
       const found = await checkpointer.getTuple({ configurable: { thread_id: tid, checkpoint_ns: "", checkpoint_id: checkpointId } });
       if (!found) throw new NotFoundError(`Checkpoint ${checkpointId} not found`);
-      runConfig.configurable.checkpoint_id = checkpointId;
+      // The app names the head it last saw; a goal set since then must stay in the run's state (goal-head.ts).
+      runConfig.configurable.checkpoint_id = await runStartCheckpoint(checkpointer, tid, checkpointId);
     }
     // Nothing to run: no input, no resume command, and no checkpoint waiting at an interrupt (LangGraph's
     // EmptyInputError, answered up front instead of as a failed run).

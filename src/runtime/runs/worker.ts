@@ -213,7 +213,7 @@ export async function runAgent(run: ActiveRun, job: RunJob, deps: WorkerDeps): P
     if (signal.aborted) throw signal.reason;
     await streamAndPublish(agent, run, job, deps.bridge, progress);
     // An active thread goal continues the run with hidden turns while the evaluator says it may (goal-loop.ts).
-    for (let input; !signal.aborted && (input = await nextGoalTurn(goalDeps(run, job, deps, progress, log))); ) await streamAndPublish(agent, run, { ...job, input }, deps.bridge, progress);
+    for (let input; !signal.aborted && (input = await nextGoalTurn(goalDeps(run, job, deps, progress, log))); ) await streamAndPublish(agent, run, continuationJob(job, input), deps.bridge, progress);
     if (signal.aborted) progress.status = "interrupted";
   } catch (err) {
     reportFailure(err, run, deps.bridge, progress, log);
@@ -240,6 +240,16 @@ async function handOverRun(run: ActiveRun, job: RunJob, deps: WorkerDeps, progre
     deps.runs.finish(run.record.run_id);
     job.observation?.finished("interrupted");
   }
+}
+
+/**
+ * The job of a goal continuation turn: its hidden input, from the thread's newest checkpoint. A `checkpoint_id` the
+ * request named (the web app sends the head it last saw) chose where the first turn started; kept, every turn
+ * would restart from there and never see the one before.
+ */
+function continuationJob(job: RunJob, input: unknown): RunJob {
+  const { checkpoint_id: _first, ...configurable } = job.runConfig.configurable;
+  return { ...job, input, runConfig: { ...job.runConfig, configurable } } as RunJob;
 }
 
 /** What the goal loop needs from this run (built by then: the agent and its settling checkpointer). */
