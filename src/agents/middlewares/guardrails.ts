@@ -9,6 +9,7 @@ import { DeerflowMiddleware } from "./base.js";
 import type { GuardrailDecision, GuardrailProvider, GuardrailRequest } from "./guardrail-provider.js";
 import { DEFAULT_GUARD_TIMEOUT_MS } from "./guardrails-options.js";
 import { isControlFlowError } from "./tool-error-handling.js";
+import { recordMiddlewareEvent } from "../run-journal-sink.js";
 
 type ToolCallRequest = Parameters<ToolCallHandler>[0];
 
@@ -108,12 +109,15 @@ export class GuardrailMiddleware extends DeerflowMiddleware {
       if (isControlFlowError(err, request.runtime?.signal)) throw err;
       const why = err instanceof GuardTimeout ? err.message : `${(err as Error)?.name ?? "Error"}: ${(err as Error)?.message ?? String(err)}`;
       scope?.metrics?.guardDecisions.inc({ guard: this.guard, decision: "error" });
+      const failed: GuardrailDecision = { allow: false, reasons: [{ code: "oap.evaluator_error", message: `${this.guard} provider error (fail-closed)` }] };
       if (!this.failClosed) {
         log.warn({ ...where, err: why }, `${this.guard} provider failed (${why}); fail_closed is false, so tool '${asked.tool_name}' runs`);
+        this.audit(request, asked, failed, "allow_tool_call_after_provider_error", true);
         return handler(request);
       }
       log.warn({ ...where, err: why }, `${this.guard} provider failed (${why}); tool '${asked.tool_name}' denied (fail-closed)`);
-      return this.denied(asked, { allow: false, reasons: [{ code: "oap.evaluator_error", message: `${this.guard} provider error (fail-closed)` }] });
+      this.audit(request, asked, failed, "deny_tool_call", true);
+      return this.denied(asked, failed);
     }
     scope?.metrics?.guardDecisions.inc({ guard: this.guard, decision: decision.allow ? "allow" : "deny" });
     if (decision.allow) {
@@ -121,7 +125,34 @@ export class GuardrailMiddleware extends DeerflowMiddleware {
       return handler(request);
     }
     log.warn({ ...where, policy: decision.policy_id ?? null, code: decision.reasons?.[0]?.code ?? "oap.denied" }, `${this.guard} denied tool '${asked.tool_name}'`);
+    this.audit(request, asked, decision, "deny_tool_call", false);
     return this.denied(asked, decision);
+  }
+
+  /**
+   * Records a security-relevant decision (a denial, or a call let through after a provider error) as
+   * `middleware:guardrail` in the run's journal, with upstream's fields; plain allows are not recorded (upstream).
+   */
+  private audit(request: ToolCallRequest, asked: GuardrailRequest, decision: GuardrailDecision, action: string, providerError: boolean): void {
+    const reasons = decision.reasons ?? [];
+    recordMiddlewareEvent(request.runtime, "guardrail", {
+      name: this.name,
+      hook: "wrap_tool_call",
+      action,
+      changes: {
+        tool_name: asked.tool_name,
+        tool_call_id: asked.tool_call_id,
+        agent_id: asked.agent_id,
+        is_subagent: asked.is_subagent,
+        user_role: asked.user_role,
+        allow: decision.allow,
+        policy_id: decision.policy_id ?? null,
+        reason_codes: reasons.map((r) => r.code).filter(Boolean),
+        reason_messages: reasons.map((r) => String(r.message ?? "").slice(0, REASON_LIMIT)).filter(Boolean),
+        fail_closed: this.failClosed,
+        provider_error: providerError,
+      },
+    });
   }
 
   /** The tool result a denied call gets (upstream `_build_denied_message`). */

@@ -6,6 +6,7 @@ import { getLogger } from "../../logger.js";
 import { DeerflowMiddleware } from "./base.js";
 import { recordStopReason, rewriteAiMessage, textOf } from "./message-utils.js";
 import { runContextOf, type RuntimeLike } from "../run-context.js";
+import { recordMiddlewareEvent } from "../run-journal-sink.js";
 
 /** What a detector found: which field said what. */
 export interface SafetyHit {
@@ -120,6 +121,13 @@ export class SafetyFinishReasonMiddleware extends DeerflowMiddleware {
     } catch {
       // Best effort: a closed stream must not fail the run.
     }
+    // Audit copy as upstream: names, count and ids of the suppressed calls, never their (filtered) arguments.
+    recordMiddlewareEvent(runtime, "safety_termination", {
+      name: "SafetyFinishReasonMiddleware",
+      hook: "after_model",
+      action: "suppress_tool_calls",
+      changes: { ...termination, suppressed_tool_call_ids: calls.map((c) => c.id).filter(Boolean), message_id: message.id ?? null },
+    });
     getLogger().warn({ ...termination }, `model response stopped by a provider safety signal (${signal})`);
     return out;
   }

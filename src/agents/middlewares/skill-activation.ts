@@ -10,6 +10,7 @@ import { resolveSlashSkill } from "../../skills/slash.js";
 import { escapePromptText } from "../prompt-text.js";
 import { DeerflowMiddleware } from "./base.js";
 import { hiddenHumanMessage, textOf } from "./message-utils.js";
+import { recordMiddlewareEvent } from "../run-journal-sink.js";
 
 /** Largest SKILL.md activated by slash, in bytes (a bigger file "could not be loaded safely"). */
 export const MAX_SLASH_SKILL_BYTES = 256 * 1024;
@@ -25,7 +26,17 @@ export interface SkillActivationOptions {
 }
 
 /** The result of resolving a slash reference: the activation message, or the answer explaining the failure. */
-export type SlashActivation = { activation: HumanMessage } | { failure: string } | null;
+export type SlashActivation = { activation: HumanMessage; audit: SkillActivationAudit } | { failure: string } | null;
+
+/** What a slash activation records in the run journal (`middleware:skill_activation`, upstream's `changes`). */
+export interface SkillActivationAudit {
+  skill_name: string;
+  category: string;
+  /** The SKILL.md path inside the sandbox. */
+  path: string;
+  /** SHA-256 (hex) of the SKILL.md content activated. */
+  content_hash: string;
+}
 
 /** The latest user-typed message: a HumanMessage not hidden from the UI and not a summary. */
 export function latestRealUserMessage(messages: readonly BaseMessage[]): BaseMessage | undefined {
@@ -94,7 +105,7 @@ export class SkillActivationMiddleware extends DeerflowMiddleware {
     ].join("\n");
     const activation = hiddenHumanMessage(body, "slash_skill_activation", { slash_skill_activation: true, target_message_id: target.id ?? null });
     activation.id = `${target.id ?? "message"}__slash_activation`;
-    return { activation };
+    return { activation, audit: { skill_name: skill.name, category: skill.category, path: skillContainerFile(skill, this.containerPath), content_hash: sha } };
   }
 
   async wrapModelCall(request: ModelRequest, handler: (r: ModelRequest) => unknown) {
@@ -105,6 +116,7 @@ export class SkillActivationMiddleware extends DeerflowMiddleware {
     const resolved = this.resolve(target);
     if (!resolved) return handler(request) as never;
     if ("failure" in resolved) return new AIMessage({ content: resolved.failure }) as never;
+    recordMiddlewareEvent(request.runtime, "skill_activation", { name: "SkillActivationMiddleware", hook: "wrap_model_call", action: "activate", changes: { ...resolved.audit } });
     const at = request.messages.indexOf(target);
     return handler({ ...request, messages: [...request.messages.slice(0, at), resolved.activation, ...request.messages.slice(at)] }) as never;
   }
