@@ -21,7 +21,7 @@ describe("deploy/compose.yaml", () => {
     expect(Object.keys(compose.services).sort()).toEqual(["gateway", "postgres", "redis"]);
     for (const service of Object.values(compose.services) as { healthcheck?: { test: unknown } }[]) expect(service.healthcheck?.test).toBeTruthy();
     expect(gateway.depends_on).toEqual({ postgres: { condition: "service_healthy" }, redis: { condition: "service_healthy" } });
-    expect(gateway.healthcheck.test.join(" ")).toContain("/health");
+    expect(gateway.healthcheck.test.join(" ")).toContain("/readyz");
   });
 
   it("gives docker more time than the gateway's shutdown grace, the hand-over and the close take", () => {
