@@ -169,9 +169,18 @@ export async function runFeatureSteps(walk: Walk, page: Page, artifactThread: st
     await waitText(p, "Tool task returned", 60_000);
     await waitIdle(p);
     await open(p, p.url());
-    await click(p, "::-p-text(Look for the missing file)", 20_000);
-    // The expanded card: the child's tool step (by name) from the stored subagent.step events.
-    await p.waitForFunction(() => [...document.querySelectorAll("*")].some((el) => el.children.length === 0 && el.textContent?.trim() === "read_file"), { polling: 200, timeout: 15_000 });
+    // On expand the card backfills its steps from the stored events (frontend core/tasks/api.ts fetchSubtaskSteps).
+    const fetched = p.waitForResponse((r) => /\/runs\/[^/]+\/events\?/.test(r.url()) && r.url().includes("event_types=subagent.step"), { timeout: 20_000 });
+    fetched.catch(() => undefined); // awaited below; a step that fails first must not leave it unhandled
+    await expandSubtaskCard(p, "Look for the missing file");
+    const res = await fetched;
+    const steps = (await res.json()) as { content?: { kind?: string; tool_name?: string } }[];
+    if (res.status() !== 200 || !steps.some((e) => e.content?.kind === "tool" && e.content.tool_name === "read_file")) throw new Error(`subtask steps answered ${res.status()}: ${JSON.stringify(steps).slice(0, 300)}`);
+    // The expanded card shows the child's tool step by name.
+    await p.waitForFunction((d) => {
+      const toggle = [...document.querySelectorAll(".not-prose button")].find((b) => (b as HTMLElement).innerText.trim().startsWith(d));
+      return [...(toggle?.closest(".not-prose")?.querySelectorAll("*") ?? [])].some((el) => el.children.length === 0 && el.textContent?.trim() === "read_file");
+    }, { polling: 200, timeout: 15_000 }, "Look for the missing file");
   });
 
   await walk.step(page, "a .skill packed by the agent, installed from its artifact, used with /name", async (p) => {
@@ -199,6 +208,15 @@ export async function runFeatureSteps(walk: Walk, page: Page, artifactThread: st
     await sendCommand(p, "/e2e-greeter say hello to the team");
     await waitText(p, "Following the e2e-greeter skill (Team greeter): say hello to the team", 30_000);
   });
+}
+
+/**
+ * Expands the subtask card titled `description`: clicks its toggle, the card's header button (the user's message
+ * that asked for the task holds the same words, so a click by text alone can land there and leave the card shut).
+ */
+async function expandSubtaskCard(p: Page, description: string): Promise<void> {
+  const toggle = await p.waitForFunction((d) => [...document.querySelectorAll(".not-prose button")].find((b) => (b as HTMLElement).innerText.trim().startsWith(d)) ?? false, { polling: 200, timeout: 20_000 }, description);
+  await (toggle as unknown as { click(): Promise<void> }).click();
 }
 
 /** The composer's mode labels (the mode menu's trigger shows the current one). */
