@@ -115,7 +115,8 @@ describe.runIf(HAS_CGROUP)("with a writable pids cgroup (this machine)", () => {
     } finally {
       rmSync(plain, { recursive: true, force: true });
     }
-  });
+    // A gateway start, a sandboxed command and a refused start: seconds each on a loaded machine.
+  }, 60_000);
 
   it("refuses to run a command whose group cannot be made, rather than running it unbounded", async () => {
     const home = mkdtempSync(path.join(tmpdir(), "pids-home-"));

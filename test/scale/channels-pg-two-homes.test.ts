@@ -91,9 +91,16 @@ describe("channel stores in PostgreSQL, two processes with separate homes", () =
       expect(connections).toEqual([expect.objectContaining({ provider: "telegram", status: "connected", external_account_id: "711" })]);
     }
     expect((await deliver(a, tg.dm(711, "first via A"))).status).toBe(200);
-    await until(() => lastText(711) === "You said: first via A", 15_000);
+    await until(() => lastText(711) === "You said: first via A", 30_000);
+    // The answer is on screen before its run has ended; a message in that window gets "already processing".
+    await until(async () => {
+      const found = await (await on(a, alice).fetch("/threads/search", { json: {} })).json();
+      if (found.length !== 1) return false;
+      const runs = await (await on(a, alice).fetch(`/threads/${found[0].thread_id}/runs`)).json();
+      return runs.length === 1 && runs[0].status === "success";
+    }, 30_000);
     expect((await deliver(b, tg.dm(711, "second via B"))).status).toBe(200);
-    await until(() => lastText(711) === "You said: second via B", 15_000);
+    await until(() => lastText(711) === "You said: second via B", 30_000);
     // One conversation, one thread, Alice's: both processes found the same conversation -> thread mapping.
     const threads = await (await on(b, alice).fetch("/threads/search", { json: {} })).json();
     expect(threads).toHaveLength(1);
