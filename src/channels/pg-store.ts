@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { ChannelConnection, ChannelStore, PendingClarification } from "./store.js";
+import { inTransaction, migrateUnderLock } from "../runtime/persistence/postgres/pg-transaction.js";
 
 /** Advisory-lock key of the DDL, so processes starting together do not race on CREATE TABLE IF NOT EXISTS. */
 const DDL_LOCK = 4694048;
@@ -49,25 +50,11 @@ export class PgChannelStore implements ChannelStore {
 
   /** Creates the tables (idempotent, serialised across processes by an advisory lock). */
   async migrate(): Promise<void> {
-    await this.transaction(async (client) => {
-      await client.query("SELECT pg_advisory_xact_lock($1)", [DDL_LOCK]);
-      for (const ddl of DDL) await client.query(ddl);
-    });
+    await migrateUnderLock(this.pool, DDL_LOCK, DDL);
   }
 
-  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    try {
-      await client.query("BEGIN");
-      const result = await fn(client);
-      await client.query("COMMIT");
-      return result;
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+  private transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.pool, fn);
   }
 
   /** The owner's live connections, newest first. */

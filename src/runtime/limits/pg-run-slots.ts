@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { RunSlots, SlotTake } from "./run-slots.js";
+import { inTransaction } from "../persistence/postgres/pg-transaction.js";
 
 /** Advisory-lock class of the per-user slot lock (two-int4 locks never collide with the one-bigint ones). */
 const SLOT_LOCK_CLASS = 0x0de3f21;
@@ -98,20 +99,5 @@ export class PgRunSlots implements RunSlots {
     await Promise.all(this.mine.values());
     this.mine.clear();
     await this.pool.query("DELETE FROM run_slots WHERE holder = $1", [this.holder]).catch(() => undefined);
-  }
-}
-
-async function inTransaction<T>(db: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await db.connect();
-  try {
-    await client.query("BEGIN");
-    const result = await fn(client);
-    await client.query("COMMIT");
-    return result;
-  } catch (err) {
-    await client.query("ROLLBACK").catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
   }
 }

@@ -3,6 +3,7 @@
 // lease update, so two processes polling together never claim the same task.
 import type pg from "pg";
 import { ACTIVE_COUNT_SQL, DUE_WHERE, SCHEDULER_DDL, SqlTaskStore, TASK_COLUMNS, taskValues, toTask, type ScheduledTask } from "./task-store.js";
+import { inTransaction, migrateUnderLock } from "../persistence/postgres/pg-transaction.js";
 
 /** Advisory-lock key of the global `max_concurrent_runs` budget (one claimer counts at a time). */
 const BUDGET_LOCK = 4694001;
@@ -23,25 +24,11 @@ export class PgTaskStore extends SqlTaskStore {
 
   /** Creates the tables (idempotent, serialised across processes). */
   async migrate(): Promise<void> {
-    await this.transaction(async (client) => {
-      await client.query("SELECT pg_advisory_xact_lock($1)", [DDL_LOCK]);
-      for (const ddl of SCHEDULER_DDL) await client.query(ddl);
-    });
+    await migrateUnderLock(this.pool, DDL_LOCK, SCHEDULER_DDL);
   }
 
-  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    try {
-      await client.query("BEGIN");
-      const result = await fn(client);
-      await client.query("COMMIT");
-      return result;
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+  private transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.pool, fn);
   }
 
   protected async query(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
