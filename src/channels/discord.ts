@@ -2,10 +2,10 @@
 // lease (as Telegram's long poll: another process takes over once the holder stops renewing it), replies over the
 // REST API (create message, edit it while the answer streams) on plain fetch with a configurable `api_base`.
 // A 429 waits the `retry_after` Discord gives (seconds, in the body; `Retry-After` header otherwise).
-import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { callPlatform, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
 import { DiscordGateway } from "./discord-gateway.js";
+import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
 import type { LeaseStore } from "./store.js";
 import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundMessage, type InboundSink, type ReplyTarget } from "./types.js";
 import type { DiscordConfig } from "./config.js";
@@ -66,7 +66,7 @@ export class DiscordAdapter implements ChannelAdapter {
   constructor(private readonly config: DiscordConfig, private readonly deps: DiscordDeps) {
     this.capabilities = { editMessages: true, maxMessageChars: DISCORD_MAX_CHARS, minEditIntervalMs: config.stream_edit_interval_ms ?? DISCORD_EDIT_INTERVAL_MS };
     // One gateway connection per bot, whatever process: the lease is named by a hash of the token.
-    this.leaseName = `discord-gateway:${createHash("sha256").update(config.bot_token).digest("hex").slice(0, 16)}`;
+    this.leaseName = leaseNameFor("discord-gateway", config.bot_token);
     this.gateway = new DiscordGateway({
       token: config.bot_token, logger: deps.logger, gatewayUrl: () => this.gatewayUrl(),
       onDispatch: (event, data) => this.onDispatch(event, data),
@@ -106,33 +106,13 @@ export class DiscordAdapter implements ChannelAdapter {
 
   /** Takes the lease when free, holds the gateway while renewing it, lets go when a renewal fails. */
   private async holdLoop(): Promise<void> {
-    const signal = this.stopping.signal;
-    const leaseMs = this.deps.leaseMs ?? 30_000;
-    while (!signal.aborted) {
-      if (!(await this.deps.lease.acquireLease(this.leaseName, this.deps.holderId, leaseMs).catch(() => false))) {
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, Math.min(leaseMs / 4, 2000));
-          signal.addEventListener("abort", () => { clearTimeout(t); resolve(); }, { once: true });
-        });
-        continue;
-      }
-      const held = new AbortController();
-      const onStop = () => held.abort();
-      signal.addEventListener("abort", onStop, { once: true });
-      const renew = setInterval(() => {
-        void this.deps.lease.acquireLease(this.leaseName, this.deps.holderId, leaseMs).catch(() => false).then((ok) => ok || held.abort());
-      }, leaseMs / 3);
-      try {
-        await this.gateway.run(held.signal);
-      } catch (err) {
-        // A refused token or a disallowed intent: reconnecting cannot help; say so once and stop.
-        this.deps.logger.error({ provider: "discord", err: (err as Error).message }, "discord gateway closed for good; the channel stops receiving");
-        this.closedForGood = true;
-        return;
-      } finally {
-        clearInterval(renew);
-        signal.removeEventListener("abort", onStop);
-      }
+    const opts = { lease: this.deps.lease, name: this.leaseName, holderId: this.deps.holderId, leaseMs: this.deps.leaseMs ?? 30_000, signal: this.stopping.signal };
+    try {
+      await holdUnderLease(opts, (held) => this.gateway.run(held));
+    } catch (err) {
+      // A refused token or a disallowed intent: reconnecting cannot help; say so once and stop.
+      this.deps.logger.error({ provider: "discord", err: (err as Error).message }, "discord gateway closed for good; the channel stops receiving");
+      this.closedForGood = true;
     }
   }
 

@@ -1,0 +1,62 @@
+// One long-lived platform connection per bot across every gateway process (Discord's Gateway, Slack Socket Mode,
+// Feishu's long connection, DingTalk Stream, WeCom's bot socket): a process holds it only while it holds a named
+// lease, renews the lease a third of the way through, and lets go the moment a renewal fails, so another process
+// takes over once the holder dies or stalls (issue 48, item 4).
+import { createHash } from "node:crypto";
+import type { LeaseStore } from "./store.js";
+
+/** What `holdUnderLease` needs. */
+export interface LeaseHoldOptions {
+  lease: LeaseStore;
+  /** Lease name, e.g. `leaseNameFor("discord-gateway", token)`. */
+  name: string;
+  /** This process's holder id. */
+  holderId: string;
+  /** Lease lifetime without renewal, in ms; renewed every third of it. */
+  leaseMs: number;
+  /** Aborted when the adapter stops: the loop returns and the connection closes. */
+  signal: AbortSignal;
+}
+
+/**
+ * A lease name for one bot that never contains its secret: `<prefix>:<first 16 hex of sha256(secret)>`.
+ */
+export function leaseNameFor(prefix: string, secret: string): string {
+  return `${prefix}:${createHash("sha256").update(secret).digest("hex").slice(0, 16)}`;
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => { clearTimeout(t); resolve(); }, { once: true });
+  });
+}
+
+/**
+ * Runs `connect(held)` whenever this process holds the lease, until `signal` aborts. `held` aborts when the adapter
+ * stops or a renewal is lost; `connect` must then close its connection and return (a normal return re-enters the
+ * loop, which re-takes the lease and reconnects). An error thrown by `connect` is final: the loop ends and the error
+ * propagates (a refused token: reconnecting cannot help). A process without the lease retries every
+ * min(leaseMs/4, 2 s).
+ */
+export async function holdUnderLease(opts: LeaseHoldOptions, connect: (held: AbortSignal) => Promise<void>): Promise<void> {
+  const { lease, name, holderId, leaseMs, signal } = opts;
+  while (!signal.aborted) {
+    if (!(await lease.acquireLease(name, holderId, leaseMs).catch(() => false))) {
+      await pause(Math.min(leaseMs / 4, 2000), signal);
+      continue;
+    }
+    const held = new AbortController();
+    const onStop = () => held.abort();
+    signal.addEventListener("abort", onStop, { once: true });
+    const renew = setInterval(() => {
+      void lease.acquireLease(name, holderId, leaseMs).catch(() => false).then((ok) => ok || held.abort());
+    }, leaseMs / 3);
+    try {
+      await connect(held.signal);
+    } finally {
+      clearInterval(renew);
+      signal.removeEventListener("abort", onStop);
+    }
+  }
+}
