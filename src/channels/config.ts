@@ -80,13 +80,15 @@ export const FeishuSection = z.looseObject({
 /**
  * `channels.discord`: the Gateway (websocket) and the REST API. Upstream keys: `bot_token`, `allowed_guilds`,
  * `mention_only`, `allowed_channels` (upstream: channels exempt from mention_only, not an allow-list), `thread_mode`
- * (a thread per conversation: not offered, refused when true). Plus `api_base` and `gateway_url` for other roots.
+ * (a Discord thread per channel conversation; unset: as `mention_only`, upstream's default). Plus `api_base` and
+ * `gateway_url` for other roots.
  */
 export const DiscordSection = z.looseObject({
   ...Common,
   bot_token: z.string().default(""),
   /** Guild (server) ids the bot answers in; empty: every guild. When set, DMs are refused too (upstream). */
   allowed_guilds: IdList,
+  /** Start a Discord thread from a server message and answer there (discord-threads.ts); unset: `mention_only`. */
   thread_mode: z.boolean().optional(),
   /** The REST root (`https://discord.com/api/v10`); requests go to `<api_base>/channels/...`. */
   api_base: z.string().url().default("https://discord.com/api/v10"),
@@ -95,7 +97,6 @@ export const DiscordSection = z.looseObject({
 }).superRefine((v, ctx) => {
   if (!v.enabled) return;
   if (!v.bot_token) ctx.addIssue({ code: "custom", message: "channels.discord.bot_token is required when the channel is enabled" });
-  if (v.thread_mode === true) ctx.addIssue({ code: "custom", message: "channels.discord.thread_mode is not offered (answers go into the channel, replying to the message); set thread_mode: false" });
 });
 
 /** Upstream's session defaults for every channel run (`channels.session`). */

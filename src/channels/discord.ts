@@ -1,13 +1,18 @@
 // Discord: inbound messages over the Gateway (discord-gateway.ts), held by one gateway process at a time under a
 // lease (as Telegram's long poll: another process takes over once the holder stops renewing it), replies over the
 // REST API (create message, edit it while the answer streams) on plain fetch with a configurable `api_base`.
-// A 429 waits the `retry_after` Discord gives (seconds, in the body; `Retry-After` header otherwise).
+// A 429 waits the `retry_after` Discord gives (seconds, in the body; `Retry-After` header otherwise). Files both
+// ways (discord-files.ts) and `thread_mode` (discord-threads.ts); a gateway closed for good marks the connections
+// broken, a READY marks them connected again.
 import type { Logger } from "pino";
-import { callPlatform, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
+import { callPlatform, downloadPlatformFile, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
 import { DiscordGateway } from "./discord-gateway.js";
+import { attachmentUrl, attachmentsOf, DISCORD_MAX_UPLOAD_BYTES, fileMessageForm, type DiscordAttachment } from "./discord-files.js";
+import { DiscordThreads } from "./discord-threads.js";
+import { extractConnectCode } from "./commands.js";
 import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
 import type { LeaseStore } from "./store.js";
-import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundMessage, type InboundSink, type ReplyTarget } from "./types.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyTarget } from "./types.js";
 import type { DiscordConfig } from "./config.js";
 
 /** Discord's message length limit (characters, upstream `_DISCORD_MAX_MESSAGE_LEN`). */
@@ -25,6 +30,11 @@ export interface DiscordDeps {
   counter?: { calls: number };
   /** How long the gateway lease lasts without renewal, in ms (default 30 000; renewed every third of it). */
   leaseMs?: number;
+  /**
+   * Sets the status of every Discord connection (ChannelStore.setProviderStatus): `broken` once the gateway is
+   * closed for good (a refused token), `connected` on READY, so Settings → Channels shows the bot's state.
+   */
+  setStatus?: (status: "broken" | "connected") => Promise<void>;
 }
 
 /** Reads a REST answer: 2xx accepted; 429 waits `retry_after`; 5xx retried; 401 `auth` (token refused). */
@@ -49,6 +59,7 @@ interface DiscordMessage {
   author?: { id?: string; username?: string; global_name?: string | null; bot?: boolean };
   mentions?: { id?: string }[];
   webhook_id?: string;
+  attachments?: DiscordAttachment[];
 }
 
 /** The Discord adapter (upstream discord.py, on the documented Gateway and REST API). */
@@ -62,20 +73,29 @@ export class DiscordAdapter implements ChannelAdapter {
   private loop: Promise<void> | null = null;
   private readonly leaseName: string;
   private closedForGood = false;
+  /** Upstream: `thread_mode` defaults to `mention_only`. */
+  private readonly threadMode: boolean;
+  readonly threads: DiscordThreads;
+  /** Inbound dispatches in order (a thread-mode lookup is async; a later message never overtakes it). */
+  private inbound: Promise<void> = Promise.resolve();
+  readonly maxUploadBytes = DISCORD_MAX_UPLOAD_BYTES;
 
   constructor(private readonly config: DiscordConfig, private readonly deps: DiscordDeps) {
     this.capabilities = { editMessages: true, maxMessageChars: DISCORD_MAX_CHARS, minEditIntervalMs: config.stream_edit_interval_ms ?? DISCORD_EDIT_INTERVAL_MS };
     // One gateway connection per bot, whatever process: the lease is named by a hash of the token.
     this.leaseName = leaseNameFor("discord-gateway", config.bot_token);
+    this.threadMode = config.thread_mode ?? config.mention_only;
+    this.threads = new DiscordThreads((method, path, body, accept) => this.call(method, path, body, accept), deps.logger);
     this.gateway = new DiscordGateway({
       token: config.bot_token, logger: deps.logger, gatewayUrl: () => this.gatewayUrl(),
       onDispatch: (event, data) => this.onDispatch(event, data),
     });
   }
 
-  private call(method: "POST" | "PATCH" | "GET", path: string, body: unknown): Promise<PlatformAnswer> {
+  private call(method: "POST" | "PATCH" | "GET", path: string, body: unknown, accept?: (answer: PlatformAnswer) => boolean): Promise<PlatformAnswer> {
     const url = `${this.config.api_base.replace(/\/+$/, "")}/${path}`;
-    return callPlatform("discord", url, body, judge, { method, headers: { authorization: `Bot ${this.config.bot_token}` }, policy: this.deps.retry, counter: this.deps.counter });
+    const verdict = accept ? (a: PlatformAnswer): Verdict => (accept(a) ? { kind: "ok" } : judge(a)) : judge;
+    return callPlatform("discord", url, body, verdict, { method, headers: { authorization: `Bot ${this.config.bot_token}` }, policy: this.deps.retry, counter: this.deps.counter });
   }
 
   /** `gateway_url`, or the URL `GET /gateway/bot` gives (Discord's documented way to find it). */
@@ -110,43 +130,82 @@ export class DiscordAdapter implements ChannelAdapter {
     try {
       await holdUnderLease(opts, (held) => this.gateway.run(held));
     } catch (err) {
-      // A refused token or a disallowed intent: reconnecting cannot help; say so once and stop.
+      // A refused token or a disallowed intent: reconnecting cannot help; say so once, show it in Settings, stop.
       this.deps.logger.error({ provider: "discord", err: (err as Error).message }, "discord gateway closed for good; the channel stops receiving");
+      await this.deps.setStatus?.("broken").catch((e: unknown) => this.deps.logger.warn({ provider: "discord", err: (e as Error).message }, "discord connections not marked broken"));
       this.closedForGood = true;
     }
   }
 
   private onDispatch(event: string, data: Record<string, any>): void {
-    if (event === "READY") this.botUserId = typeof data.user?.id === "string" ? data.user.id : null;
+    if (event === "READY") {
+      this.botUserId = typeof data.user?.id === "string" ? data.user.id : null;
+      void this.deps.setStatus?.("connected").catch(() => undefined);
+    }
+    // Thread mode learns the server's threads from the Gateway as it goes (fewer channel lookups).
+    if (event === "THREAD_CREATE" || event === "THREAD_UPDATE" || event === "CHANNEL_CREATE") this.threads.learn(data);
+    if (event === "GUILD_CREATE") for (const c of [...(data.channels ?? []), ...(data.threads ?? [])]) this.threads.learn(c);
     if (event !== "MESSAGE_CREATE") return;
-    const message = this.toInbound(data as DiscordMessage);
-    if (message && this.sink) {
-      this.sink(message).catch((err) => this.deps.logger.warn({ provider: "discord", err: (err as Error).message }, "discord message not queued"));
+    this.inbound = this.inbound.then(() => this.accept(data as DiscordMessage));
+  }
+
+  private async accept(data: DiscordMessage): Promise<void> {
+    try {
+      const message = await this.toInbound(data);
+      if (message && this.sink) await this.sink(message);
+    } catch (err) {
+      this.deps.logger.warn({ provider: "discord", err: (err as Error).message }, "discord message not queued");
     }
   }
 
-  private toInbound(m: DiscordMessage): InboundMessage | null {
+  private async toInbound(m: DiscordMessage): Promise<InboundMessage | null> {
     const author = m.author;
     if (!m.id || !m.channel_id || !author?.id || author.bot || m.webhook_id || author.id === this.botUserId) return null;
     const bot = this.botUserId;
-    const mentioned = !m.guild_id || (bot !== null && (m.mentions ?? []).some((u) => u.id === bot));
+    let mentioned = !m.guild_id || (bot !== null && (m.mentions ?? []).some((u) => u.id === bot));
     const text = bot ? (m.content ?? "").replace(new RegExp(`<@!?${bot}>`, "g"), "").trim() : (m.content ?? "").trim();
+    let route = { chatId: m.channel_id, topicId: null as string | null, replyToId: m.guild_id ? m.id : null };
+    if (m.guild_id && this.threadMode) {
+      // `/connect` is answered in place (upstream replies in the channel before any thread routing).
+      const routed = await this.threads.route({ id: m.id, channelId: m.channel_id, inPlace: extractConnectCode(text) !== null }, bot);
+      const { inBotThread, ...where } = routed;
+      mentioned ||= inBotThread;
+      route = where;
+    }
     return {
       provider: "discord", eventId: m.id, userId: author.id, userName: author.global_name ?? author.username ?? null, workspaceId: null,
-      guildId: m.guild_id ?? null, chatId: m.channel_id, topicId: null, replyToId: m.guild_id ? m.id : null,
-      text, isDirect: !m.guild_id, mentioned, receivedAt: Date.now(),
+      guildId: m.guild_id ?? null, ...route, text, isDirect: !m.guild_id, mentioned, receivedAt: Date.now(), files: attachmentsOf(m.attachments),
     };
   }
 
-  /** Posts a message into the channel (a reply to the user's message in a server), mentions disabled. */
+  /** Upstream's thread name: `deerflow-<display name>-<message id>` (the target is the inbound message). */
+  private threadName(target: ReplyTarget): string {
+    const name = (target as Partial<InboundMessage>).userName;
+    return `deerflow-${name ? `${name}-` : ""}${target.replyToId ?? target.topicId ?? ""}`;
+  }
+
+  /** Posts a message (into the conversation's thread in thread mode; else a reply to the user's message in a server). */
   async send(target: ReplyTarget, text: string): Promise<string> {
+    const dest = await this.threads.destination(target, this.threadName(target));
     const body: Record<string, unknown> = { content: text, allowed_mentions: { parse: [] } };
-    if (target.replyToId) body.message_reference = { message_id: target.replyToId, fail_if_not_exists: false };
-    const answer = await this.call("POST", `channels/${encodeURIComponent(target.chatId)}/messages`, body);
+    if (dest.reference) body.message_reference = { message_id: dest.reference, fail_if_not_exists: false };
+    const answer = await this.call("POST", `channels/${encodeURIComponent(dest.channelId)}/messages`, body);
     return String(answer.body?.id ?? "");
   }
 
   async edit(target: ReplyTarget, messageId: string, text: string): Promise<void> {
-    await this.call("PATCH", `channels/${encodeURIComponent(target.chatId)}/messages/${encodeURIComponent(messageId)}`, { content: text });
+    const dest = await this.threads.destination(target, this.threadName(target));
+    await this.call("PATCH", `channels/${encodeURIComponent(dest.channelId)}/messages/${encodeURIComponent(messageId)}`, { content: text });
+  }
+
+  /** Downloads an attachment from Discord's CDN (or the `api_base` origin); no token goes with it. */
+  async downloadFile(file: InboundFile, maxBytes: number): Promise<Buffer> {
+    return downloadPlatformFile("discord", attachmentUrl(file.ref, this.config.api_base), file.filename, maxBytes, { counter: this.deps.counter });
+  }
+
+  /** Posts a presented file as a multipart create-message (`payload_json` + `files[0]`) where the answer went. */
+  async sendFile(target: ReplyTarget, file: OutboundFile): Promise<void> {
+    const dest = await this.threads.destination(target, this.threadName(target));
+    await this.call("POST", `channels/${encodeURIComponent(dest.channelId)}/messages`, fileMessageForm(file, dest.reference));
   }
 }

@@ -101,7 +101,7 @@ describe("Discord channel", () => {
   });
 
   it("in servers: allowed_guilds, mention_only with upstream's mention-exempt allowed_channels, replies to the message", async () => {
-    const { dc, alice } = await setup(["    mention_only: true", "    allowed_channels: [c-free]", "    allowed_guilds: [g-1]"]);
+    const { dc, alice } = await setup(["    mention_only: true", "    thread_mode: false", "    allowed_channels: [c-free]", "    allowed_guilds: [g-1]"]);
     const code = (await (await alice.fetch("/api/channels/discord/connect", { method: "POST" })).json()).code;
     dc.dispatch(discordMessage("m-c", "444", `<@${dc.botId}> /connect ${code}`, { guildId: "g-1", channelId: "c-main", mentions: [dc.botId] }));
     await until(() => lastText(dc, "c-main") === "Discord connected to DeerFlow.");
@@ -144,8 +144,28 @@ describe("Discord channel", () => {
     expect(bad.gateway.stats.connections).toBe(1);
   });
 
-  it("refuses thread_mode at start, naming it", async () => {
-    const fake = (dc = await startDiscordFake());
-    await expect(startHarness(config(fake, ["    thread_mode: true"]))).rejects.toThrow(/channels\.discord\.thread_mode is not offered/);
+  it("a token Discord refuses (close 4004) marks the Discord connections broken in Settings, logged once", async () => {
+    const lines: string[] = [];
+    dc = await startDiscordFake();
+    const fake = dc;
+    h = await startHarness(config(fake, [`    gateway_url: ${fake.gatewayUrl}`]), { authDisabled: false, logger: pino({ level: "info" }, { write: (line: string) => void lines.push(line) }) });
+    const alice = await signUp(h.url, "alice@example.com", "correct horse battery", "initialize");
+    await until(() => fake.connections() === 1);
+    await connect(fake, alice, "555");
+    const connections = async () => (await (await alice.fetch("/api/channels/connections")).json()).connections;
+    expect((await connections())[0].status).toBe("connected");
+
+    // The token is reset in the developer portal: the resumed session is invalid, and a new IDENTIFY is refused.
+    fake.token = "rotated-token";
+    fake.drop();
+    await until(async () => (await connections())[0]?.status === "broken", 10_000);
+    const providers = await (await alice.fetch("/api/channels/providers")).json();
+    expect(providers.providers.find((p: { provider: string }) => p.provider === "discord").connection_status).toBe("broken");
+    expect(lines.filter((l) => l.includes("discord gateway closed for good"))).toHaveLength(1);
+    expect(lines.join("\n")).not.toContain("discord-bot-token");
+    // The refused IDENTIFY was the last: nothing reconnects.
+    expect(fake.identifies.at(-1)).toMatchObject({ token: "discord-bot-token" });
+    expect(fake.identifies).toHaveLength(2);
+    expect(fake.connections()).toBe(0);
   });
 });
