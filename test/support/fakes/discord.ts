@@ -26,6 +26,8 @@ export interface DiscordChannel {
   parent_id?: string | null;
   owner_id?: string;
   name?: string;
+  /** Fake-only: the bot may not start threads here (Discord answers 403 Missing Permissions). */
+  no_threads?: boolean;
 }
 
 /** The fake plus its bot and gateway state. */
@@ -72,6 +74,7 @@ export async function startDiscordFake(token = "discord-bot-token", heartbeatMs 
   const startThread = (channelId: string, messageId: string, body: Record<string, any>, res: import("node:http").ServerResponse) => {
     const parent = channelOf(channelId);
     if (parent.type !== 0 && parent.type !== 5) return json(res, 400, { message: "Cannot execute action on this channel type", code: 50024 });
+    if (parent.no_threads) return json(res, 403, { message: "Missing Permissions", code: 50013 });
     if (self.channels.has(messageId)) return json(res, 400, { message: "A thread has already been created for this message", code: 160004 });
     if (typeof body.name !== "string" || !body.name || body.name.length > 100) return json(res, 400, { message: "Invalid Form Body", code: 50035 });
     const thread: DiscordChannel = { id: messageId, type: parent.type === 5 ? 10 : 11, guild_id: parent.guild_id, parent_id: channelId, owner_id: self.botId, name: body.name };
