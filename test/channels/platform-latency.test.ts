@@ -85,4 +85,23 @@ describe("Feishu and Discord channel measurements", () => {
       isCreate: (c) => c.verb === "POST", isEdit: (c) => c.verb === "PATCH",
     });
   }, 120_000);
+
+  it("Discord thread_mode: server message -> thread started -> first reply in it, and API calls per 200-token answer", async () => {
+    const dc = await startDiscordFake();
+    fake = dc;
+    h = await startHarness(`${MODEL}channels:\n  discord:\n    enabled: true\n    thread_mode: true\n    bot_token: ${dc.token}\n    api_base: ${dc.url}\nchannel_connections:\n  enabled: true\n  discord:\n    enabled: true\n`, { authDisabled: false });
+    const alice = await signUp(h.url, "alice@example.com", "correct horse battery", "initialize");
+    await until(() => dc.connections() === 1);
+    const code = (await (await alice.fetch("/api/channels/discord/connect", { method: "POST" })).json()).code;
+    dc.dispatch(discordMessage("connect", "78", `/connect ${code}`));
+    await until(() => dc.sent.length === 1);
+    // Each server message starts its own thread (its id is the message's): the answer is the one posted there.
+    const send = async (id: string, text: string) => dc.dispatch(discordMessage(id, "78", text, { guildId: "g-1", channelId: "c-lat" }));
+    const from = dc.calls.length;
+    await measure("discord-thread-mode", {
+      calls: dc.calls, send, answer: (id) => dc.sent.find((s) => s.channel_id === id)?.texts.at(-1),
+      isCreate: (c) => c.verb === "POST" && c.method === "messages", isEdit: (c) => c.verb === "PATCH",
+    });
+    expect(dc.calls.slice(from).filter((c) => c.method === "threads")).toHaveLength(21);
+  }, 120_000);
 });
