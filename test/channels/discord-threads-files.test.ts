@@ -58,8 +58,10 @@ async function sendWhenFree(fake: DiscordFake, channel: string, message: () => R
 describe("Discord thread_mode", () => {
   it("starts a thread from a server message, answers in it, and continues the same gateway thread from messages in it", async () => {
     const { dc, alice } = await setup("501", ["    thread_mode: true"]);
-    dc.dispatch(discordMessage("m-t1", "501", "first question", { guildId: "g-1", channelId: "c-main" }));
+    // Delivered five times (a RESUME replay, a second gateway): one run, one thread.
+    for (let i = 0; i < 5; i++) dc.dispatch(discordMessage("m-t1", "501", "first question", { guildId: "g-1", channelId: "c-main" }));
     await until(() => lastText(dc, "m-t1") === "You said: first question", 10_000);
+    expect(repliesIn(dc, "m-t1")).toHaveLength(1);
     expect(threadStarts(dc)).toHaveLength(1);
     expect(threadStarts(dc)[0].path).toBe("/channels/c-main/messages/m-t1/threads");
     expect(threadStarts(dc)[0].body.name).toBe("deerflow-user501-m-t1");
@@ -82,7 +84,15 @@ describe("Discord thread_mode", () => {
     dc.dispatch(discordMessage("m-t3", "501", "fresh start", { guildId: "g-1", channelId: "m-t1" }));
     await until(() => lastText(dc, "m-t1") === "You said: fresh start", 10_000);
     expect(await (await alice.fetch("/api/threads/search", { json: {} })).json()).toHaveLength(2);
-  });
+
+    // A 429 and a 500 on the thread start are retried (the 429 after its retry_after); the answer is not lost.
+    dc.failNext.push(429, 500);
+    dc.dispatch(discordMessage("m-t4", "501", "retried start", { guildId: "g-1", channelId: "c-main" }));
+    await until(() => lastText(dc, "m-t4") === "You said: retried start", 10_000);
+    const starts = threadStarts(dc).filter((c) => c.path === "/channels/c-main/messages/m-t4/threads");
+    expect(starts).toHaveLength(3);
+    expect(starts[1].at - starts[0].at).toBeGreaterThanOrEqual(950);
+  }, 30_000);
 
   it("defaults to mention_only (upstream): a mention starts a thread, the thread continues without one; another's thread and a refused start answer in place", async () => {
     const { dc, alice } = await setup("502", ["    mention_only: true"]);

@@ -123,7 +123,9 @@ describe("Discord channel", () => {
     const store = new SqliteChannelStore(openSqlite(path.join(dir, "channels.sqlite")));
     cleanups.push(() => { store.close(); rmSync(dir, { recursive: true, force: true }); });
     const section = DiscordSection.parse({ enabled: true, bot_token: fake.token, api_base: fake.url });
-    const make = (holderId: string) => new DiscordAdapter(section, { logger: pino({ level: "silent" }), lease: store, holderId, leaseMs: 600 });
+    const statuses: string[] = [];
+    const setStatus = async (s: "broken" | "connected") => void statuses.push(s);
+    const make = (holderId: string) => new DiscordAdapter(section, { logger: pino({ level: "silent" }), lease: store, holderId, leaseMs: 600, setStatus });
     const [a, b] = [make("a"), make("b")];
     await a.start(async () => undefined);
     await b.start(async () => undefined);
@@ -134,14 +136,18 @@ describe("Discord channel", () => {
     expect(fake.identifies).toHaveLength(1);
     await a.stop();
     await until(() => fake.identifies.length === 2 && fake.connections() === 1, 10_000);
+    // Each READY says the bot works (Settings shows `connected` again after a token fix and restart).
+    await until(() => statuses.length === 2);
+    expect(statuses).toEqual(["connected", "connected"]);
 
-    const bad = new DiscordAdapter(DiscordSection.parse({ enabled: true, bot_token: "wrong", api_base: fake.url, gateway_url: fake.gatewayUrl }), { logger: pino({ level: "silent" }), lease: store, holderId: "c", leaseMs: 600 });
+    const bad = new DiscordAdapter(DiscordSection.parse({ enabled: true, bot_token: "wrong", api_base: fake.url, gateway_url: fake.gatewayUrl }), { logger: pino({ level: "silent" }), lease: store, holderId: "c", leaseMs: 600, setStatus });
     await b.stop();
     await bad.start(async () => undefined);
     cleanups.push(() => bad.stop());
     await until(() => !bad.receiving, 10_000);
     expect(fake.identifies.filter((i) => i.token === "wrong")).toHaveLength(1);
     expect(bad.gateway.stats.connections).toBe(1);
+    expect(statuses).toEqual(["connected", "connected", "broken"]);
   });
 
   it("a token Discord refuses (close 4004) marks the Discord connections broken in Settings, logged once", async () => {
