@@ -1,5 +1,6 @@
-// Feishu / Lark over the event callback (webhook) and the Open Platform REST API on plain fetch with a configurable
-// `domain` (https://open.feishu.cn, https://open.larksuite.com, or a local fake). Replies are interactive cards, as
+// Feishu / Lark: events over the long connection (upstream's default, feishu-ws.ts, held by one gateway process at a
+// time under a lease) or the event callback (webhook); replies over the Open Platform REST API on plain fetch with a
+// configurable `domain` (https://open.feishu.cn, https://open.larksuite.com, or a local fake). Replies are interactive cards, as
 // upstream (feishu.py): the first text replies to the user's message (`im/v1/messages/{id}/reply`, in its thread in
 // groups), later text patches the card (`PATCH im/v1/messages/{id}`, the card config has `update_multi`). Calls carry
 // a tenant_access_token, cached until shortly before it expires and fetched again when the platform says it is stale.
@@ -7,6 +8,10 @@ import { callPlatform, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy
 import { openDelivery, toInbound } from "./feishu-events.js";
 import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundSink, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
 import type { FeishuConfig } from "./config.js";
+import { holdFeishuLongConnection, pauseUnlessAborted } from "./feishu-ws.js";
+import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
+import type { LeaseStore } from "./store.js";
+import type { Logger } from "pino";
 
 /** The longest text one card carries here: a card's content is capped at 30 KB, and a CJK character is 3 bytes. */
 export const FEISHU_MAX_CHARS = 9000;
@@ -44,24 +49,90 @@ export function cardContent(text: string): string {
   return JSON.stringify({ config: { wide_screen_mode: true, update_multi: true }, elements: [{ tag: "markdown", content: text }] });
 }
 
-/** The Feishu / Lark adapter (upstream feishu.py, event callback mode). */
+/** What the Feishu adapter needs besides its config section. */
+export interface FeishuDeps {
+  logger: Logger;
+  /** Where the long connection's lease lives (the channel store, or Redis when scaled out). */
+  lease: LeaseStore;
+  /** This process's lease-holder id. */
+  holderId: string;
+  /** Long-connection lease lifetime without renewal, in ms (default 30 000; renewed every third of it). */
+  leaseMs?: number;
+  /** Called once when the platform refuses the app's credentials (the service marks the connections broken). */
+  onRefused?: (err: PlatformError) => Promise<void>;
+  retry?: RetryPolicy;
+  counter?: { calls: number };
+}
+
+/** The Feishu / Lark adapter (upstream feishu.py): long connection (default) or event callback mode. */
 export class FeishuAdapter implements ChannelAdapter {
   readonly provider = "feishu";
   readonly capabilities: AdapterCapabilities;
   private sink: InboundSink | null = null;
   private token: { value: string; expiresAt: number } | null = null;
   private tokenFetch: Promise<string> | null = null;
+  private readonly stopping = new AbortController();
+  private loop: Promise<void> | null = null;
+  private readonly leaseName: string;
+  private closedForGood = false;
 
-  constructor(private readonly config: FeishuConfig, private readonly deps: { retry?: RetryPolicy; counter?: { calls: number } } = {}) {
+  constructor(private readonly config: FeishuConfig, private readonly deps: FeishuDeps) {
     this.capabilities = { editMessages: true, maxMessageChars: FEISHU_MAX_CHARS, minEditIntervalMs: config.stream_edit_interval_ms ?? FEISHU_EDIT_INTERVAL_MS };
+    // One long connection per app and platform, whatever process holds it.
+    this.leaseName = leaseNameFor("feishu-ws", `${config.domain}|${config.app_id}`);
+  }
+
+  /** False once the platform refused the app (websocket mode): the channel no longer receives. */
+  get receiving(): boolean {
+    return !this.closedForGood;
   }
 
   async start(sink: InboundSink): Promise<void> {
     this.sink = sink;
+    if (this.config.mode === "websocket") this.loop = this.holdLoop();
   }
 
   async stop(): Promise<void> {
+    this.stopping.abort();
+    if (this.loop) {
+      await this.loop.catch(() => undefined);
+      await this.deps.lease.releaseLease(this.leaseName, this.deps.holderId).catch(() => undefined);
+    }
     this.sink = null;
+  }
+
+  /**
+   * Holds the long connection while this process holds the lease. A refused credential (the token call or the
+   * socket endpoint) ends it for good: logged once, the provider's connections marked broken.
+   */
+  private async holdLoop(): Promise<void> {
+    const opts = { lease: this.deps.lease, name: this.leaseName, holderId: this.deps.holderId, leaseMs: this.deps.leaseMs ?? 30_000, signal: this.stopping.signal };
+    try {
+      await holdUnderLease(opts, (held) => this.connectOnce(held));
+    } catch (err) {
+      this.closedForGood = true;
+      this.deps.logger.error({ provider: "feishu", err: (err as Error).message }, "feishu refused the app's credentials; the channel stops receiving");
+      if (err instanceof PlatformError) await this.deps.onRefused?.(err).catch(() => undefined);
+    }
+  }
+
+  /** One long connection; the credentials are checked first through the documented token call (clear refusal codes). */
+  private async connectOnce(held: AbortSignal): Promise<void> {
+    try {
+      await this.tenantToken();
+    } catch (err) {
+      if (err instanceof PlatformError && err.kind === "auth") throw err;
+      this.deps.logger.warn({ provider: "feishu", err: (err as Error).message }, "feishu token call failed; the long connection waits and tries again");
+      await pauseUnlessAborted(5000, held);
+      return;
+    }
+    const { app_id, app_secret, domain, encrypt_key } = this.config;
+    await holdFeishuLongConnection({
+      appId: app_id, appSecret: app_secret, domain: domain.replace(/\/+$/, ""), encryptKey: encrypt_key, logger: this.deps.logger,
+      onMessage: async (message) => {
+        if (this.sink) await this.sink(message);
+      },
+    }, held);
   }
 
   private url(path: string): string {
@@ -97,6 +168,8 @@ export class FeishuAdapter implements ChannelAdapter {
   }
 
   async handleWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
+    // In websocket mode no delivery secret is configured: an unverifiable callback must not start anything.
+    if (this.config.mode !== "webhook") return { status: 404, body: { detail: "The Feishu channel receives over its long connection (channels.feishu.mode is websocket); no webhook is configured" } };
     const opened = openDelivery(request.headers, request.rawBody, { verificationToken: this.config.verification_token, encryptKey: this.config.encrypt_key });
     if (opened.kind === "refused") return { status: opened.status, body: { detail: opened.detail } };
     if (opened.kind === "challenge") return { status: 200, body: { challenge: opened.challenge } };

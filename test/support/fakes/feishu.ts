@@ -3,7 +3,8 @@
 // an expired token; HTTP 429 with code 99991400 and `x-ogw-ratelimit-reset` when rate limited). `encryptedEvent`
 // builds an event callback delivery as Feishu sends it with an Encrypt Key: AES-256-CBC envelope plus signature.
 import { createCipheriv, createHash, randomBytes } from "node:crypto";
-import { json, startPlatformFake, type PlatformFake } from "./im-platform.js";
+import type { ServerResponse } from "node:http";
+import { json, startPlatformFake, type PlatformCall, type PlatformFake } from "./im-platform.js";
 
 /** A bot message and every text its card has shown (first the sent one, then each PATCH). */
 export interface FeishuSent {
@@ -24,6 +25,8 @@ export interface FeishuFake extends PlatformFake {
   tokens: string[];
   /** Makes every issued token stale (the next call with one gets code 99991663). */
   expireTokens(): void;
+  /** Answers `POST /callback/ws/endpoint` (the long connection's URL); set by feishu-ws.ts `attachLongConnection`. */
+  wsEndpoint?: (call: PlatformCall, res: ServerResponse) => void;
 }
 
 const cardText = (content: unknown): string => {
@@ -37,6 +40,7 @@ export async function startFeishuFake(appId = "cli_test", appSecret = "secret-te
   const valid = new Set<string>();
   let self!: FeishuFake;
   const fake = await startPlatformFake((call, url, res) => {
+    if (url.pathname === "/callback/ws/endpoint") return self.wsEndpoint ? self.wsEndpoint(call, res) : json(res, 404, { code: 404, msg: "not found" });
     const path = url.pathname.replace(/^\/open-apis\//, "");
     if (path === "auth/v3/tenant_access_token/internal") {
       if (call.body.app_id !== self.appId || call.body.app_secret !== self.appSecret) return json(res, 400, { code: 10014, msg: "app secret invalid" });
