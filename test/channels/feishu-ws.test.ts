@@ -159,9 +159,9 @@ describe("Feishu long connection (websocket mode)", () => {
     await until(async () => (await (await alice.fetch("/api/channels/connections")).json()).connections[0]?.status === "broken", 15_000);
     const providers = await (await alice.fetch("/api/channels/providers")).json();
     expect(providers.providers.find((p: { provider: string }) => p.provider === "feishu").connection_status).toBe("broken");
-    const calls = lc.endpointCalls.length;
-    await new Promise((resolve) => setTimeout(resolve, 1500)); // two reconnect intervals: nothing may try again
-    expect(lc.endpointCalls.length).toBe(calls);
+    // The line is written after the connection loop ended: no client is left to try again.
+    await until(() => logs.some((l) => l.includes("feishu refused the app's credentials")));
+    expect(lc.endpointCalls).toEqual([APP_ID, APP_ID]);
     expect(lc.connections()).toBe(0);
     expect(logs.filter((l) => l.includes("feishu refused the app's credentials"))).toHaveLength(1);
     expect(logs.join("\n")).not.toContain("rotated");
@@ -182,8 +182,8 @@ describe("Feishu long connection (websocket mode)", () => {
     await b.start(async (m) => void received.b.push(m.eventId));
     cleanups.push(() => a.stop(), () => b.stop());
     await until(() => conn.connections() === 1, 15_000);
-    // Three renewals (200 ms apart) outlast the 600 ms lease while the other process kept trying to take it.
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    // Two pings (1 s apart) outlast the 600 ms lease: renewed all along while the other process kept trying to take it.
+    await until(() => conn.pings >= 2, 10_000);
     expect(conn.opened).toBe(1);
     conn.push(feishuText("ev-held", "ou_x", "hi"));
     await until(() => received.a.length + received.b.length === 1);
