@@ -124,8 +124,9 @@ export class FeishuAdapter implements ChannelAdapter {
       await holdUnderLease(opts, (held) => this.connectOnce(held));
     } catch (err) {
       this.closedForGood = true;
-      this.deps.logger.error({ provider: "feishu", err: (err as Error).message }, "feishu refused the app's credentials; the channel stops receiving");
-      if (err instanceof PlatformError) await this.deps.onRefused?.(err).catch(() => undefined);
+      const refused = err instanceof PlatformError && err.kind === "auth";
+      this.deps.logger.error({ provider: "feishu", err: (err as Error).message }, refused ? "feishu refused the app's credentials; the channel stops receiving" : "feishu long connection failed; the channel stops receiving");
+      if (refused) await this.deps.onRefused?.(err).catch(() => undefined);
     }
   }
 
