@@ -52,11 +52,13 @@ export const SlackSection = z.looseObject({
 /** `channels.feishu.domain`: the Open Platform root; `feishu` / `lark` name the two public ones (upstream takes a URL). */
 export const FEISHU_DOMAINS: Readonly<Record<string, string>> = { feishu: "https://open.feishu.cn", lark: "https://open.larksuite.com" };
 
+/** A Feishu / Lark app id as the platform issues it (and as the long-connection SDK requires): `cli_` + 16 hex. */
+const FEISHU_APP_ID = /^cli_[0-9a-fA-F]{16}$/;
+
 /**
  * `channels.feishu`: Feishu / Lark. Upstream keys (`app_id`, `app_secret`, `domain`, `verification_token`) plus
- * `encrypt_key` and `mode`. Upstream holds a long connection (websocket) through lark-oapi; that mode is refused here
- * (its endpoint and protobuf frames are the SDK's, no local fake can stand in), so `mode: webhook` (the event
- * callback URL) is required.
+ * `encrypt_key` and `mode`. The default is upstream's: the long connection (websocket, through lark-oapi's
+ * `WSClient`), held by one gateway process at a time; `mode: webhook` takes the event callback URL instead.
  */
 export const FeishuSection = z.looseObject({
   ...Common,
@@ -64,7 +66,7 @@ export const FeishuSection = z.looseObject({
   app_secret: z.string().default(""),
   /** The API root: `https://open.feishu.cn` (default), `https://open.larksuite.com`, `feishu`, `lark`, or any URL (tests). */
   domain: z.string().default("https://open.feishu.cn").transform((d) => FEISHU_DOMAINS[d.toLowerCase()] ?? d).pipe(z.string().url()),
-  /** `websocket` is upstream's long connection (refused); `webhook` is the event callback endpoint. */
+  /** `websocket`: upstream's long connection (default, no public URL needed); `webhook`: the event callback endpoint. */
   mode: z.enum(["websocket", "webhook"]).default("websocket"),
   /** The app's Verification Token: every plaintext event's `token` must equal it. */
   verification_token: z.string().default(""),
@@ -73,7 +75,7 @@ export const FeishuSection = z.looseObject({
 }).superRefine((v, ctx) => {
   if (!v.enabled) return;
   if (!v.app_id || !v.app_secret) ctx.addIssue({ code: "custom", message: "channels.feishu.app_id and app_secret are required when the channel is enabled" });
-  if (v.mode === "websocket") ctx.addIssue({ code: "custom", message: "channels.feishu: the long-connection (websocket) mode is not offered; set channels.feishu.mode: webhook and point the app's event callback URL at /api/channels/webhooks/feishu" });
+  if (v.mode === "websocket" && v.app_id && !FEISHU_APP_ID.test(v.app_id)) ctx.addIssue({ code: "custom", message: "channels.feishu.app_id must be the app's ID as the Open Platform shows it (cli_ followed by 16 hex digits): the long connection refuses any other" });
   if (v.mode === "webhook" && !v.verification_token && !v.encrypt_key) ctx.addIssue({ code: "custom", message: "channels.feishu.verification_token or encrypt_key is required in webhook mode (event deliveries are verified with it)" });
 });
 

@@ -4,7 +4,7 @@
 // Verification Token in the body), and reading an `im.message.receive_v1` event into an InboundMessage.
 import { createDecipheriv, createHash } from "node:crypto";
 import { safeEqual } from "./telegram.js";
-import type { InboundMessage } from "./types.js";
+import type { InboundFile, InboundMessage } from "./types.js";
 
 /** What a delivery turned out to be: a challenge to echo, an event to read, or a refusal (status + detail). */
 export type OpenedDelivery =
@@ -93,7 +93,7 @@ export function openDelivery(headers: Record<string, string | string[] | undefin
   return { kind: "event", payload };
 }
 
-/** The text of a `text` or `post` (rich text) message; other kinds (files, images, stickers) read as empty. */
+/** The text of a `text` or `post` (rich text) message; other kinds (files, images, stickers) read as empty (files: {@link messageFiles}). */
 function messageText(messageType: string | undefined, content: string | undefined): string {
   let parsed: Record<string, unknown>;
   try {
@@ -108,6 +108,27 @@ function messageText(messageType: string | undefined, content: string | undefine
     .map((p) => (Array.isArray(p) ? p.filter((e) => e && (e.tag === "text" || e.tag === "at") && typeof e.text === "string").map((e) => e.text as string).join(" ") : ""))
     .filter(Boolean)
     .join("\n\n");
+}
+
+/**
+ * The files a message carries, to fetch with `GET im/v1/messages/{message_id}/resources/{key}?type=<kind>`: a
+ * `file` (or `media`) message's `file_key`, an `image` message's `image_key`, the `img` elements of a `post`. `ref`
+ * is `<message_id>/<key>`. Feishu declares no size in the event: the download itself is capped.
+ */
+export function messageFiles(messageId: string, messageType: string | undefined, content: string | undefined): InboundFile[] {
+  let parsed: Record<string, any>;
+  try {
+    parsed = JSON.parse(content ?? "{}") as Record<string, any>;
+  } catch {
+    return [];
+  }
+  const image = (key: string): InboundFile => ({ ref: `${messageId}/${key}`, filename: `feishu-image-${key.slice(-12)}.png`, size: null, kind: "image" });
+  if ((messageType === "file" || messageType === "media") && typeof parsed.file_key === "string") {
+    return [{ ref: `${messageId}/${parsed.file_key}`, filename: typeof parsed.file_name === "string" && parsed.file_name ? parsed.file_name : `feishu-file-${parsed.file_key.slice(-12)}.bin`, size: null, kind: "file" }];
+  }
+  if (messageType === "image" && typeof parsed.image_key === "string") return [image(parsed.image_key)];
+  if (messageType !== "post" || !Array.isArray(parsed.content)) return [];
+  return (parsed.content as unknown[]).flatMap((p) => (Array.isArray(p) ? p : [])).filter((e) => e?.tag === "img" && typeof e.image_key === "string").map((e) => image(e.image_key as string));
 }
 
 /**
@@ -130,5 +151,6 @@ export function toInbound(payload: FeishuEnvelope, receivedAt: number): InboundM
     provider: "feishu", eventId, userId, userName: null, workspaceId: sender?.tenant_key ?? payload.header?.tenant_key ?? null,
     chatId: m.chat_id, topicId: isDirect ? null : (m.root_id || m.message_id), replyToId: m.message_id,
     text: text.trim(), isDirect, mentioned: isDirect || (m.mentions?.length ?? 0) > 0, receivedAt,
+    files: messageFiles(m.message_id, m.message_type, m.content),
   };
 }

@@ -1,17 +1,26 @@
-// Feishu / Lark over the event callback (webhook) and the Open Platform REST API on plain fetch with a configurable
-// `domain` (https://open.feishu.cn, https://open.larksuite.com, or a local fake). Replies are interactive cards, as
+// Feishu / Lark: events over the long connection (upstream's default, feishu-ws.ts, held by one gateway process at a
+// time under a lease) or the event callback (webhook); replies over the Open Platform REST API on plain fetch with a
+// configurable `domain` (https://open.feishu.cn, https://open.larksuite.com, or a local fake). Replies are interactive cards, as
 // upstream (feishu.py): the first text replies to the user's message (`im/v1/messages/{id}/reply`, in its thread in
 // groups), later text patches the card (`PATCH im/v1/messages/{id}`, the card config has `update_multi`). Calls carry
 // a tenant_access_token, cached until shortly before it expires and fetched again when the platform says it is stale.
-import { callPlatform, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
+import { callPlatform, downloadPlatformFile, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
 import { openDelivery, toInbound } from "./feishu-events.js";
-import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundSink, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundSink, type OutboundFile, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
 import type { FeishuConfig } from "./config.js";
+import { holdFeishuLongConnection, pauseUnlessAborted } from "./feishu-ws.js";
+import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
+import type { LeaseStore } from "./store.js";
+import type { Logger } from "pino";
 
 /** The longest text one card carries here: a card's content is capped at 30 KB, and a CJK character is 3 bytes. */
 export const FEISHU_MAX_CHARS = 9000;
 /** Updating one message is limited to 5 a second; one edit a second leaves room for the other chats. */
 export const FEISHU_EDIT_INTERVAL_MS = 1000;
+/** The largest file a bot may upload (`im/v1/files`: 30 MB; upstream skips larger ones too). */
+export const FEISHU_MAX_UPLOAD_BYTES = 30 * 1024 * 1024;
+/** The largest image `im/v1/images` takes (10 MB); a larger image goes as a file. */
+const FEISHU_MAX_IMAGE_BYTES = 10 * 1024 * 1024;
 /** A token is fetched again this long before the expiry the platform gave (its documented refresh margin). */
 const TOKEN_MARGIN_MS = 5 * 60_000;
 /** Codes that mean the tenant_access_token is invalid or expired: fetch a new one and try once more. */
@@ -39,29 +48,105 @@ function judge(answer: PlatformAnswer): Verdict {
   return { kind: "fail", error: new PlatformError("feishu", AUTH_CODES.has(code) || answer.status === 401 ? "auth" : "other", what) };
 }
 
+/** The `file_type` of an upload by its extension (upstream `_upload_file`): xls, ppt, pdf, doc, else stream. */
+export function feishuFileType(filename: string): string {
+  const ext = filename.toLowerCase().split(".").at(-1) ?? "";
+  if (["xls", "xlsx", "csv"].includes(ext)) return "xls";
+  if (["ppt", "pptx"].includes(ext)) return "ppt";
+  if (["doc", "docx"].includes(ext)) return "doc";
+  return ext === "pdf" ? "pdf" : "stream";
+}
+
 /** An interactive card showing `text` as Markdown (upstream `_build_card_content`), updatable for every viewer. */
 export function cardContent(text: string): string {
   return JSON.stringify({ config: { wide_screen_mode: true, update_multi: true }, elements: [{ tag: "markdown", content: text }] });
 }
 
-/** The Feishu / Lark adapter (upstream feishu.py, event callback mode). */
+/** What the Feishu adapter needs besides its config section. */
+export interface FeishuDeps {
+  logger: Logger;
+  /** Where the long connection's lease lives (the channel store, or Redis when scaled out). */
+  lease: LeaseStore;
+  /** This process's lease-holder id. */
+  holderId: string;
+  /** Long-connection lease lifetime without renewal, in ms (default 30 000; renewed every third of it). */
+  leaseMs?: number;
+  /** Called once when the platform refuses the app's credentials (the service marks the connections broken). */
+  onRefused?: (err: PlatformError) => Promise<void>;
+  retry?: RetryPolicy;
+  counter?: { calls: number };
+}
+
+/** The Feishu / Lark adapter (upstream feishu.py): long connection (default) or event callback mode. */
 export class FeishuAdapter implements ChannelAdapter {
   readonly provider = "feishu";
   readonly capabilities: AdapterCapabilities;
   private sink: InboundSink | null = null;
   private token: { value: string; expiresAt: number } | null = null;
   private tokenFetch: Promise<string> | null = null;
+  private readonly stopping = new AbortController();
+  private loop: Promise<void> | null = null;
+  private readonly leaseName: string;
+  private closedForGood = false;
 
-  constructor(private readonly config: FeishuConfig, private readonly deps: { retry?: RetryPolicy; counter?: { calls: number } } = {}) {
+  constructor(private readonly config: FeishuConfig, private readonly deps: FeishuDeps) {
     this.capabilities = { editMessages: true, maxMessageChars: FEISHU_MAX_CHARS, minEditIntervalMs: config.stream_edit_interval_ms ?? FEISHU_EDIT_INTERVAL_MS };
+    // One long connection per app and platform, whatever process holds it.
+    this.leaseName = leaseNameFor("feishu-ws", `${config.domain}|${config.app_id}`);
+  }
+
+  /** False once the platform refused the app (websocket mode): the channel no longer receives. */
+  get receiving(): boolean {
+    return !this.closedForGood;
   }
 
   async start(sink: InboundSink): Promise<void> {
     this.sink = sink;
+    if (this.config.mode === "websocket") this.loop = this.holdLoop();
   }
 
   async stop(): Promise<void> {
+    this.stopping.abort();
+    if (this.loop) {
+      await this.loop.catch(() => undefined);
+      await this.deps.lease.releaseLease(this.leaseName, this.deps.holderId).catch(() => undefined);
+    }
     this.sink = null;
+  }
+
+  /**
+   * Holds the long connection while this process holds the lease. A refused credential (the token call or the
+   * socket endpoint) ends it for good: logged once, the provider's connections marked broken.
+   */
+  private async holdLoop(): Promise<void> {
+    const opts = { lease: this.deps.lease, name: this.leaseName, holderId: this.deps.holderId, leaseMs: this.deps.leaseMs ?? 30_000, signal: this.stopping.signal };
+    try {
+      await holdUnderLease(opts, (held) => this.connectOnce(held));
+    } catch (err) {
+      this.closedForGood = true;
+      const refused = err instanceof PlatformError && err.kind === "auth";
+      this.deps.logger.error({ provider: "feishu", err: (err as Error).message }, refused ? "feishu refused the app's credentials; the channel stops receiving" : "feishu long connection failed; the channel stops receiving");
+      if (refused) await this.deps.onRefused?.(err).catch(() => undefined);
+    }
+  }
+
+  /** One long connection; the credentials are checked first through the documented token call (clear refusal codes). */
+  private async connectOnce(held: AbortSignal): Promise<void> {
+    try {
+      await this.tenantToken();
+    } catch (err) {
+      if (err instanceof PlatformError && err.kind === "auth") throw err;
+      this.deps.logger.warn({ provider: "feishu", err: (err as Error).message }, "feishu token call failed; the long connection waits and tries again");
+      await pauseUnlessAborted(5000, held);
+      return;
+    }
+    const { app_id, app_secret, domain, encrypt_key } = this.config;
+    await holdFeishuLongConnection({
+      appId: app_id, appSecret: app_secret, domain: domain.replace(/\/+$/, ""), encryptKey: encrypt_key, logger: this.deps.logger,
+      onMessage: async (message) => {
+        if (this.sink) await this.sink(message);
+      },
+    }, held);
   }
 
   private url(path: string): string {
@@ -97,6 +182,8 @@ export class FeishuAdapter implements ChannelAdapter {
   }
 
   async handleWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
+    // In websocket mode no delivery secret is configured: an unverifiable callback must not start anything.
+    if (this.config.mode !== "webhook") return { status: 404, body: { detail: "The Feishu channel receives over its long connection (channels.feishu.mode is websocket); no webhook is configured" } };
     const opened = openDelivery(request.headers, request.rawBody, { verificationToken: this.config.verification_token, encryptKey: this.config.encrypt_key });
     if (opened.kind === "refused") return { status: opened.status, body: { detail: opened.detail } };
     if (opened.kind === "challenge") return { status: 200, body: { challenge: opened.challenge } };
@@ -106,13 +193,61 @@ export class FeishuAdapter implements ChannelAdapter {
     return { status: 200, body: {} };
   }
 
-  /** Replies to the user's message with a card (in its thread in a group), or posts one into the chat. */
-  async send(target: ReplyTarget, text: string): Promise<string> {
-    const content = cardContent(text);
+  /** Replies to the user's message with a message (in its thread in a group), or posts one into the chat; its id. */
+  private async post(target: ReplyTarget, msgType: string, content: string): Promise<string> {
     const answer = target.replyToId
-      ? await this.api("POST", `im/v1/messages/${encodeURIComponent(target.replyToId)}/reply`, { msg_type: "interactive", content, reply_in_thread: Boolean(target.topicId) })
-      : await this.api("POST", "im/v1/messages?receive_id_type=chat_id", { receive_id: target.chatId, msg_type: "interactive", content });
+      ? await this.api("POST", `im/v1/messages/${encodeURIComponent(target.replyToId)}/reply`, { msg_type: msgType, content, reply_in_thread: Boolean(target.topicId) })
+      : await this.api("POST", "im/v1/messages?receive_id_type=chat_id", { receive_id: target.chatId, msg_type: msgType, content });
     return String((answer.body?.data as { message_id?: string } | undefined)?.message_id ?? "");
+  }
+
+  /** Replies with an interactive card showing `text`. */
+  async send(target: ReplyTarget, text: string): Promise<string> {
+    return this.post(target, "interactive", cardContent(text));
+  }
+
+  readonly maxUploadBytes = FEISHU_MAX_UPLOAD_BYTES;
+
+  /**
+   * A user's file or image: `GET im/v1/messages/{message_id}/resources/{key}?type=file|image` with the tenant token,
+   * read up to `maxBytes` (its Content-Length first). A token the platform calls stale is fetched again, once.
+   */
+  async downloadFile(file: InboundFile, maxBytes: number): Promise<Buffer> {
+    const slash = file.ref.indexOf("/");
+    const url = this.url(`im/v1/messages/${encodeURIComponent(file.ref.slice(0, slash))}/resources/${encodeURIComponent(file.ref.slice(slash + 1))}?type=${file.kind}`);
+    for (let attempt = 0; ; attempt++) {
+      const token = await this.tenantToken();
+      try {
+        return await downloadPlatformFile("feishu", url, file.filename, maxBytes, { headers: { authorization: `Bearer ${token}` }, counter: this.deps.counter });
+      } catch (err) {
+        // A stale token is answered 400 (code 99991663) or 401 here: one more try with a fresh one.
+        if (!(err instanceof PlatformError) || !/HTTP 40[01]$/.test(err.message) || attempt > 0) throw err;
+        if (this.token?.value === token) this.token = null;
+      }
+    }
+  }
+
+  /**
+   * A presented output: an image (up to 10 MB) through `im/v1/images`, anything else through `im/v1/files`
+   * (multipart), then an `image` / `file` message with the key it gave, where the answer went (upstream send_file).
+   */
+  async sendFile(target: ReplyTarget, file: OutboundFile): Promise<void> {
+    const image = file.contentType.startsWith("image/") && file.data.length <= FEISHU_MAX_IMAGE_BYTES;
+    const blob = new Blob([new Uint8Array(file.data)], { type: file.contentType });
+    const form = new FormData();
+    if (image) {
+      form.set("image_type", "message");
+      form.set("image", blob, file.filename);
+    } else {
+      form.set("file_type", feishuFileType(file.filename));
+      form.set("file_name", file.filename);
+      form.set("file", blob, file.filename);
+    }
+    const answer = await this.api("POST", image ? "im/v1/images" : "im/v1/files", form);
+    const data = (answer.body?.data ?? {}) as { image_key?: string; file_key?: string };
+    const key = image ? data.image_key : data.file_key;
+    if (!key) throw new PlatformError("feishu", "other", "Feishu gave no key for the uploaded file");
+    await this.post(target, image ? "image" : "file", JSON.stringify(image ? { image_key: key } : { file_key: key }));
   }
 
   /** Patches a sent card with the new text. */

@@ -137,7 +137,7 @@ export class ChannelService {
     const counter = deps.apiCalls;
     if (telegram?.enabled) this.adapters.set("telegram", new TelegramAdapter(telegram, { logger: deps.logger, lease, holderId, botUsername: boot.connections.telegram?.bot_username || undefined, counter }));
     if (slack?.enabled) this.adapters.set("slack", new SlackAdapter(slack, { counter }));
-    if (feishu?.enabled) this.adapters.set("feishu", new FeishuAdapter(feishu, { counter }));
+    if (feishu?.enabled) this.adapters.set("feishu", new FeishuAdapter(feishu, { logger: deps.logger, lease, holderId, counter, onRefused: () => store.setProviderStatus("feishu", "broken") }));
     if (discord?.enabled) this.adapters.set("discord", new DiscordAdapter(discord, { logger: deps.logger, lease, holderId, counter, setStatus: (s) => store.setProviderStatus("discord", s) }));
     this.manager = new ChannelManager({
       runService: deps.runService, runs: deps.runs, threads: deps.persistence.threads, runRecords: deps.persistence.runs, bridge: deps.bridge, store, dedupe,
