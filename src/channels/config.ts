@@ -98,6 +98,25 @@ export const DiscordSection = z.looseObject({
   if (v.thread_mode === true) ctx.addIssue({ code: "custom", message: "channels.discord.thread_mode is not offered (answers go into the channel, replying to the message); set thread_mode: false" });
 });
 
+/**
+ * `channels.dingtalk`: Stream mode (upstream dingtalk.py: `client_id` / `client_secret`, `allowed_users`,
+ * `card_template_id`). Plus `api_base`, the root of api.dingtalk.com (the Stream open-connection call, the access
+ * token and the robot API). AI Card streaming (`card_template_id`) is not offered: refused at start when set.
+ */
+export const DingTalkSection = z.looseObject({
+  ...Common,
+  client_id: z.string().default(""),
+  client_secret: z.string().default(""),
+  /** Upstream's AI Card template: answers would stream into a card. Not offered (refused when non-empty). */
+  card_template_id: z.string().default(""),
+  /** The OpenAPI root (`https://api.dingtalk.com`); requests go to `<api_base>/v1.0/...`. */
+  api_base: z.string().url().default("https://api.dingtalk.com"),
+}).superRefine((v, ctx) => {
+  if (!v.enabled) return;
+  if (!v.client_id || !v.client_secret) ctx.addIssue({ code: "custom", message: "channels.dingtalk.client_id and client_secret are required when the channel is enabled" });
+  if (v.card_template_id) ctx.addIssue({ code: "custom", message: "channels.dingtalk.card_template_id (AI Card streaming) is not offered; remove it: answers are sent as one Markdown message when the run ends" });
+});
+
 /** Upstream's session defaults for every channel run (`channels.session`). */
 const SessionSection = z.looseObject({
   assistant_id: z.string().default("lead_agent"),
@@ -105,7 +124,7 @@ const SessionSection = z.looseObject({
   context: z.record(z.string(), z.unknown()).default({}),
 });
 
-/** The `channels` section. Platforms other than these four are refused when enabled (config-keys.ts). */
+/** The `channels` section. Platforms other than these five are refused when enabled (config-keys.ts). */
 export const ChannelsSection = z.looseObject({
   session: SessionSection.default({ assistant_id: "lead_agent", config: {}, context: {} }),
   /** Inbound messages handled at once (upstream `max_concurrency`). */
@@ -118,14 +137,16 @@ export const ChannelsSection = z.looseObject({
   slack: SlackSection.optional(),
   feishu: FeishuSection.optional(),
   discord: DiscordSection.optional(),
+  dingtalk: DingTalkSection.optional(),
 });
 export type ChannelsConfig = z.infer<typeof ChannelsSection>;
 export type TelegramConfig = z.infer<typeof TelegramSection>;
 export type SlackConfig = z.infer<typeof SlackSection>;
 export type FeishuConfig = z.infer<typeof FeishuSection>;
 export type DiscordConfig = z.infer<typeof DiscordSection>;
+export type DingTalkConfig = z.infer<typeof DingTalkSection>;
 /** The platforms this gateway runs (a `channels.<name>` section each). */
-export type PlatformName = "telegram" | "slack" | "feishu" | "discord";
+export type PlatformName = "telegram" | "slack" | "feishu" | "discord" | "dingtalk";
 /** The keys every platform section has (the manager's allow-lists and mention rule read them per message). */
 export type PlatformSection = { allowed_users: string[]; allowed_channels: string[]; mention_only: boolean; allowed_guilds?: string[] };
 
@@ -138,6 +159,7 @@ export const ChannelConnectionsSection = z.looseObject({
   slack: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
   feishu: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
   discord: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
+  dingtalk: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
 });
 export type ChannelConnectionsConfig = z.infer<typeof ChannelConnectionsSection>;
 
@@ -181,4 +203,5 @@ export const PROVIDERS: Readonly<Record<string, { display_name: string; auth_mod
   slack: { display_name: "Slack", auth_mode: "binding_code" },
   feishu: { display_name: "Feishu", auth_mode: "binding_code" },
   discord: { display_name: "Discord", auth_mode: "binding_code" },
+  dingtalk: { display_name: "DingTalk", auth_mode: "binding_code" },
 };
