@@ -80,7 +80,11 @@ export class ReplyStreamer {
 
   /** Posts or (throttled) edits the streamed text; an edit due later is scheduled once. */
   private update(text: string): void {
-    if (!this.adapter.capabilities.editMessages) return;
+    // Kept even where nothing is posted while streaming: a stopped run's answer is the text streamed so far.
+    if (!this.adapter.capabilities.editMessages) {
+      this.latest = text;
+      return;
+    }
     const wait = this.lastEditAt + this.adapter.capabilities.minEditIntervalMs - Date.now();
     if (this.posted.length > 0 && wait > 0) {
       this.pendingEdit ??= setTimeout(() => {
