@@ -100,21 +100,20 @@ export const DiscordSection = z.looseObject({
 
 /**
  * `channels.dingtalk`: Stream mode (upstream dingtalk.py: `client_id` / `client_secret`, `allowed_users`,
- * `card_template_id`). Plus `api_base`, the root of api.dingtalk.com (the Stream open-connection call, the access
- * token and the robot API). AI Card streaming (`card_template_id`) is not offered: refused at start when set.
+ * `card_template_id`: an AI Card template with a `content` variable; answers then stream into a card). Plus
+ * `api_base`, the root of api.dingtalk.com (the Stream open-connection call, the access token, robot and card API).
  */
 export const DingTalkSection = z.looseObject({
   ...Common,
   client_id: z.string().default(""),
   client_secret: z.string().default(""),
-  /** Upstream's AI Card template: answers would stream into a card. Not offered (refused when non-empty). */
+  /** Upstream's AI Card template id: a run's answer streams into a card of it (its `content` key); empty: one Markdown message at the end. */
   card_template_id: z.string().default(""),
   /** The OpenAPI root (`https://api.dingtalk.com`); requests go to `<api_base>/v1.0/...`. */
   api_base: z.string().url().default("https://api.dingtalk.com"),
 }).superRefine((v, ctx) => {
   if (!v.enabled) return;
   if (!v.client_id || !v.client_secret) ctx.addIssue({ code: "custom", message: "channels.dingtalk.client_id and client_secret are required when the channel is enabled" });
-  if (v.card_template_id) ctx.addIssue({ code: "custom", message: "channels.dingtalk.card_template_id (AI Card streaming) is not offered; remove it: answers are sent as one Markdown message when the run ends" });
 });
 
 /** Upstream's session defaults for every channel run (`channels.session`). */

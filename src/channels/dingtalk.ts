@@ -1,17 +1,21 @@
 // DingTalk (upstream dingtalk.py): chatbot messages arrive over Stream mode (dingtalk-stream.ts), held by one gateway
 // process at a time under a lease; replies go out over the robot API with an app access token: `oToMessages/batchSend`
-// to a user (1:1), `groupMessages/send` to a group, as upstream's `sampleMarkdown`. The robot API cannot edit a sent
-// message, so an answer is sent once the run ends (in 5000-character pieces), as upstream without an AI Card.
+// to a user (1:1), `groupMessages/send` to a group, as upstream's `sampleMarkdown`. A robot message cannot be edited:
+// without `card_template_id` an answer is sent once the run ends (in 5000-character pieces), as upstream. With it, a
+// run's answer streams into an AI Card (`card/instances/createAndDeliver`, then `PUT card/streaming`, finalized at the end).
+import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { callPlatform, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
 import { DINGTALK_BOT_TOPIC, DingTalkStream } from "./dingtalk-stream.js";
 import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
 import type { LeaseStore } from "./store.js";
-import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundMessage, type InboundSink, type ReplyTarget } from "./types.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundMessage, type InboundSink, type ReplyOptions, type ReplyTarget } from "./types.js";
 import type { DingTalkConfig } from "./config.js";
 
 /** The longest Markdown text sent in one robot message (characters; DingTalk's markdown body limit is about 5000). */
 export const DINGTALK_MAX_CHARS = 5000;
+/** Card streaming updates of one card at most once a second by default (DingTalk throttles the app's API QPS). */
+export const DINGTALK_CARD_INTERVAL_MS = 1000;
 /** Upstream `_TOKEN_REFRESH_MARGIN_SECONDS`: a token is fetched again 5 minutes before it expires. */
 const TOKEN_MARGIN_MS = 300_000;
 
@@ -67,7 +71,7 @@ export function adaptMarkdown(text: string): string {
 /** The DingTalk adapter (upstream dingtalk.py, on the documented Stream protocol and robot API). */
 export class DingTalkAdapter implements ChannelAdapter {
   readonly provider = "dingtalk";
-  readonly capabilities: AdapterCapabilities = { editMessages: false, maxMessageChars: DINGTALK_MAX_CHARS, minEditIntervalMs: 0 };
+  readonly capabilities: AdapterCapabilities;
   readonly stream: DingTalkStream;
   private sink: InboundSink | null = null;
   private readonly stopping = new AbortController();
@@ -78,6 +82,8 @@ export class DingTalkAdapter implements ChannelAdapter {
   private closedForGood = false;
 
   constructor(private readonly config: DingTalkConfig, private readonly deps: DingTalkDeps) {
+    const card = Boolean(config.card_template_id);
+    this.capabilities = { editMessages: card, finalizeEdits: card, maxMessageChars: DINGTALK_MAX_CHARS, minEditIntervalMs: card ? config.stream_edit_interval_ms ?? DINGTALK_CARD_INTERVAL_MS : 0 };
     // One stream connection per app, whatever process: the lease is named by a hash of the client id.
     this.leaseName = leaseNameFor("dingtalk-stream", config.client_id);
     this.stream = new DingTalkStream({
@@ -159,11 +165,11 @@ export class DingTalkAdapter implements ChannelAdapter {
   }
 
   /** A robot API call with the token; a token refused while cached is dropped and fetched again once. */
-  private async robot(path: string, body: Record<string, unknown>): Promise<PlatformAnswer> {
+  private async robot(path: string, body: Record<string, unknown>, method: "POST" | "PUT" = "POST"): Promise<PlatformAnswer> {
     for (let attempt = 0; ; attempt++) {
       const token = await this.accessToken();
       try {
-        return await callPlatform("dingtalk", this.url(path), body, judgeApi, { headers: { "x-acs-dingtalk-access-token": token }, policy: this.deps.retry, counter: this.deps.counter });
+        return await callPlatform("dingtalk", this.url(path), body, judgeApi, { method, headers: { "x-acs-dingtalk-access-token": token }, policy: this.deps.retry, counter: this.deps.counter });
       } catch (err) {
         if (!(err instanceof PlatformError && err.kind === "auth") || attempt > 0) throw err;
         this.token = null;
@@ -172,10 +178,12 @@ export class DingTalkAdapter implements ChannelAdapter {
   }
 
   /**
-   * Sends `text` as sampleMarkdown: to the group (a target with a topic: upstream keys each group message as one)
-   * or to the user. Resolves DingTalk's `processQueryKey`.
+   * Sends `text`: a run's streamed answer into a new AI Card when `card_template_id` is set (resolves its
+   * outTrackId), else as sampleMarkdown to the group (a target with a topic: upstream keys each group message as one)
+   * or to the user (resolves DingTalk's `processQueryKey`).
    */
-  async send(target: ReplyTarget, text: string): Promise<string> {
+  async send(target: ReplyTarget, text: string, options: ReplyOptions = {}): Promise<string> {
+    if (this.config.card_template_id && options.stream) return this.createCard(target, text, options.final === true);
     const msgParam = JSON.stringify({ title: "DeerFlow", text: adaptMarkdown(text) });
     const common = { msgKey: "sampleMarkdown", msgParam, robotCode: this.config.client_id };
     const answer = target.topicId
@@ -184,8 +192,23 @@ export class DingTalkAdapter implements ChannelAdapter {
     return String(answer.body?.processQueryKey ?? "");
   }
 
-  /** Never called (`editMessages: false`): the robot API has no edit. */
-  async edit(): Promise<void> {
-    throw new PlatformError("dingtalk", "other", "DingTalk robot messages cannot be edited");
+  /** Streams the card's whole `content` (an AI Card; `final` marks it finished). Only cards are edited. */
+  async edit(_target: ReplyTarget, messageId: string, text: string, options: ReplyOptions = {}): Promise<void> {
+    if (!this.config.card_template_id) throw new PlatformError("dingtalk", "other", "DingTalk robot messages cannot be edited");
+    const body = { outTrackId: messageId, guid: randomUUID(), key: "content", content: adaptMarkdown(text), isFull: true, isFinalize: options.final === true, isError: false };
+    await this.robot("v1.0/card/streaming", body, "PUT");
+  }
+
+  /** Creates and delivers an AI Card into the user's robot chat or the group, its `content` set (upstream AICardReplier). */
+  private async createCard(target: ReplyTarget, text: string, final: boolean): Promise<string> {
+    const outTrackId = randomUUID();
+    const robotCode = this.config.client_id;
+    const space = target.topicId
+      ? { openSpaceId: `dtv1.card//IM_GROUP.${target.chatId}`, imGroupOpenSpaceModel: { supportForward: true }, imGroupOpenDeliverModel: { robotCode, atUserIds: {}, recipients: [] } }
+      : { openSpaceId: `dtv1.card//IM_ROBOT.${target.chatId}`, imRobotOpenSpaceModel: { supportForward: true }, imRobotOpenDeliverModel: { spaceType: "IM_ROBOT", robotCode } };
+    await this.robot("v1.0/card/instances/createAndDeliver", { cardTemplateId: this.config.card_template_id, outTrackId, callbackType: "STREAM", userIdType: 1, cardData: { cardParamMap: { content: adaptMarkdown(text) } }, ...space });
+    // An answer complete at its first write is marked finished at once (no later edit will come for it).
+    if (final) await this.edit(target, outTrackId, text, { final: true });
+    return outTrackId;
   }
 }

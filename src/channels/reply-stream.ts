@@ -85,16 +85,19 @@ export class ReplyStreamer {
       this.latest = text;
       return;
     }
+    this.latest = text;
+    // The interval counts from when a write is decided, not when it lands: text arriving while a post or an edit is
+    // still in flight waits for the next slot instead of queueing a write right behind it.
     const wait = this.lastEditAt + this.adapter.capabilities.minEditIntervalMs - Date.now();
-    if (this.posted.length > 0 && wait > 0) {
+    if (this.lastEditAt > 0 && wait > 0) {
       this.pendingEdit ??= setTimeout(() => {
         this.pendingEdit = null;
+        this.lastEditAt = Date.now();
         this.chain(() => this.write(this.latest, false));
       }, wait);
-      this.latest = text;
       return;
     }
-    this.latest = text;
+    this.lastEditAt = Date.now();
     this.chain(() => this.write(this.latest, false));
   }
 
@@ -114,9 +117,10 @@ export class ReplyStreamer {
     for (let i = 0; i < pieces.length; i++) {
       const previous = this.shown.split("\u0000")[i];
       if (i < this.posted.length) {
-        if (previous !== pieces[i] && this.adapter.capabilities.editMessages) await this.adapter.edit(this.target, this.posted[i], pieces[i]);
+        const due = previous !== pieces[i] || (final && this.adapter.capabilities.finalizeEdits);
+        if (due && this.adapter.capabilities.editMessages) await this.adapter.edit(this.target, this.posted[i], pieces[i], { stream: true, final });
       } else {
-        this.posted.push(await this.adapter.send(this.target, pieces[i]));
+        this.posted.push(await this.adapter.send(this.target, pieces[i], { stream: true, final }));
         this.firstReplyAt ??= Date.now();
       }
     }

@@ -194,9 +194,4 @@ describe("DingTalk channel", () => {
     await until(() => received.length === 2);
     expect(received[1].split(":")[0]).not.toBe(first);
   });
-
-  it("refuses card_template_id (AI Card streaming) at start, naming it", async () => {
-    const fake = (dt = await startDingTalkFake());
-    await expect(startHarness(config(fake).replace('card_template_id: ""', "card_template_id: tpl-1"))).rejects.toThrow(/channels\.dingtalk\.card_template_id .*is not offered/);
-  });
 });

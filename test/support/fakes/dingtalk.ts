@@ -1,6 +1,7 @@
 // A fake DingTalk: the OpenAPI at `<url>/v1.0/...` (gateway/connections/open -> endpoint + one-time ticket,
 // oauth2/accessToken, robot/oToMessages/batchSend and robot/groupMessages/send with `x-acs-dingtalk-access-token`;
-// 401 InvalidAuthentication for refused credentials or tokens; 429 Throttling / 500 on demand) and the Stream
+// card/instances/createAndDeliver and PUT card/streaming for AI Cards; 401 InvalidAuthentication for refused
+// credentials or tokens; 429 Throttling / 500 on demand) and the Stream
 // endpoint on a `ws` server (a connection needs an issued ticket; CALLBACK frames pushed to it, their ACKs recorded;
 // SYSTEM ping / disconnect).
 import type { AddressInfo } from "node:net";
@@ -19,11 +20,24 @@ export interface DingTalkSent {
   at: number;
 }
 
+/** An AI Card the app created, and every full content it streamed into it. */
+export interface DingTalkCard {
+  outTrackId: string;
+  templateId: string;
+  openSpaceId: string;
+  /** The created content, then each streamed one. */
+  contents: string[];
+  /** Times of the streaming updates (ms since epoch). */
+  updates: number[];
+  finalized: boolean;
+}
+
 /** The fake plus its app credentials and stream state. */
 export interface DingTalkFake extends PlatformFake {
   clientId: string;
   clientSecret: string;
   sent: DingTalkSent[];
+  cards: DingTalkCard[];
   /** The Stream subscriptions asked for in each open-connection call. */
   opens: Record<string, any>[];
   /** ACK frames received, by the pushed frame's messageId. */
@@ -84,6 +98,23 @@ export async function startDingTalkFake(clientId = "ding-app", clientSecret = "d
       self.sent.push({ to: send, chat, msgKey: call.body.msgKey, title: param.title ?? "", text: param.text ?? param.content ?? "", at: Date.now() });
       return json(res, 200, send === "user" ? { processQueryKey: `pqk-${++n}`, invalidStaffIdList: [], flowControlledStaffIdList: [] } : { processQueryKey: `pqk-${++n}` });
     }
+    if (p.startsWith("/v1.0/card/") && (revoked || !tokens.has(String(call.headers["x-acs-dingtalk-access-token"] ?? "")))) return refuse(res);
+    if (p === "/v1.0/card/instances/createAndDeliver" && call.verb === "POST") {
+      const b = call.body;
+      const space = String(b.openSpaceId ?? "");
+      const deliver = space.includes("IM_GROUP.") ? b.imGroupOpenDeliverModel?.robotCode === self.clientId : b.imRobotOpenDeliverModel?.spaceType === "IM_ROBOT";
+      if (!b.cardTemplateId || !b.outTrackId || !/^dtv1\.card\/\/IM_(ROBOT|GROUP)\./.test(space) || !deliver) return json(res, 400, { code: "invalidParameter", message: "card parameters" });
+      self.cards.push({ outTrackId: b.outTrackId, templateId: b.cardTemplateId, openSpaceId: space, contents: [String(b.cardData?.cardParamMap?.content ?? "")], updates: [], finalized: false });
+      return json(res, 200, { success: true, result: { outTrackId: b.outTrackId, deliverResults: [{ spaceType: space.includes("IM_GROUP.") ? "IM_GROUP" : "IM_ROBOT", spaceId: space.split(".").at(-1), success: true }] } });
+    }
+    if (p === "/v1.0/card/streaming" && call.verb === "PUT") {
+      const card = self.cards.find((c) => c.outTrackId === call.body.outTrackId);
+      if (!card || card.finalized || call.body.key !== "content" || !call.body.guid) return json(res, 400, { code: "invalidParameter", message: "unknown or finished card" });
+      card.contents.push(String(call.body.content ?? ""));
+      card.updates.push(Date.now());
+      card.finalized = call.body.isFinalize === true;
+      return json(res, 200, { success: true });
+    }
     return json(res, 404, { code: "NotFound", message: p });
   }, (status, res) => (status === 429 ? json(res, 429, { code: "Throttling", message: "too many requests" }, { "retry-after": "1" }) : json(res, status, { code: "ServiceUnavailable", message: "try later" })));
 
@@ -109,7 +140,7 @@ export async function startDingTalkFake(clientId = "ding-app", clientSecret = "d
   const frame = (type: string, topic: string, messageId: string, data: unknown) => JSON.stringify({ specVersion: "1.0", type, headers: { appId: self.clientId, connectionId: "conn", contentType: "application/json", messageId, time: String(Date.now()), topic }, data: JSON.stringify(data) });
   const closeRest = rest.close;
   self = Object.assign(rest, {
-    clientId, clientSecret, sent: [] as DingTalkSent[], opens: [] as Record<string, any>[], acks: new Map<string, Record<string, any>>(), pongs: [] as Record<string, any>[],
+    clientId, clientSecret, sent: [] as DingTalkSent[], cards: [] as DingTalkCard[], opens: [] as Record<string, any>[], acks: new Map<string, Record<string, any>>(), pongs: [] as Record<string, any>[],
     connections: () => live.size,
     accepted: () => accepted,
     push: (message: Record<string, unknown>) => {
