@@ -101,6 +101,24 @@ export const DiscordSection = z.looseObject({
   if (!v.bot_token) ctx.addIssue({ code: "custom", message: "channels.discord.bot_token is required when the channel is enabled" });
 });
 
+/**
+ * `channels.dingtalk`: Stream mode (upstream dingtalk.py: `client_id` / `client_secret`, `allowed_users`,
+ * `card_template_id`: an AI Card template with a `content` variable; answers then stream into a card). Plus
+ * `api_base`, the root of api.dingtalk.com (the Stream open-connection call, the access token, robot and card API).
+ */
+export const DingTalkSection = z.looseObject({
+  ...Common,
+  client_id: z.string().default(""),
+  client_secret: z.string().default(""),
+  /** Upstream's AI Card template id: a run's answer streams into a card of it (its `content` key); empty: one Markdown message at the end. */
+  card_template_id: z.string().default(""),
+  /** The OpenAPI root (`https://api.dingtalk.com`); requests go to `<api_base>/v1.0/...`. */
+  api_base: z.string().url().default("https://api.dingtalk.com"),
+}).superRefine((v, ctx) => {
+  if (!v.enabled) return;
+  if (!v.client_id || !v.client_secret) ctx.addIssue({ code: "custom", message: "channels.dingtalk.client_id and client_secret are required when the channel is enabled" });
+});
+
 /** Upstream's session defaults for every channel run (`channels.session`). */
 const SessionSection = z.looseObject({
   assistant_id: z.string().default("lead_agent"),
@@ -108,7 +126,7 @@ const SessionSection = z.looseObject({
   context: z.record(z.string(), z.unknown()).default({}),
 });
 
-/** The `channels` section. Platforms other than these four are refused when enabled (config-keys.ts). */
+/** The `channels` section. Platforms other than these five are refused when enabled (config-keys.ts). */
 export const ChannelsSection = z.looseObject({
   session: SessionSection.default({ assistant_id: "lead_agent", config: {}, context: {} }),
   /** Inbound messages handled at once (upstream `max_concurrency`). */
@@ -121,14 +139,16 @@ export const ChannelsSection = z.looseObject({
   slack: SlackSection.optional(),
   feishu: FeishuSection.optional(),
   discord: DiscordSection.optional(),
+  dingtalk: DingTalkSection.optional(),
 });
 export type ChannelsConfig = z.infer<typeof ChannelsSection>;
 export type TelegramConfig = z.infer<typeof TelegramSection>;
 export type SlackConfig = z.infer<typeof SlackSection>;
 export type FeishuConfig = z.infer<typeof FeishuSection>;
 export type DiscordConfig = z.infer<typeof DiscordSection>;
+export type DingTalkConfig = z.infer<typeof DingTalkSection>;
 /** The platforms this gateway runs (a `channels.<name>` section each). */
-export type PlatformName = "telegram" | "slack" | "feishu" | "discord";
+export type PlatformName = "telegram" | "slack" | "feishu" | "discord" | "dingtalk";
 /** The keys every platform section has (the manager's allow-lists and mention rule read them per message). */
 export type PlatformSection = { allowed_users: string[]; allowed_channels: string[]; mention_only: boolean; allowed_guilds?: string[] };
 
@@ -141,6 +161,7 @@ export const ChannelConnectionsSection = z.looseObject({
   slack: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
   feishu: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
   discord: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
+  dingtalk: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
 });
 export type ChannelConnectionsConfig = z.infer<typeof ChannelConnectionsSection>;
 
@@ -184,4 +205,5 @@ export const PROVIDERS: Readonly<Record<string, { display_name: string; auth_mod
   slack: { display_name: "Slack", auth_mode: "binding_code" },
   feishu: { display_name: "Feishu", auth_mode: "binding_code" },
   discord: { display_name: "Discord", auth_mode: "binding_code" },
+  dingtalk: { display_name: "DingTalk", auth_mode: "binding_code" },
 };

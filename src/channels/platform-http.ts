@@ -33,7 +33,7 @@ function isRawBody(body: unknown): body is FormData | URLSearchParams {
 }
 
 /**
- * Sends `body` to `url` (POST unless `options.method` says PATCH / GET; GET sends no body): as JSON, or a FormData /
+ * Sends `body` to `url` (POST unless `options.method` says PATCH / PUT / GET; GET sends no body): as JSON, or a FormData /
  * URLSearchParams as multipart / form-encoded. Retries per `judge` and `policy`; counts every HTTP request in `counter`.
  * @returns the accepted answer. @throws PlatformError when `judge` fails it or the tries are spent (`rate_limited`
  *   after 429s, `other` after 5xx / network errors).
@@ -43,7 +43,7 @@ export async function callPlatform(
   url: string,
   body: unknown,
   judge: (answer: PlatformAnswer) => Verdict,
-  options: { method?: "POST" | "PATCH" | "GET"; headers?: Record<string, string>; policy?: RetryPolicy; counter?: { calls: number }; signal?: AbortSignal } = {},
+  options: { method?: "POST" | "PATCH" | "PUT" | "GET"; headers?: Record<string, string>; policy?: RetryPolicy; counter?: { calls: number }; signal?: AbortSignal } = {},
 ): Promise<PlatformAnswer> {
   const policy = options.policy ?? DEFAULT_RETRY;
   let lastKind: PlatformError["kind"] = "other";

@@ -80,17 +80,24 @@ export class ReplyStreamer {
 
   /** Posts or (throttled) edits the streamed text; an edit due later is scheduled once. */
   private update(text: string): void {
-    if (!this.adapter.capabilities.editMessages) return;
-    const wait = this.lastEditAt + this.adapter.capabilities.minEditIntervalMs - Date.now();
-    if (this.posted.length > 0 && wait > 0) {
-      this.pendingEdit ??= setTimeout(() => {
-        this.pendingEdit = null;
-        this.chain(() => this.write(this.latest, false));
-      }, wait);
+    // Kept even where nothing is posted while streaming: a stopped run's answer is the text streamed so far.
+    if (!this.adapter.capabilities.editMessages) {
       this.latest = text;
       return;
     }
     this.latest = text;
+    // The interval counts from when a write is decided, not when it lands: text arriving while a post or an edit is
+    // still in flight waits for the next slot instead of queueing a write right behind it.
+    const wait = this.lastEditAt + this.adapter.capabilities.minEditIntervalMs - Date.now();
+    if (this.lastEditAt > 0 && wait > 0) {
+      this.pendingEdit ??= setTimeout(() => {
+        this.pendingEdit = null;
+        this.lastEditAt = Date.now();
+        this.chain(() => this.write(this.latest, false));
+      }, wait);
+      return;
+    }
+    this.lastEditAt = Date.now();
     this.chain(() => this.write(this.latest, false));
   }
 
@@ -110,9 +117,10 @@ export class ReplyStreamer {
     for (let i = 0; i < pieces.length; i++) {
       const previous = this.shown.split("\u0000")[i];
       if (i < this.posted.length) {
-        if (previous !== pieces[i] && this.adapter.capabilities.editMessages) await this.adapter.edit(this.target, this.posted[i], pieces[i]);
+        const due = previous !== pieces[i] || (final && this.adapter.capabilities.finalizeEdits);
+        if (due && this.adapter.capabilities.editMessages) await this.adapter.edit(this.target, this.posted[i], pieces[i], { stream: true, final });
       } else {
-        this.posted.push(await this.adapter.send(this.target, pieces[i]));
+        this.posted.push(await this.adapter.send(this.target, pieces[i], { stream: true, final }));
         this.firstReplyAt ??= Date.now();
       }
     }

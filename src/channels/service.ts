@@ -14,6 +14,7 @@ import type { StreamBridge } from "../runtime/stream/stream-bridge.js";
 import { openSqlite } from "../runtime/persistence/sqlite/sqlite.js";
 import { BadRequestError, NotFoundError, RateLimitedError } from "../errors.js";
 import { PROVIDERS, readChannelSettings, type ChannelSettings, type PlatformName } from "./config.js";
+import { DingTalkAdapter } from "./dingtalk.js";
 import { DiscordAdapter } from "./discord.js";
 import { FeishuAdapter } from "./feishu.js";
 import { ChannelManager } from "./manager.js";
@@ -119,6 +120,7 @@ const CREDENTIAL_FIELDS: Record<string, ProviderView["credential_fields"]> = {
   slack: [{ name: "bot_token", label: "Bot token", type: "password", required: true }, { name: "app_token", label: "App token", type: "password", required: true }],
   discord: [{ name: "bot_token", label: "Bot token", type: "password", required: true }],
   feishu: [{ name: "app_id", label: "App ID", type: "text", required: true }, { name: "app_secret", label: "App secret", type: "password", required: true }],
+  dingtalk: [{ name: "client_id", label: "Client ID", type: "text", required: true }, { name: "client_secret", label: "Client secret", type: "password", required: true }],
 };
 
 /** The running channel runtime of one gateway process. */
@@ -133,12 +135,15 @@ export class ChannelService {
     this.lastGood = boot;
     this.coordination = coordination;
     const holderId = `${hostname()}:${process.pid}:${randomUUID()}`;
-    const { telegram, slack, feishu, discord } = boot.channels;
+    const { telegram, slack, feishu, discord, dingtalk } = boot.channels;
     const counter = deps.apiCalls;
     if (telegram?.enabled) this.adapters.set("telegram", new TelegramAdapter(telegram, { logger: deps.logger, lease, holderId, botUsername: boot.connections.telegram?.bot_username || undefined, counter }));
     if (slack?.enabled) this.adapters.set("slack", new SlackAdapter(slack, { counter }));
     if (feishu?.enabled) this.adapters.set("feishu", new FeishuAdapter(feishu, { logger: deps.logger, lease, holderId, counter, onRefused: () => store.setProviderStatus("feishu", "broken") }));
     if (discord?.enabled) this.adapters.set("discord", new DiscordAdapter(discord, { logger: deps.logger, lease, holderId, counter, setStatus: (s) => store.setProviderStatus("discord", s) }));
+    // Refused credentials on connect: the connections show `broken` in Settings (as a refused reply token does).
+    const dingtalkRefused = () => void store.setProviderStatus("dingtalk", "broken").catch(() => undefined);
+    if (dingtalk?.enabled) this.adapters.set("dingtalk", new DingTalkAdapter(dingtalk, { logger: deps.logger, lease, holderId, counter, onCredentialsRefused: dingtalkRefused }));
     this.manager = new ChannelManager({
       runService: deps.runService, runs: deps.runs, threads: deps.persistence.threads, runRecords: deps.persistence.runs, bridge: deps.bridge, store, dedupe,
       settings: () => this.settings(), modelNames: deps.modelNames, sandbox: deps.sandbox, uploads: () => uploadsOf(deps.rawConfig()), authDisabledUser: deps.authDisabledUser, logger: deps.logger, onFirstReply: deps.onFirstReply,

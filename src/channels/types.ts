@@ -71,6 +71,14 @@ export interface AdapterCapabilities {
   maxMessageChars: number;
   /** The shortest interval between two edits of one message, in ms (the platform's rate limit). */
   minEditIntervalMs: number;
+  /** True when the end's write must edit each posted message even unchanged (a DingTalk AI Card is marked finished). */
+  finalizeEdits?: boolean;
+}
+
+/** What a `send` / `edit` is part of: `stream` for a run's streamed answer (not a one-off reply), `final` on its last write. */
+export interface ReplyOptions {
+  stream?: boolean;
+  final?: boolean;
 }
 
 /** What a webhook request carries, as the route received it (the raw body: signatures are over its bytes). */
@@ -99,8 +107,8 @@ export interface ChannelAdapter {
   readonly capabilities: AdapterCapabilities;
   start(sink: InboundSink): Promise<void>;
   stop(): Promise<void>;
-  send(target: ReplyTarget, text: string): Promise<string>;
-  edit(target: ReplyTarget, messageId: string, text: string): Promise<void>;
+  send(target: ReplyTarget, text: string, options?: ReplyOptions): Promise<string>;
+  edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void>;
   /**
    * Downloads a file the user sent, reading at most `maxBytes` (more: {@link FileTooLargeError}, nothing kept).
    * Absent on adapters that take no files.
