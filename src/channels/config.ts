@@ -98,6 +98,27 @@ export const DiscordSection = z.looseObject({
   if (v.thread_mode === true) ctx.addIssue({ code: "custom", message: "channels.discord.thread_mode is not offered (answers go into the channel, replying to the message); set thread_mode: false" });
 });
 
+/** WeCom's long-connection endpoint (the intelligent bot's websocket; upstream's SDK default). */
+export const WECOM_WS_URL = "wss://openws.work.weixin.qq.com";
+
+/**
+ * `channels.wecom`: the WeCom (企业微信) intelligent bot over its long connection. Upstream keys: `bot_id`,
+ * `bot_secret`, `working_message` (a placeholder upstream streams before each answer: not offered, refused when
+ * set). Plus `ws_url` for another endpoint (tests: a local fake).
+ */
+export const WecomSection = z.looseObject({
+  ...Common,
+  bot_id: z.string().default(""),
+  bot_secret: z.string().default(""),
+  /** The long-connection URL (`wss://openws.work.weixin.qq.com`). */
+  ws_url: z.string().url().default(WECOM_WS_URL),
+  working_message: z.string().optional(),
+}).superRefine((v, ctx) => {
+  if (!v.enabled) return;
+  if (!v.bot_id || !v.bot_secret) ctx.addIssue({ code: "custom", message: "channels.wecom.bot_id and bot_secret are required when the channel is enabled" });
+  if (v.working_message) ctx.addIssue({ code: "custom", message: "channels.wecom.working_message is not offered (the answer itself streams from its first token); remove it" });
+});
+
 /** Upstream's session defaults for every channel run (`channels.session`). */
 const SessionSection = z.looseObject({
   assistant_id: z.string().default("lead_agent"),
@@ -105,7 +126,7 @@ const SessionSection = z.looseObject({
   context: z.record(z.string(), z.unknown()).default({}),
 });
 
-/** The `channels` section. Platforms other than these four are refused when enabled (config-keys.ts). */
+/** The `channels` section. Platforms other than these five are refused when enabled (config-keys.ts). */
 export const ChannelsSection = z.looseObject({
   session: SessionSection.default({ assistant_id: "lead_agent", config: {}, context: {} }),
   /** Inbound messages handled at once (upstream `max_concurrency`). */
@@ -118,14 +139,16 @@ export const ChannelsSection = z.looseObject({
   slack: SlackSection.optional(),
   feishu: FeishuSection.optional(),
   discord: DiscordSection.optional(),
+  wecom: WecomSection.optional(),
 });
 export type ChannelsConfig = z.infer<typeof ChannelsSection>;
 export type TelegramConfig = z.infer<typeof TelegramSection>;
 export type SlackConfig = z.infer<typeof SlackSection>;
 export type FeishuConfig = z.infer<typeof FeishuSection>;
 export type DiscordConfig = z.infer<typeof DiscordSection>;
+export type WecomConfig = z.infer<typeof WecomSection>;
 /** The platforms this gateway runs (a `channels.<name>` section each). */
-export type PlatformName = "telegram" | "slack" | "feishu" | "discord";
+export type PlatformName = "telegram" | "slack" | "feishu" | "discord" | "wecom";
 /** The keys every platform section has (the manager's allow-lists and mention rule read them per message). */
 export type PlatformSection = { allowed_users: string[]; allowed_channels: string[]; mention_only: boolean; allowed_guilds?: string[] };
 
@@ -138,6 +161,7 @@ export const ChannelConnectionsSection = z.looseObject({
   slack: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
   feishu: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
   discord: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
+  wecom: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
 });
 export type ChannelConnectionsConfig = z.infer<typeof ChannelConnectionsSection>;
 
@@ -181,4 +205,5 @@ export const PROVIDERS: Readonly<Record<string, { display_name: string; auth_mod
   slack: { display_name: "Slack", auth_mode: "binding_code" },
   feishu: { display_name: "Feishu", auth_mode: "binding_code" },
   discord: { display_name: "Discord", auth_mode: "binding_code" },
+  wecom: { display_name: "WeCom", auth_mode: "binding_code" },
 };

@@ -107,12 +107,14 @@ export class ReplyStreamer {
     // While streaming, only the last piece changes; earlier ones were final when the next one began.
     const joined = pieces.join("\u0000");
     if (!final && (joined === this.shown || !text)) return;
+    // A platform whose streamed messages stay open until closed gets every posted message edited once more at the end.
+    const closing = final && this.adapter.capabilities.finishStreams === true;
     for (let i = 0; i < pieces.length; i++) {
       const previous = this.shown.split("\u0000")[i];
       if (i < this.posted.length) {
-        if (previous !== pieces[i] && this.adapter.capabilities.editMessages) await this.adapter.edit(this.target, this.posted[i], pieces[i]);
+        if ((previous !== pieces[i] || closing) && this.adapter.capabilities.editMessages) await this.adapter.edit(this.target, this.posted[i], pieces[i], closing ? { final: true } : undefined);
       } else {
-        this.posted.push(await this.adapter.send(this.target, pieces[i]));
+        this.posted.push(await this.adapter.send(this.target, pieces[i], final ? undefined : { streaming: true }));
         this.firstReplyAt ??= Date.now();
       }
     }

@@ -22,6 +22,7 @@ import { RedisChannelCoordination } from "./redis-coordination.js";
 import { SlackAdapter } from "./slack.js";
 import { SqliteChannelStore, type ChannelStore, type ChannelConnection, type DedupeStore, type LeaseStore } from "./store.js";
 import { TelegramAdapter } from "./telegram.js";
+import { WecomAdapter } from "./wecom.js";
 import type { ChannelAdapter, WebhookAnswer, WebhookRequest } from "./types.js";
 import type { GatewaySandboxProvider } from "../sandbox/security.js";
 import { UploadsConfigSchema } from "../config/schema.js";
@@ -119,6 +120,7 @@ const CREDENTIAL_FIELDS: Record<string, ProviderView["credential_fields"]> = {
   slack: [{ name: "bot_token", label: "Bot token", type: "password", required: true }, { name: "app_token", label: "App token", type: "password", required: true }],
   discord: [{ name: "bot_token", label: "Bot token", type: "password", required: true }],
   feishu: [{ name: "app_id", label: "App ID", type: "text", required: true }, { name: "app_secret", label: "App secret", type: "password", required: true }],
+  wecom: [{ name: "bot_id", label: "Bot ID", type: "text", required: true }, { name: "bot_secret", label: "Bot secret", type: "password", required: true }],
 };
 
 /** The running channel runtime of one gateway process. */
@@ -133,12 +135,13 @@ export class ChannelService {
     this.lastGood = boot;
     this.coordination = coordination;
     const holderId = `${hostname()}:${process.pid}:${randomUUID()}`;
-    const { telegram, slack, feishu, discord } = boot.channels;
+    const { telegram, slack, feishu, discord, wecom } = boot.channels;
     const counter = deps.apiCalls;
     if (telegram?.enabled) this.adapters.set("telegram", new TelegramAdapter(telegram, { logger: deps.logger, lease, holderId, botUsername: boot.connections.telegram?.bot_username || undefined, counter }));
     if (slack?.enabled) this.adapters.set("slack", new SlackAdapter(slack, { counter }));
     if (feishu?.enabled) this.adapters.set("feishu", new FeishuAdapter(feishu, { counter }));
     if (discord?.enabled) this.adapters.set("discord", new DiscordAdapter(discord, { logger: deps.logger, lease, holderId, counter }));
+    if (wecom?.enabled) this.adapters.set("wecom", new WecomAdapter(wecom, { logger: deps.logger, lease, holderId, counter, onCredentialRefused: () => store.setProviderStatus("wecom", "broken"), onCredentialAccepted: () => store.setProviderStatus("wecom", "connected") }));
     this.manager = new ChannelManager({
       runService: deps.runService, runs: deps.runs, threads: deps.persistence.threads, runRecords: deps.persistence.runs, bridge: deps.bridge, store, dedupe,
       settings: () => this.settings(), modelNames: deps.modelNames, sandbox: deps.sandbox, uploads: () => uploadsOf(deps.rawConfig()), authDisabledUser: deps.authDisabledUser, logger: deps.logger, onFirstReply: deps.onFirstReply,

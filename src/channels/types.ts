@@ -71,6 +71,12 @@ export interface AdapterCapabilities {
   maxMessageChars: number;
   /** The shortest interval between two edits of one message, in ms (the platform's rate limit). */
   minEditIntervalMs: number;
+  /**
+   * True where a streamed message stays open until closed (WeCom's `stream` replies end with `finish: true`): the
+   * reply streamer sends while streaming with `{ streaming: true }` and ends with an edit of every posted message
+   * with `{ final: true }`, changed or not.
+   */
+  finishStreams?: boolean;
 }
 
 /** What a webhook request carries, as the route received it (the raw body: signatures are over its bytes). */
@@ -99,8 +105,10 @@ export interface ChannelAdapter {
   readonly capabilities: AdapterCapabilities;
   start(sink: InboundSink): Promise<void>;
   stop(): Promise<void>;
-  send(target: ReplyTarget, text: string): Promise<string>;
-  edit(target: ReplyTarget, messageId: string, text: string): Promise<void>;
+  /** `options.streaming`: more edits follow (only adapters with `finishStreams` read it). */
+  send(target: ReplyTarget, text: string, options?: { streaming?: boolean }): Promise<string>;
+  /** `options.final`: the last edit of a streamed message (only adapters with `finishStreams` read it). */
+  edit(target: ReplyTarget, messageId: string, text: string, options?: { final?: boolean }): Promise<void>;
   /**
    * Downloads a file the user sent, reading at most `maxBytes` (more: {@link FileTooLargeError}, nothing kept).
    * Absent on adapters that take no files.

@@ -1,0 +1,118 @@
+// A fake WeCom intelligent-bot long connection (a `ws` server speaking the aibot frames): `aibot_subscribe` answered
+// with errcode 0 for the right bot_id + secret (else 40001 "invalid credential"), `ping` acknowledged,
+// `aibot_msg_callback` frames pushed to the subscribed connection, `aibot_respond_msg` stream replies recorded per
+// stream id (each frame's content replaces the last; `finish` closes it; an unknown req_id answers 846605, a frame
+// on a finished stream 846608) and `aibot_send_msg` recorded. Every frame is acknowledged with its req_id, or with
+// the next errcode of `failNext` (45009 frequency limit, -1 busy) as WeCom answers under load.
+import type { AddressInfo } from "node:net";
+import { WebSocketServer, type WebSocket } from "ws";
+
+/** One frame the bot sent (subscribe, ping, reply, send), as received. */
+export interface WecomCall {
+  cmd: string;
+  reqId: string;
+  body: Record<string, any>;
+  at: number;
+}
+
+/** A streamed reply: every content it showed, and whether it was finished. */
+export interface WecomStream {
+  id: string;
+  reqId: string;
+  texts: string[];
+  finished: boolean;
+}
+
+/** The running fake. */
+export interface WecomFake {
+  url: string;
+  botId: string;
+  secret: string;
+  calls: WecomCall[];
+  streams: WecomStream[];
+  /** `aibot_send_msg` markdown messages: chat id and content. */
+  proactive: { chatid: string; content: string }[];
+  /** Errcodes for the next reply frames (respond / send), one consumed per frame. */
+  failNext: number[];
+  /** Subscribed (authenticated) connections now open. */
+  connections(): number;
+  /** Pushes an `aibot_msg_callback` with `body` to the subscribed connection; resolves its req_id. */
+  deliver(body: Record<string, unknown>, reqId?: string): string;
+  /** Drops every connection (no close frame, as a network failure). */
+  drop(): void;
+  close(): Promise<void>;
+}
+
+/** A text message body from `userId` (a single chat unless `chatId` names a group). */
+export function wecomMessage(msgid: string, userId: string, content: string, options: { chatId?: string; aibotId?: string } = {}): Record<string, unknown> {
+  const body: Record<string, unknown> = { msgid, aibotid: options.aibotId ?? "bot-1", chattype: options.chatId ? "group" : "single", from: { userid: userId }, msgtype: "text", text: { content } };
+  if (options.chatId) body.chatid = options.chatId;
+  return body;
+}
+
+/** Starts the fake for bot `botId` with `secret`. */
+export async function startWecomFake(botId = "bot-1", secret = "wecom-secret"): Promise<WecomFake> {
+  const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+  await new Promise<void>((resolve) => wss.once("listening", () => resolve()));
+  const live = new Set<WebSocket>();
+  const subscribed = new Set<WebSocket>();
+  const delivered = new Set<string>();
+  let n = 0;
+  const ack = (ws: WebSocket, reqId: string, errcode = 0, errmsg = "ok", body?: unknown) => ws.send(JSON.stringify({ headers: { req_id: reqId }, errcode, errmsg, ...(body ? { body } : {}) }));
+
+  const reply = (ws: WebSocket, call: WecomCall): void => {
+    const code = self.failNext.shift();
+    if (code !== undefined) return ack(ws, call.reqId, code, code === 45009 ? "api freq out of limit" : "system busy");
+    if (call.cmd === "aibot_send_msg") {
+      self.proactive.push({ chatid: String(call.body.chatid), content: String(call.body.markdown?.content ?? "") });
+      return ack(ws, call.reqId);
+    }
+    if (!delivered.has(call.reqId)) return ack(ws, call.reqId, 846605, "invalid req_id");
+    const s = call.body.stream;
+    if (call.body.msgtype !== "stream" || typeof s?.id !== "string" || typeof s.content !== "string") return ack(ws, call.reqId, 40058, "invalid parameter");
+    if (Buffer.byteLength(s.content) > 20480) return ack(ws, call.reqId, 40058, "content exceed max length");
+    let stream = self.streams.find((x) => x.id === s.id);
+    if (stream?.finished) return ack(ws, call.reqId, 846608, "stream message update expired");
+    if (!stream) self.streams.push((stream = { id: s.id, reqId: call.reqId, texts: [], finished: false }));
+    stream.texts.push(s.content);
+    stream.finished = s.finish === true;
+    ack(ws, call.reqId);
+  };
+
+  wss.on("connection", (ws) => {
+    live.add(ws);
+    ws.on("close", () => { live.delete(ws); subscribed.delete(ws); });
+    ws.on("message", (raw) => {
+      const f = JSON.parse(raw.toString()) as { cmd?: string; headers?: { req_id?: string }; body?: Record<string, any> };
+      const call: WecomCall = { cmd: String(f.cmd ?? ""), reqId: String(f.headers?.req_id ?? ""), body: f.body ?? {}, at: Date.now() };
+      self.calls.push(call);
+      if (call.cmd === "aibot_subscribe") {
+        if (call.body.bot_id !== self.botId || call.body.secret !== self.secret) return ack(ws, call.reqId, 40001, "invalid credential");
+        subscribed.add(ws);
+        return ack(ws, call.reqId);
+      }
+      if (!subscribed.has(ws)) return ack(ws, call.reqId, 40001, "not subscribed");
+      if (call.cmd === "ping") return ack(ws, call.reqId);
+      if (call.cmd === "aibot_respond_msg" || call.cmd === "aibot_send_msg") return reply(ws, call);
+      ack(ws, call.reqId, 40058, "unknown cmd");
+    });
+  });
+
+  const self: WecomFake = {
+    url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`, botId, secret, calls: [], streams: [], proactive: [], failNext: [],
+    connections: () => subscribed.size,
+    deliver: (body, reqId = `req_${++n}_${Date.now()}`) => {
+      delivered.add(reqId);
+      for (const ws of subscribed) ws.send(JSON.stringify({ cmd: "aibot_msg_callback", headers: { req_id: reqId }, body }));
+      return reqId;
+    },
+    drop: () => {
+      for (const ws of live) ws.terminate();
+    },
+    close: async () => {
+      for (const ws of live) ws.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+  return self;
+}
