@@ -81,24 +81,28 @@ export class ReplyStreamer {
   /** Posts or (throttled) edits the streamed text; an edit due later is scheduled once. */
   private update(text: string): void {
     if (!this.adapter.capabilities.editMessages) return;
+    this.latest = text;
+    // One write at a time: text that arrives while one is in flight (the first post included) goes out with the
+    // next throttled edit, so a slow platform answer cannot queue up an edit per token.
+    if (this.pendingEdit || this.writing) return;
     const wait = this.lastEditAt + this.adapter.capabilities.minEditIntervalMs - Date.now();
     if (this.posted.length > 0 && wait > 0) {
-      this.pendingEdit ??= setTimeout(() => {
+      this.pendingEdit = setTimeout(() => {
         this.pendingEdit = null;
         this.chain(() => this.write(this.latest, false));
       }, wait);
-      this.latest = text;
       return;
     }
-    this.latest = text;
     this.chain(() => this.write(this.latest, false));
   }
 
   private latest = "";
+  private writing = false;
 
   private chain(step: () => Promise<void>): void {
+    this.writing = true;
     // Streaming edits are best effort: a failed one is overtaken by the next (the final write reports failures).
-    this.inFlight = this.inFlight.then(step).catch(() => undefined);
+    this.inFlight = this.inFlight.then(step).catch(() => undefined).finally(() => { this.writing = false; });
   }
 
   /** Makes the chat show `text`: edits the posted messages, posts the pieces beyond them. */
