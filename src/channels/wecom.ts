@@ -8,9 +8,10 @@ import { WSAuthFailureError, WSClient, generateReqId, type WsFrame } from "@weco
 import type { Logger } from "pino";
 import type { WecomConfig } from "./config.js";
 import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
+import { downloadWecomFile, wecomFiles } from "./wecom-files.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./platform-http.js";
 import type { LeaseStore } from "./store.js";
-import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundMessage, type InboundSink, type ReplyTarget } from "./types.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundMessage, type InboundSink, type ReplyTarget } from "./types.js";
 
 /**
  * The longest text one stream frame carries, in characters: WeCom takes 20 480 bytes of UTF-8, and 5 000 code
@@ -58,7 +59,9 @@ interface WecomBody {
   msgtype?: string;
   text?: { content?: string };
   voice?: { content?: string };
-  mixed?: { msg_item?: { msgtype?: string; text?: { content?: string } }[] };
+  mixed?: { msg_item?: { msgtype?: string; text?: { content?: string }; image?: { url?: string; aeskey?: string } }[] };
+  image?: { url?: string; aeskey?: string };
+  file?: { url?: string; aeskey?: string };
   quote?: { text?: { content?: string } };
 }
 
@@ -199,13 +202,21 @@ export class WecomAdapter implements ChannelAdapter {
     if (!body.msgid || !userId || !reqId) return null;
     const group = body.chattype === "group";
     // In a group the bot only receives messages that @mention it; the mention leads the text.
-    const text = group ? wecomText(body).replace(/^@\S+\s*/, "") : wecomText(body);
-    if (!text) return null;
+    const files = wecomFiles(body);
+    let text = group ? wecomText(body).replace(/^@\S+\s*/, "") : wecomText(body);
+    if (!text && !files.length) return null;
+    // Upstream's prompt for a message that is only files.
+    if (!text) text = body.msgtype === "image" ? "（receive image ）" : body.msgtype === "file" ? "（receive file）" : "（receive image/file）";
     return {
       provider: "wecom", eventId: body.msgid, userId, userName: null, workspaceId: body.aibotid || null,
       chatId: group && body.chatid ? body.chatid : userId, topicId: null, replyToId: reqId,
-      text, isDirect: !group, mentioned: true, receivedAt: Date.now(),
+      text, isDirect: !group, mentioned: true, receivedAt: Date.now(), files,
     };
+  }
+
+  /** Downloads and decrypts a file the user sent (the URL and aeskey of its callback), at most `maxBytes`. */
+  downloadFile(file: InboundFile, maxBytes: number): Promise<Buffer> {
+    return downloadWecomFile(file, maxBytes, this.deps.counter);
   }
 
   /**

@@ -3,7 +3,10 @@
 // `aibot_msg_callback` frames pushed to the subscribed connection, `aibot_respond_msg` stream replies recorded per
 // stream id (each frame's content replaces the last; `finish` closes it; an unknown req_id answers 846605, a frame
 // on a finished stream 846608) and `aibot_send_msg` recorded. Every frame is acknowledged with its req_id, or with
-// the next errcode of `failNext` (45009 frequency limit, -1 busy) as WeCom answers under load.
+// the next errcode of `failNext` (45009 frequency limit, -1 busy) as WeCom answers under load. Files a user sends
+// are served over HTTP, AES-256-CBC encrypted with a per-file aeskey (IV = the key's first 16 bytes, PKCS#7 to 32).
+import { createCipheriv, randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
 
@@ -38,6 +41,10 @@ export interface WecomFake {
   connections(): number;
   /** Pushes an `aibot_msg_callback` with `body` to the subscribed connection; resolves its req_id. */
   deliver(body: Record<string, unknown>, reqId?: string): string;
+  /** Serves `data` encrypted with a new aeskey at a URL (Content-Disposition `name`); the callback's url + aeskey. */
+  hostFile(data: Buffer, name: string): { url: string; aeskey: string };
+  /** File downloads served. */
+  downloads: number;
   /** Drops every connection (no close frame, as a network failure). */
   drop(): void;
   close(): Promise<void>;
@@ -50,8 +57,30 @@ export function wecomMessage(msgid: string, userId: string, content: string, opt
   return body;
 }
 
+/** WeCom's file encryption: AES-256-CBC, key = base64 `aeskey`, IV = its first 16 bytes, PKCS#7 padded to 32. */
+export function encryptWecomFile(data: Buffer, aeskey: string): Buffer {
+  const key = Buffer.from(aeskey, "base64");
+  const pad = 32 - (data.length % 32);
+  const cipher = createCipheriv("aes-256-cbc", key, key.subarray(0, 16)).setAutoPadding(false);
+  return Buffer.concat([cipher.update(Buffer.concat([data, Buffer.alloc(pad, pad)])), cipher.final()]);
+}
+
+/** The file server: each hosted file at `/file/<n>`. */
+async function startFileServer(files: Map<string, { body: Buffer; name: string }>, served: () => void): Promise<{ server: Server; url: string }> {
+  const server = createServer((req, res) => {
+    const file = files.get(req.url ?? "");
+    if (!file) return void res.writeHead(404).end();
+    served();
+    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(file.body.length), "content-disposition": `attachment; filename*=UTF-8''${encodeURIComponent(file.name)}` }).end(file.body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
 /** Starts the fake for bot `botId` with `secret`. */
 export async function startWecomFake(botId = "bot-1", secret = "wecom-secret"): Promise<WecomFake> {
+  const hosted = new Map<string, { body: Buffer; name: string }>();
+  const files = await startFileServer(hosted, () => self.downloads++);
   const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
   await new Promise<void>((resolve) => wss.once("listening", () => resolve()));
   const live = new Set<WebSocket>();
@@ -106,12 +135,21 @@ export async function startWecomFake(botId = "bot-1", secret = "wecom-secret"): 
       for (const ws of subscribed) ws.send(JSON.stringify({ cmd: "aibot_msg_callback", headers: { req_id: reqId }, body }));
       return reqId;
     },
+    hostFile: (data, name) => {
+      const aeskey = randomBytes(32).toString("base64");
+      const path = `/file/${hosted.size + 1}`;
+      hosted.set(path, { body: encryptWecomFile(data, aeskey), name });
+      return { url: `${files.url}${path}`, aeskey };
+    },
+    downloads: 0,
     drop: () => {
       for (const ws of live) ws.terminate();
     },
     close: async () => {
       for (const ws of live) ws.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
+      files.server.closeAllConnections();
+      await new Promise<void>((resolve) => files.server.close(() => resolve()));
     },
   };
   return self;
