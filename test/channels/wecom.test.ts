@@ -123,6 +123,19 @@ describe("WeCom channel", () => {
     expect(threads).toHaveLength(2);
   }, 40_000);
 
+  it("answers the reply to a clarification question, which has no message to stream onto, as a markdown message", async () => {
+    const { wc, alice } = await setup();
+    const dm = await connect(wc, alice, "u-gina");
+    dm.say('!call ask_clarification {"question":"Which city do you mean?","clarification_type":"missing_info"}');
+    await until(() => dm.last()?.finished === true && (dm.lastText() ?? "").includes("Which city do you mean?"), 15_000);
+    const [thread] = await (await alice.fetch("/api/threads/search", { json: {} })).json();
+    await until(async () => (await (await alice.fetch(`/api/threads/${thread.thread_id}/runs`)).json()).every((r: { status: string }) => r.status === "success"));
+    dm.say("Paris");
+    await until(() => wc.proactive.some((p) => p.chatid === "u-gina" && p.content === "You said: Paris"), 15_000);
+    expect(await (await alice.fetch("/api/threads/search", { json: {} })).json()).toHaveLength(1);
+    expect(await (await alice.fetch(`/api/threads/${thread.thread_id}/runs`)).json()).toHaveLength(2);
+  }, 30_000);
+
   it("applies allowed_users and allowed_channels; group messages answer in the group with the mention stripped", async () => {
     const { wc, alice } = await setup({ extra: ["    allowed_users: [u-carol]", "    allowed_channels: [g-ok]"] });
     const dm = await connect(wc, alice, "u-carol");
