@@ -11,13 +11,16 @@ import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
 import { downloadWecomFile, wecomFiles } from "./wecom-files.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./platform-http.js";
 import type { LeaseStore } from "./store.js";
-import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundMessage, type InboundSink, type ReplyTarget } from "./types.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyTarget } from "./types.js";
 
 /**
  * The longest text one stream frame carries, in characters: WeCom takes 20 480 bytes of UTF-8, and 5 000 code
  * points are at most 20 000 bytes whatever the script.
  */
 export const WECOM_MAX_CHARS = 5000;
+/** Upstream's limits for files posted into WeCom: images up to 2 MiB (larger ones go as files), files up to 20 MiB. */
+const WECOM_IMAGE_MAX_BYTES = 2 * 1024 * 1024;
+export const WECOM_FILE_MAX_BYTES = 20 * 1024 * 1024;
 /** Stream frames go out at most every 500 ms (each waits for WeCom's ack before the next, as the SDK queues them). */
 export const WECOM_STREAM_INTERVAL_MS = 500;
 /** WeCom's "API frequency out of limit" codes: wait (at least a second) and send again. */
@@ -101,6 +104,7 @@ export function wecomText(body: WecomBody): string {
 export class WecomAdapter implements ChannelAdapter {
   readonly provider = "wecom";
   readonly capabilities: AdapterCapabilities;
+  readonly maxUploadBytes = WECOM_FILE_MAX_BYTES;
   private sink: InboundSink | null = null;
   private client: WSClient | null = null;
   private readonly streams = new Map<string, OpenStream>();
@@ -224,7 +228,7 @@ export class WecomAdapter implements ChannelAdapter {
    * timeout or a dropped connection waits and tries again (4 tries, 250 ms doubled, at least 1 s after a limit).
    * @throws PlatformError (`other` with the errcode when WeCom refuses the frame; `rate_limited` when tries run out).
    */
-  private async call(op: (client: WSClient) => Promise<WsFrame>): Promise<WsFrame> {
+  private async call<T>(op: (client: WSClient) => Promise<T>): Promise<T> {
     const policy = this.deps.retry ?? DEFAULT_RETRY;
     let last = "no answer";
     let limited = false;
@@ -248,6 +252,18 @@ export class WecomAdapter implements ChannelAdapter {
       }
     }
     throw new PlatformError("wecom", limited ? "rate_limited" : "other", `wecom reply failed after ${policy.attempts} tries (${last})`);
+  }
+
+  /**
+   * Posts a presented file (upstream `send_file`): uploaded over the long connection (`aibot_upload_media_*`, the
+   * SDK's chunked upload), then a reply with its media_id to the message answered (else `aibot_send_msg`).
+   */
+  async sendFile(target: ReplyTarget, file: OutboundFile): Promise<void> {
+    const type = file.contentType.startsWith("image/") && file.data.length <= WECOM_IMAGE_MAX_BYTES ? "image" : "file";
+    const media = await this.call((c) => c.uploadMedia(file.data, { type, filename: file.filename }));
+    const reqId = target.replyToId;
+    if (reqId) await this.call((c) => c.replyMedia({ headers: { req_id: reqId } }, type, media.media_id));
+    else await this.call((c) => c.sendMediaMessage(target.chatId, type, media.media_id));
   }
 
   /** A markdown message into the chat (`aibot_send_msg`): for replies with no message to answer. */

@@ -19,7 +19,8 @@ async function setup(uploads = ""): Promise<{ wc: WecomFake; alice: Session }> {
   const fake = (wc = await startWecomFake());
   h = await startHarness([
     "models:", "  - name: s", "    use: deerflow-gateway:ScriptedChatModel", "    model: s",
-    "tools:", "  - { name: read_file, group: file:read, use: deerflow.sandbox.tools:read_file_tool }", "tool_groups: [{ name: file:read }]",
+    "tools:", "  - { name: read_file, group: file:read, use: deerflow.sandbox.tools:read_file_tool }",
+    "  - { name: write_file, group: file:write, use: deerflow.sandbox.tools:write_file_tool }", "tool_groups: [{ name: file:read }, { name: file:write }]",
     "channels:", "  wecom:", "    enabled: true", `    bot_id: ${fake.botId}`, `    bot_secret: ${fake.secret}`, `    ws_url: ${fake.url}`,
     "channel_connections:", "  enabled: true", "  wecom:", "    enabled: true", uploads, "",
   ].join("\n"), { authDisabled: false });
@@ -49,6 +50,20 @@ describe("WeCom files", () => {
     const uploads = await (await alice.fetch(`/api/threads/${thread.thread_id}/uploads/list`)).json();
     expect(uploads.files).toEqual([expect.objectContaining({ filename: "note.txt", size: content.length })]);
   }, 30_000);
+
+  it("posts a presented file into the chat: uploaded over the long connection, then a file reply to the message", async () => {
+    const { wc, alice } = await setup();
+    const bytes = "report line 1\nreport line 2 \u00e9\n";
+    const write = wc.deliver({ msgid: "m-w", aibotid: "bot-1", chattype: "single", from: { userid: "u-f" }, msgtype: "text", text: { content: `!call write_file ${JSON.stringify({ description: "write", path: "/mnt/user-data/outputs/report.txt", content: bytes })}` } });
+    await until(() => /^Tool write_file returned: OK/.test(answerTo(wc, write) ?? ""), 15_000);
+    const [thread] = await (await alice.fetch("/api/threads/search", { json: {} })).json();
+    await until(async () => (await (await alice.fetch(`/api/threads/${thread.thread_id}/runs`)).json()).every((r: { status: string }) => r.status === "success"));
+    const present = wc.deliver({ msgid: "m-p", aibotid: "bot-1", chattype: "single", from: { userid: "u-f" }, msgtype: "text", text: { content: '!call present_files {"filepaths":["/mnt/user-data/outputs/report.txt"]}' } });
+    await until(() => wc.media.length === 1, 15_000);
+    expect(wc.media[0]).toMatchObject({ reqId: present, type: "file", filename: "report.txt" });
+    expect(wc.media[0].data.toString("utf8")).toBe(bytes);
+    expect(answerTo(wc, present)).toContain("Created File: 📎 report.txt");
+  }, 40_000);
 
   it("refuses a file over the limit in the chat: nothing stored, no run", async () => {
     const { wc, alice } = await setup("uploads:\n  max_file_size: 1000");

@@ -5,7 +5,7 @@
 // on a finished stream 846608) and `aibot_send_msg` recorded. Every frame is acknowledged with its req_id, or with
 // the next errcode of `failNext` (45009 frequency limit, -1 busy) as WeCom answers under load. Files a user sends
 // are served over HTTP, AES-256-CBC encrypted with a per-file aeskey (IV = the key's first 16 bytes, PKCS#7 to 32).
-import { createCipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createHash, randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
@@ -35,6 +35,8 @@ export interface WecomFake {
   streams: WecomStream[];
   /** `aibot_send_msg` markdown messages: chat id and content. */
   proactive: { chatid: string; content: string }[];
+  /** Files posted: uploaded (init, chunks, finish), then sent as an image / file reply or message. */
+  media: { reqId: string | null; chatid: string | null; type: string; filename: string; data: Buffer }[];
   /** Errcodes for the next reply frames (respond / send), one consumed per frame. */
   failNext: number[];
   /** Subscribed (authenticated) connections now open. */
@@ -92,11 +94,19 @@ export async function startWecomFake(botId = "bot-1", secret = "wecom-secret"): 
   const reply = (ws: WebSocket, call: WecomCall): void => {
     const code = self.failNext.shift();
     if (code !== undefined) return ack(ws, call.reqId, code, code === 45009 ? "api freq out of limit" : "system busy");
+    const mediaOf = (type: string) => uploads.get(String(call.body[type]?.media_id ?? ""));
     if (call.cmd === "aibot_send_msg") {
-      self.proactive.push({ chatid: String(call.body.chatid), content: String(call.body.markdown?.content ?? "") });
+      const upload = mediaOf(String(call.body.msgtype));
+      if (upload) self.media.push({ reqId: null, chatid: String(call.body.chatid), type: String(call.body.msgtype), ...upload });
+      else self.proactive.push({ chatid: String(call.body.chatid), content: String(call.body.markdown?.content ?? "") });
       return ack(ws, call.reqId);
     }
     if (!delivered.has(call.reqId)) return ack(ws, call.reqId, 846605, "invalid req_id");
+    const upload = mediaOf(String(call.body.msgtype));
+    if (upload) {
+      self.media.push({ reqId: call.reqId, chatid: null, type: String(call.body.msgtype), ...upload });
+      return ack(ws, call.reqId);
+    }
     const s = call.body.stream;
     if (call.body.msgtype !== "stream" || typeof s?.id !== "string" || typeof s.content !== "string") return ack(ws, call.reqId, 40058, "invalid parameter");
     if (Buffer.byteLength(s.content) > 20480) return ack(ws, call.reqId, 40058, "content exceed max length");
@@ -106,6 +116,30 @@ export async function startWecomFake(botId = "bot-1", secret = "wecom-secret"): 
     stream.texts.push(s.content);
     stream.finished = s.finish === true;
     ack(ws, call.reqId);
+  };
+
+  // Chunked uploads: init gives an upload_id, chunks are base64 parts, finish checks the md5 and gives a media_id.
+  const pending = new Map<string, { filename: string; md5: string; chunks: Buffer[] }>();
+  const uploads = new Map<string, { filename: string; data: Buffer }>();
+  const upload = (ws: WebSocket, call: WecomCall): void => {
+    const b = call.body;
+    if (call.cmd === "aibot_upload_media_init") {
+      const id = `upload-${pending.size + uploads.size + 1}`;
+      pending.set(id, { filename: String(b.filename), md5: String(b.md5), chunks: [] });
+      return ack(ws, call.reqId, 0, "ok", { upload_id: id });
+    }
+    const p = pending.get(String(b.upload_id));
+    if (!p) return ack(ws, call.reqId, 40058, "invalid upload_id");
+    if (call.cmd === "aibot_upload_media_chunk") {
+      p.chunks[Number(b.chunk_index)] = Buffer.from(String(b.base64_data), "base64");
+      return ack(ws, call.reqId);
+    }
+    const data = Buffer.concat(p.chunks);
+    if (createHash("md5").update(data).digest("hex") !== p.md5) return ack(ws, call.reqId, 40058, "md5 mismatch");
+    const mediaId = `media-${uploads.size + 1}`;
+    uploads.set(mediaId, { filename: p.filename, data });
+    pending.delete(String(b.upload_id));
+    ack(ws, call.reqId, 0, "ok", { media_id: mediaId, type: "file", created_at: "1700000000" });
   };
 
   wss.on("connection", (ws) => {
@@ -123,12 +157,13 @@ export async function startWecomFake(botId = "bot-1", secret = "wecom-secret"): 
       if (!subscribed.has(ws)) return ack(ws, call.reqId, 40001, "not subscribed");
       if (call.cmd === "ping") return ack(ws, call.reqId);
       if (call.cmd === "aibot_respond_msg" || call.cmd === "aibot_send_msg") return reply(ws, call);
+      if (call.cmd.startsWith("aibot_upload_media_")) return upload(ws, call);
       ack(ws, call.reqId, 40058, "unknown cmd");
     });
   });
 
   const self: WecomFake = {
-    url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`, botId, secret, calls: [], streams: [], proactive: [], failNext: [],
+    url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`, botId, secret, calls: [], streams: [], proactive: [], media: [], failNext: [],
     connections: () => subscribed.size,
     deliver: (body, reqId = `req_${++n}_${Date.now()}`) => {
       delivered.add(reqId);
