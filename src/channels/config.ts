@@ -119,6 +119,27 @@ export const DingTalkSection = z.looseObject({
   if (!v.client_id || !v.client_secret) ctx.addIssue({ code: "custom", message: "channels.dingtalk.client_id and client_secret are required when the channel is enabled" });
 });
 
+/** WeCom's long-connection endpoint (the intelligent bot's websocket; upstream's SDK default). */
+export const WECOM_WS_URL = "wss://openws.work.weixin.qq.com";
+
+/**
+ * `channels.wecom`: the WeCom (企业微信) intelligent bot over its long connection. Upstream keys: `bot_id`,
+ * `bot_secret`, `working_message` (a placeholder upstream streams before each answer: not offered, refused when
+ * set). Plus `ws_url` for another endpoint (tests: a local fake).
+ */
+export const WecomSection = z.looseObject({
+  ...Common,
+  bot_id: z.string().default(""),
+  bot_secret: z.string().default(""),
+  /** The long-connection URL (`wss://openws.work.weixin.qq.com`). */
+  ws_url: z.string().url().default(WECOM_WS_URL),
+  working_message: z.string().optional(),
+}).superRefine((v, ctx) => {
+  if (!v.enabled) return;
+  if (!v.bot_id || !v.bot_secret) ctx.addIssue({ code: "custom", message: "channels.wecom.bot_id and bot_secret are required when the channel is enabled" });
+  if (v.working_message) ctx.addIssue({ code: "custom", message: "channels.wecom.working_message is not offered (the answer itself streams from its first token); remove it" });
+});
+
 /** Upstream's session defaults for every channel run (`channels.session`). */
 const SessionSection = z.looseObject({
   assistant_id: z.string().default("lead_agent"),
@@ -140,6 +161,7 @@ export const ChannelsSection = z.looseObject({
   feishu: FeishuSection.optional(),
   discord: DiscordSection.optional(),
   dingtalk: DingTalkSection.optional(),
+  wecom: WecomSection.optional(),
 });
 export type ChannelsConfig = z.infer<typeof ChannelsSection>;
 export type TelegramConfig = z.infer<typeof TelegramSection>;
@@ -147,8 +169,9 @@ export type SlackConfig = z.infer<typeof SlackSection>;
 export type FeishuConfig = z.infer<typeof FeishuSection>;
 export type DiscordConfig = z.infer<typeof DiscordSection>;
 export type DingTalkConfig = z.infer<typeof DingTalkSection>;
+export type WecomConfig = z.infer<typeof WecomSection>;
 /** The platforms this gateway runs (a `channels.<name>` section each). */
-export type PlatformName = "telegram" | "slack" | "feishu" | "discord" | "dingtalk";
+export type PlatformName = "telegram" | "slack" | "feishu" | "discord" | "dingtalk" | "wecom";
 /** The keys every platform section has (the manager's allow-lists and mention rule read them per message). */
 export type PlatformSection = { allowed_users: string[]; allowed_channels: string[]; mention_only: boolean; allowed_guilds?: string[] };
 
@@ -162,6 +185,7 @@ export const ChannelConnectionsSection = z.looseObject({
   feishu: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
   discord: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
   dingtalk: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
+  wecom: z.looseObject({ enabled: z.boolean().default(false) }).optional(),
 });
 export type ChannelConnectionsConfig = z.infer<typeof ChannelConnectionsSection>;
 
@@ -206,4 +230,5 @@ export const PROVIDERS: Readonly<Record<string, { display_name: string; auth_mod
   feishu: { display_name: "Feishu", auth_mode: "binding_code" },
   discord: { display_name: "Discord", auth_mode: "binding_code" },
   dingtalk: { display_name: "DingTalk", auth_mode: "binding_code" },
+  wecom: { display_name: "WeCom", auth_mode: "binding_code" },
 };

@@ -93,10 +93,10 @@ export function retryAfterHeaderMs(headers: Headers): number | undefined {
 /**
  * GETs a platform file (Telegram's file URL, Slack's `url_private_download`) and reads at most `maxBytes`: a
  * `Content-Length` or a body beyond it stops the download ({@link FileTooLargeError}). 5xx and network errors are
- * tried again (3 tries, 250 ms backoff doubled).
+ * tried again (3 tries, 250 ms backoff doubled). `onHeaders` sees the accepted answer's headers (a file name).
  * @throws FileTooLargeError; PlatformError (`auth` on 401/403, else `other`).
  */
-export async function downloadPlatformFile(provider: string, url: string, filename: string, maxBytes: number, options: { headers?: Record<string, string>; counter?: { calls: number } } = {}): Promise<Buffer> {
+export async function downloadPlatformFile(provider: string, url: string, filename: string, maxBytes: number, options: { headers?: Record<string, string>; counter?: { calls: number }; onHeaders?: (headers: Headers) => void } = {}): Promise<Buffer> {
   let last = "no answer";
   for (let attempt = 0; attempt < 3; attempt++) {
     if (attempt > 0) await sleep(250 * 2 ** (attempt - 1));
@@ -117,6 +117,7 @@ export async function downloadPlatformFile(provider: string, url: string, filena
       await res.body?.cancel();
       throw new PlatformError(provider, res.status === 401 || res.status === 403 ? "auth" : "other", `${provider} refused the file download: HTTP ${res.status}`);
     }
+    options.onHeaders?.(res.headers);
     if (Number(res.headers.get("content-length") ?? 0) > maxBytes) {
       await res.body.cancel();
       throw new FileTooLargeError(filename, maxBytes);

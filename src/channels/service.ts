@@ -23,6 +23,7 @@ import { RedisChannelCoordination } from "./redis-coordination.js";
 import { SlackAdapter } from "./slack.js";
 import { SqliteChannelStore, type ChannelStore, type ChannelConnection, type DedupeStore, type LeaseStore } from "./store.js";
 import { TelegramAdapter } from "./telegram.js";
+import { WecomAdapter } from "./wecom.js";
 import type { ChannelAdapter, WebhookAnswer, WebhookRequest } from "./types.js";
 import type { GatewaySandboxProvider } from "../sandbox/security.js";
 import { UploadsConfigSchema } from "../config/schema.js";
@@ -121,6 +122,7 @@ const CREDENTIAL_FIELDS: Record<string, ProviderView["credential_fields"]> = {
   discord: [{ name: "bot_token", label: "Bot token", type: "password", required: true }],
   feishu: [{ name: "app_id", label: "App ID", type: "text", required: true }, { name: "app_secret", label: "App secret", type: "password", required: true }],
   dingtalk: [{ name: "client_id", label: "Client ID", type: "text", required: true }, { name: "client_secret", label: "Client secret", type: "password", required: true }],
+  wecom: [{ name: "bot_id", label: "Bot ID", type: "text", required: true }, { name: "bot_secret", label: "Bot secret", type: "password", required: true }],
 };
 
 /** The running channel runtime of one gateway process. */
@@ -135,7 +137,7 @@ export class ChannelService {
     this.lastGood = boot;
     this.coordination = coordination;
     const holderId = `${hostname()}:${process.pid}:${randomUUID()}`;
-    const { telegram, slack, feishu, discord, dingtalk } = boot.channels;
+    const { telegram, slack, feishu, discord, dingtalk, wecom } = boot.channels;
     const counter = deps.apiCalls;
     if (telegram?.enabled) this.adapters.set("telegram", new TelegramAdapter(telegram, { logger: deps.logger, lease, holderId, botUsername: boot.connections.telegram?.bot_username || undefined, counter }));
     if (slack?.enabled) this.adapters.set("slack", new SlackAdapter(slack, { counter }));
@@ -144,6 +146,7 @@ export class ChannelService {
     // Refused credentials on connect: the connections show `broken` in Settings (as a refused reply token does).
     const dingtalkRefused = () => void store.setProviderStatus("dingtalk", "broken").catch(() => undefined);
     if (dingtalk?.enabled) this.adapters.set("dingtalk", new DingTalkAdapter(dingtalk, { logger: deps.logger, lease, holderId, counter, onCredentialsRefused: dingtalkRefused }));
+    if (wecom?.enabled) this.adapters.set("wecom", new WecomAdapter(wecom, { logger: deps.logger, lease, holderId, counter, onCredentialRefused: () => store.setProviderStatus("wecom", "broken"), onCredentialAccepted: () => store.setProviderStatus("wecom", "connected") }));
     this.manager = new ChannelManager({
       runService: deps.runService, runs: deps.runs, threads: deps.persistence.threads, runRecords: deps.persistence.runs, bridge: deps.bridge, store, dedupe,
       settings: () => this.settings(), modelNames: deps.modelNames, sandbox: deps.sandbox, uploads: () => uploadsOf(deps.rawConfig()), authDisabledUser: deps.authDisabledUser, logger: deps.logger, onFirstReply: deps.onFirstReply,

@@ -71,7 +71,10 @@ export interface AdapterCapabilities {
   maxMessageChars: number;
   /** The shortest interval between two edits of one message, in ms (the platform's rate limit). */
   minEditIntervalMs: number;
-  /** True when the end's write must edit each posted message even unchanged (a DingTalk AI Card is marked finished). */
+  /**
+   * True when the end's write must edit each posted message even unchanged, with `final: true`: a DingTalk AI Card is
+   * marked finished, a WeCom `stream` reply ends with `finish: true`.
+   */
   finalizeEdits?: boolean;
 }
 

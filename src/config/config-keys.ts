@@ -17,7 +17,7 @@ const isEmpty = (v: unknown) => v === null || v === undefined || (Array.isArray(
 const IMPLEMENTED: KeyRule = { status: "implemented" };
 const notOffered = (feature: string, off: Off, howToTurnOff: string): KeyRule => ({ status: "not_offered", feature, off, howToTurnOff });
 /** The IM platforms src/channels/ runs: any other `channels.<name>` turned on is refused. */
-const OFFERED_CHANNELS = new Set(["telegram", "slack", "feishu", "discord", "dingtalk"]);
+const OFFERED_CHANNELS = new Set(["telegram", "slack", "feishu", "discord", "dingtalk", "wecom"]);
 
 /**
  * The table. `implemented` keys include those of this round's parallel work (the agent-quality middlewares'
@@ -41,8 +41,8 @@ export const CONFIG_KEYS: Readonly<Record<string, KeyRule>> = {
   // Skill safety scanning guards skill writes; the only skill writes here are skill_manage's (skill_evolution).
   skill_scan: notOffered("deterministic skill scanning of agent-managed skill writes", (v, raw) => obj(v).enabled === false || obj(raw.skill_evolution).enabled !== true, "set skill_scan.enabled: false, or leave skill_evolution off"),
   // IM channels (issue 48): Telegram, Slack, Feishu/Lark, Discord and DingTalk run (src/channels/); any other platform is refused when enabled.
-  channels: notOffered("IM channels other than Telegram, Slack, Feishu, Discord and DingTalk (WeChat, WeCom, Buzz)", (v) => Object.entries(obj(v)).every(([k, e]) => OFFERED_CHANNELS.has(k) || typeof e !== "object" || e === null || obj(e).enabled !== true), "set enabled: false on every channel but telegram, slack, feishu, discord and dingtalk"),
-  channel_connections: notOffered("IM channel connections other than Telegram, Slack, Feishu, Discord and DingTalk", (v) => Object.entries(obj(v)).every(([k, e]) => OFFERED_CHANNELS.has(k) || typeof e !== "object" || e === null || obj(e).enabled !== true), "set enabled: false on every provider but telegram, slack, feishu, discord and dingtalk"),
+  channels: notOffered("IM channels other than Telegram, Slack, Feishu, Discord, DingTalk and WeCom (WeChat, Buzz)", (v) => Object.entries(obj(v)).every(([k, e]) => OFFERED_CHANNELS.has(k) || typeof e !== "object" || e === null || obj(e).enabled !== true), "set enabled: false on every channel but telegram, slack, feishu, discord, dingtalk and wecom"),
+  channel_connections: notOffered("IM channel connections other than Telegram, Slack, Feishu, Discord, DingTalk and WeCom", (v) => Object.entries(obj(v)).every(([k, e]) => OFFERED_CHANNELS.has(k) || typeof e !== "object" || e === null || obj(e).enabled !== true), "set enabled: false on every provider but telegram, slack, feishu, discord, dingtalk and wecom"),
   // Dedupe ids: the channel store (SQLite, or PostgreSQL with database.backend: postgres), Redis when scaled out, or memory.
   dedupe_storage: IMPLEMENTED,
   acp_agents: notOffered("ACP agents (external coding agents as subagents)", isEmpty, "remove the acp_agents entries"),
