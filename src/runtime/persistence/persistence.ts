@@ -50,8 +50,9 @@ export interface Persistence {
   /** Each run's stored events (the `run_events` table; same database as the run table). */
   runEvents: RunEventStore;
   /**
-   * Resume specs of in-flight runs (the gateway's SQLite file only): a run a crash cut short is resumed when the
-   * process starts again (docs/durable-runs.md). Absent: such runs are interrupted on open.
+   * Resume specs of in-flight runs (the gateway's SQLite file, or PostgreSQL's `run_resumes` table for one process
+   * without Redis): a run a crash cut short is resumed when the process starts again (docs/durable-runs.md). Absent:
+   * such runs are interrupted on open (or, with Redis, resumed by the coordinator).
    */
   resumes?: ResumeStore;
   /** Human-readable location (file path, `memory` or `postgres`), for logs. Never holds credentials. */
@@ -179,6 +180,7 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
   const { PgUsageLedger } = await import("../limits/pg-usage-ledger.js");
   const { PgRunSlots } = await import("../limits/pg-run-slots.js");
   const { PgFeedbackStore } = await import("./postgres/pg-feedback-store.js");
+  const { PgResumeStore } = await import("./postgres/pg-resume-store.js");
   const pool = new pg.Pool({ connectionString: url, max: 20 });
   // An idle client that loses its server emits 'error' on the pool; without a listener that kills the process.
   pool.on("error", () => undefined);
@@ -188,16 +190,19 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     await migratePostgres(pool);
     await scheduledTasks.migrate();
     await runEvents.migrate();
-    await Promise.all([PgUsageLedger.migrate(pool), PgRunSlots.migrate(pool), PgFeedbackStore.migrate(pool)]);
+    await Promise.all([PgUsageLedger.migrate(pool), PgRunSlots.migrate(pool), PgFeedbackStore.migrate(pool), PgResumeStore.migrate(pool)]);
   } catch (err) {
     await pool.end();
     throw new Error(`cannot open database.url: ${(err as Error).message}`);
   }
   const threads = new PgThreadStore(pool);
   const runs = new PgRunStore(pool);
+  // One process (no Redis coordinator: `recover`) with durable checkpoints resumes what a crash cut short, as on
+  // SQLite; with Redis the coordinator keeps the resume specs and resumes across processes, so none are kept here.
+  const resumes = recover && section?.type !== "memory" ? new PgResumeStore(pool) : undefined;
   if (recover) {
     await threads.resetBusy();
-    await runs.interruptOrphans();
+    await runs.interruptOrphans(resumes ? await resumes.withoutSpec() : undefined);
   }
   let checkpointer: BaseCheckpointSaver;
   let closeCheckpointer = async () => {};
@@ -242,6 +247,7 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     scheduledTasks,
     ping: async () => void (await pool.query("SELECT 1")),
     runEvents,
+    resumes,
     oidcIdentities: new PgOidcIdentityRepository(pool),
     location: "postgres",
     shared: section?.type !== "memory" && section?.type !== "sqlite",
