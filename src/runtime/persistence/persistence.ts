@@ -23,6 +23,7 @@ import type { ScheduledTaskStore } from "../scheduler/task-store.js";
 import { SqliteTaskStore } from "../scheduler/sqlite-task-store.js";
 import type { RunEventStore } from "./run-event-store.js";
 import { SqliteRunEventStore } from "./sqlite/run-event-store.js";
+import type { MemoryDocuments } from "../../agents/memory/memory-store.js";
 
 /** The checkpointer, the thread and run repositories, and how to close them. */
 export interface Persistence {
@@ -55,6 +56,11 @@ export interface Persistence {
    * such runs are interrupted on open (or, with Redis, resumed by the coordinator).
    */
   resumes?: ResumeStore;
+  /**
+   * Memory documents shared by every process on the database (the `memory_documents` table; PostgreSQL only), with
+   * the one-time import of a home's memory files. Absent: memory stays in files under the home.
+   */
+  memory?: MemoryDocuments & { adoptFiles(root: string): Promise<number> };
   /** Human-readable location (file path, `memory` or `postgres`), for logs. Never holds credentials. */
   location: string;
   /** True when threads, runs and checkpoints live in a database other processes can share (PostgreSQL). */
@@ -181,6 +187,7 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
   const { PgRunSlots } = await import("../limits/pg-run-slots.js");
   const { PgFeedbackStore } = await import("./postgres/pg-feedback-store.js");
   const { PgResumeStore } = await import("./postgres/pg-resume-store.js");
+  const { PgMemoryStore } = await import("./postgres/pg-memory-store.js");
   const pool = new pg.Pool({ connectionString: url, max: 20 });
   // An idle client that loses its server emits 'error' on the pool; without a listener that kills the process.
   pool.on("error", () => undefined);
@@ -190,7 +197,7 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     await migratePostgres(pool);
     await scheduledTasks.migrate();
     await runEvents.migrate();
-    await Promise.all([PgUsageLedger.migrate(pool), PgRunSlots.migrate(pool), PgFeedbackStore.migrate(pool), PgResumeStore.migrate(pool)]);
+    await Promise.all([PgUsageLedger.migrate(pool), PgRunSlots.migrate(pool), PgFeedbackStore.migrate(pool), PgResumeStore.migrate(pool), PgMemoryStore.migrate(pool)]);
   } catch (err) {
     await pool.end();
     throw new Error(`cannot open database.url: ${(err as Error).message}`);
@@ -248,6 +255,7 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     ping: async () => void (await pool.query("SELECT 1")),
     runEvents,
     resumes,
+    memory: new PgMemoryStore(pool),
     oidcIdentities: new PgOidcIdentityRepository(pool),
     location: "postgres",
     shared: section?.type !== "memory" && section?.type !== "sqlite",
