@@ -2,34 +2,21 @@
 // OWN DEER_FLOW_HOME (as on two hosts): a user's memory is one document in PostgreSQL, so what one process learns
 // or edits the other reads, and concurrent writers through both (the fact routes, and the memory update the agent
 // makes after its runs) lose nothing. A home's memory files are imported once when PostgreSQL is first used.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { MemoryConflictError } from "../../src/agents/memory/manager.js";
 import { emptyMemory } from "../../src/agents/memory/memory-document.js";
 import { PgMemoryStore } from "../../src/runtime/persistence/postgres/pg-memory-store.js";
-import { freePort, PROCESS_HOOK_MS, startGateway, type GatewayProcess } from "../support/gateway-process.js";
-import { createTestDatabase, sharedSections, testPrefix } from "../support/services.js";
+import { useGatewayCluster } from "../support/gateway-cluster.js";
+import type { GatewayProcess } from "../support/gateway-process.js";
 import { until } from "../support/wait.js";
-
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
-let dir: string;
-let a: GatewayProcess;
-let b: GatewayProcess;
 
 const SEEDED = { id: "fact_seeded00001", content: "Seeded from the files of home A", category: "context", confidence: 0.9, createdAt: "2026-01-01T00:00:00.000Z", source: "manual" };
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  dir = mkdtempSync(path.join(tmpdir(), "dfgw-scale-mempg-"));
-  // Home A ran on files before: its user's memory is there, revision 3.
-  const seeded = path.join(dir, "home-a", "users", "default", "memory");
-  mkdirSync(seeded, { recursive: true });
-  writeFileSync(path.join(seeded, "default.json"), JSON.stringify({ ...emptyMemory(), revision: 3, lastUpdated: "2026-01-01T00:00:00.000Z", facts: [SEEDED] }));
-  const config = path.join(dir, "config.yaml");
-  writeFileSync(config, `models:
+const cluster = useGatewayCluster(
+  `models:
   - name: s
     use: deerflow-gateway:ScriptedChatModel
     model: s
@@ -38,16 +25,23 @@ memory:
   backend_config:
     debounce_seconds: 0
     max_facts: 1000
-${sharedSections(db.url, testPrefix())}`);
-  const env = (name: string) => ({ DEER_FLOW_CONFIG_PATH: config, DEER_FLOW_HOME: path.join(dir, name), DEER_FLOW_AGENTS_DIR: path.join(dir, `agents-${name}`) });
-  // One after the other: two cold starts at once outrun the start bound on a loaded machine.
-  a = await startGateway(await freePort(), env("home-a"));
-  b = await startGateway(await freePort(), env("home-b"));
-}, PROCESS_HOOK_MS * 2);
-afterAll(async () => {
-  await Promise.all([a?.stop("SIGKILL"), b?.stop("SIGKILL")]);
-  await db?.drop();
-  rmSync(dir, { recursive: true, force: true });
+`,
+  {
+    separateHomes: true,
+    // Home A ran on files before: its user's memory is there, revision 3.
+    prepare: (c) => {
+      const seeded = path.join(c.home(0), "users", "default", "memory");
+      mkdirSync(seeded, { recursive: true });
+      writeFileSync(path.join(seeded, "default.json"), JSON.stringify({ ...emptyMemory(), revision: 3, lastUpdated: "2026-01-01T00:00:00.000Z", facts: [SEEDED] }));
+    },
+  },
+);
+let a: GatewayProcess;
+let b: GatewayProcess;
+let dir: string;
+beforeAll(() => {
+  [a, b] = cluster.gateways;
+  dir = cluster.dir;
 });
 
 type Memory = { revision: number; facts: { id: string; content: string; category: string }[] };
@@ -67,8 +61,8 @@ describe("memory in PostgreSQL, two processes with separate homes", () => {
     // Other tests of this file may have written since (any order): the import kept revision 3, so it is at least that.
     expect(seen.revision).toBeGreaterThanOrEqual(3);
     expect(seen.facts).toContainEqual(expect.objectContaining({ id: SEEDED.id, content: SEEDED.content }));
-    expect(existsSync(path.join(dir, "home-a", ".memory-imported-to-postgres"))).toBe(true);
-    expect(memoryFiles("home-b")).toEqual([]);
+    expect(existsSync(path.join(dir, "home-0", ".memory-imported-to-postgres"))).toBe(true);
+    expect(memoryFiles("home-1")).toEqual([]);
   });
 
   it("loses no fact when both processes add, edit and delete facts of one user at once", async () => {
@@ -115,7 +109,7 @@ describe("memory in PostgreSQL, two processes with separate homes", () => {
     const seenByB = contents(await memoryOf(b));
     for (const c of [...learned, ...typed]) expect(seenByB).toContain(c);
     expect(seenByB.filter((c) => c === "I like fruit number 0")).toHaveLength(1);
-    expect(memoryFiles("home-b")).toEqual([]);
+    expect(memoryFiles("home-1")).toEqual([]);
   });
 
   it("imports a home's files once: revisions kept, a document PostgreSQL holds already wins, the marker stops a second import", async () => {
@@ -127,7 +121,7 @@ describe("memory in PostgreSQL, two processes with separate homes", () => {
     };
     write("imp-1", 7, "from the file of imp-1");
     write("imp-2", 2, "from the file of imp-2");
-    const pool = new pg.Pool({ connectionString: db.url });
+    const pool = new pg.Pool({ connectionString: cluster.dbUrl });
     try {
       const store = new PgMemoryStore(pool);
       await store.update("imp-2", "default", (doc) => void doc.facts.push({ ...SEEDED, content: "already in PostgreSQL" }));
@@ -143,7 +137,7 @@ describe("memory in PostgreSQL, two processes with separate homes", () => {
   });
 
   it("answers 409 while another writer holds the document, and a stale expected revision is refused", async () => {
-    const holder = new pg.Client({ connectionString: db.url });
+    const holder = new pg.Client({ connectionString: cluster.dbUrl });
     await holder.connect();
     try {
       await holder.query("BEGIN");
@@ -157,7 +151,7 @@ describe("memory in PostgreSQL, two processes with separate homes", () => {
     }
     expect(contents(await memoryOf(a))).not.toContain("blocked by the lock");
 
-    const pool = new pg.Pool({ connectionString: db.url });
+    const pool = new pg.Pool({ connectionString: cluster.dbUrl });
     try {
       const store = new PgMemoryStore(pool);
       const current = (await store.read("default", "default"))!.doc!;
