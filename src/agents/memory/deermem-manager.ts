@@ -7,12 +7,9 @@ import path from "node:path";
 import { getAppConfig } from "../../config/app-config.js";
 import { getRuntimeHome } from "../../config/paths.js";
 import { getLogger } from "../../logger.js";
-import { createChatModel } from "../../models/create-chat-model.js";
-import type { AppConfig } from "../../config/schema.js";
-import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { initChatModel } from "langchain";
 import { textOf } from "../middlewares/message-utils.js";
 import { applyUpdate, buildUpdatePrompt, isMemoryRelevant, parseUpdate, trimToCapacity, type ConversationTurns } from "./extraction.js";
+import { extractionModel } from "./extraction-model.js";
 import { FileMemoryStore } from "./file-memory-store.js";
 import { fileDocuments, type MemoryDocuments } from "./memory-store.js";
 import { formatMemoryForInjection, tokenCounter } from "./injection.js";
@@ -20,25 +17,6 @@ import { deerMemConfigOf, DeerMemConfigSchema, type DeerMemConfig } from "./memo
 import { coerceConfidence, emptyMemory, factKey, newFactId, normalizeMemory, type MemoryDocument } from "./memory-document.js";
 import { MemoryFactNotFoundError, withinTimeout, type MemoryFactPatch, type MemoryManager, type MemoryManagerInit, type MemoryScope, type MemorySearchHit } from "./manager.js";
 import { ConflictError } from "../../errors.js";
-
-/**
- * The model that extracts memory: `model_name` (a `models[]` entry); else `model` (a bare name of a `models[]` entry,
- * or LangChain `initChatModel` with provider/api key/base URL/temperature); else the default model.
- * @throws the model factory's errors (unknown entry, missing provider package).
- */
-export async function extractionModel(cfg: DeerMemConfig, appConfig: AppConfig): Promise<BaseChatModel> {
-  const sub = cfg.model;
-  if (cfg.model_name || !sub?.model) return createChatModel(cfg.model_name, { thinkingEnabled: false, appConfig });
-  const direct = sub.provider || sub.api_key || sub.base_url || sub.temperature != null;
-  if (!direct && appConfig.models.some((m) => m.name === sub.model)) return createChatModel(sub.model, { thinkingEnabled: false, appConfig });
-  const provider = sub.provider ?? "openai";
-  return (await initChatModel(sub.model, {
-    modelProvider: provider,
-    ...(sub.api_key ? { apiKey: sub.api_key } : {}),
-    ...(sub.temperature != null ? { temperature: sub.temperature } : {}),
-    ...(sub.base_url ? (provider === "openai" ? { configuration: { baseURL: sub.base_url } } : { baseUrl: sub.base_url }) : {}),
-  })) as unknown as BaseChatModel;
-}
 
 /** Conversations remembered as already extracted, per (user, agent, thread); least recently used dropped beyond this. */
 export const WATERMARK_MAX_KEYS = 4096;
