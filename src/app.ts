@@ -11,6 +11,7 @@ import { registerOpenApi } from "../routes/openapi.js";
 import { checkGuardProviders } from "./agents/lead-agent/guards.js";
 import { buildMemoryManager } from "./agents/memory/build-manager.js";
 import type { MemoryManager } from "./agents/memory/manager.js";
+import type { DeerMemManager } from "./agents/memory/deermem-manager.js";
 import { closeMcpClients } from "./tools/mcp-tools.js";
 import { openMcpTasks, runLauncher } from "./runtime/mcp-tasks/open-mcp-tasks.js";
 import type { McpTaskService } from "./runtime/mcp-tasks/task-service.js";
@@ -136,6 +137,19 @@ declare module "fastify" {
   }
 }
 
+/** Hands the database's memory store to a DeerMem backend; a failed import closes persistence and stops the start. */
+async function useSharedMemory(manager: MemoryManager, persistence: Persistence, logger: Logger): Promise<void> {
+  const sharing = manager as Partial<Pick<DeerMemManager, "useSharedStore">>;
+  if (!sharing.useSharedStore || !persistence.memory) return;
+  try {
+    const imported = await sharing.useSharedStore(persistence.memory);
+    if (imported) logger.info({ imported }, "memory files of this home imported into PostgreSQL");
+  } catch (err) {
+    await persistence.close();
+    throw new Error(`cannot move memory to PostgreSQL: ${(err as Error).message}`);
+  }
+}
+
 /**
  * Builds the gateway: loads the config (so a broken file fails here, before listening), opens persistence
  * (restart-only), registers CORS (exposing `Content-Location`), SSE, the JSON parser that answers malformed JSON
@@ -160,6 +174,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
   // With Redis and a shared database, other processes' runs are live: only the reaper may mark them.
   const sharedRuns = streamBridgeUrl(appConfig) !== null && databaseUrl(appConfig) !== null;
   const persistence = await openPersistence(appConfig, home, { recoverOrphans: !sharedRuns });
+  // On PostgreSQL the default memory backend keeps its documents there (shared by every host), importing this
+  // home's memory files once (docs/memory.md).
+  if (persistence.memory) await useSharedMemory(memoryManager, persistence, logger);
   // What writers killed mid-write left (agent staging dirs, upload parts, temp files) goes before serving.
   const swept = sweepLeftovers(getAgentsDir(), home);
   if (Object.values(swept).some((n) => n > 0)) logger.info({ swept }, "removed files left by interrupted writes");

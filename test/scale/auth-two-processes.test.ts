@@ -1,32 +1,16 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { Session, signUp } from "../support/auth-client.js";
-import { freePort, PROCESS_HOOK_MS, startGateway, type GatewayProcess } from "../support/gateway-process.js";
-import { createTestDatabase, sharedSections, testPrefix } from "../support/services.js";
+import { useGatewayCluster } from "../support/gateway-cluster.js";
+import type { GatewayProcess } from "../support/gateway-process.js";
 
 // Accounts, sessions and API keys with auth on, across two gateway processes on one PostgreSQL, one Redis and a
 // shared DEER_FLOW_HOME (where the session signing secret is created once, whoever starts first).
 const PASSWORD = "correct-horse-battery";
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
-let dir: string;
+// Started together: the session signing secret is created once in the shared home, whoever starts first.
+const cluster = useGatewayCluster("models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n", { startTogether: true, env: { DEER_FLOW_AUTH_DISABLED: "", AUTH_JWT_SECRET: "" } });
 let a: GatewayProcess;
 let b: GatewayProcess;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  dir = mkdtempSync(path.join(tmpdir(), "dfgw-scale-auth-"));
-  const config = path.join(dir, "config.yaml");
-  writeFileSync(config, `models:\n  - name: s\n    use: deerflow-gateway:ScriptedChatModel\n    model: s\n${sharedSections(db.url, testPrefix())}`);
-  const env = { DEER_FLOW_CONFIG_PATH: config, DEER_FLOW_HOME: path.join(dir, "home"), DEER_FLOW_AGENTS_DIR: path.join(dir, "agents"), DEER_FLOW_AUTH_DISABLED: "", AUTH_JWT_SECRET: "" };
-  [a, b] = await Promise.all([startGateway(await freePort(), env), startGateway(await freePort(), env)]);
-}, PROCESS_HOOK_MS);
-afterAll(async () => {
-  await Promise.all([a?.stop("SIGKILL"), b?.stop("SIGKILL")]);
-  await db?.drop();
-  rmSync(dir, { recursive: true, force: true });
-});
+beforeAll(() => void ([a, b] = cluster.gateways));
 
 /** The same browser (cookies) talking to another process. */
 function on(g: GatewayProcess, session: Session): Session {

@@ -1,28 +1,34 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { freePort, PROCESS_HOOK_MS, startGateway, type GatewayProcess } from "../support/gateway-process.js";
+import { createTestDatabase } from "../support/services.js";
 import { parseSse, readFramesUntil, type SseFrame } from "../support/sse.js";
 import { until } from "../support/wait.js";
 
-// One process on SQLite (docs/durable-runs.md, "One process"): a run a crash (SIGKILL) cut short is resumed when the
-// process starts again on the same home, from its last checkpoint, with the same run id; at most
-// `stream_bridge.max_resumes` times; a run the user cancelled stays cancelled.
+// One process on SQLite, and one process on PostgreSQL without Redis (docs/durable-runs.md, "One process"): a run a
+// crash (SIGKILL) cut short is resumed when the process starts again on the same home, from its last checkpoint,
+// with the same run id; at most `stream_bridge.max_resumes` times; a run the user cancelled stays cancelled.
 const SHORT = "hello there from a run that a crash will cut short";
 const LONG = `${SHORT} and that goes on long enough to be cut twice, ${"word ".repeat(40)}end`;
 let dir: string;
 let gateway: GatewayProcess | undefined;
+let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
 
-beforeAll(() => {
+const CONFIG = `models:\n  - {name: slow, use: "deerflow-gateway:ScriptedChatModel", model: slow, token_delay_ms: 120}\ntitle: {enabled: false}\nstream_bridge: {type: memory, max_resumes: 1}\n`;
+
+/** Writes config.yaml for the backend: SQLite under the home, or a fresh PostgreSQL database (no Redis either way). */
+async function setUp(backend: "sqlite" | "postgres") {
   dir = mkdtempSync(path.join(tmpdir(), "dfgw-restart-"));
-  writeFileSync(
-    path.join(dir, "config.yaml"),
-    `models:\n  - {name: slow, use: "deerflow-gateway:ScriptedChatModel", model: slow, token_delay_ms: 120}\ntitle: {enabled: false}\nstream_bridge: {type: memory, max_resumes: 1}\n`,
-  );
-});
-afterAll(async () => {
+  db = backend === "postgres" ? await createTestDatabase() : undefined;
+  writeFileSync(path.join(dir, "config.yaml"), db ? `${CONFIG}database: {backend: postgres, url: "${db.url}"}\n` : CONFIG);
+}
+afterEach(async () => {
   await gateway?.stop("SIGKILL");
+  gateway = undefined;
+  await db?.drop();
+  db = undefined;
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -40,10 +46,11 @@ async function startRun(g: GatewayProcess, content: string, count: number) {
   return { thread, runId: run.run_id as string, lastEventId: live.frames.at(-1)!.id! };
 }
 
-describe("one process on SQLite: runs resumed after a crash", () => {
+describe.each(["sqlite", "postgres"] as const)("one process on %s: runs resumed after a crash", (backend) => {
   it(
     "resumes a killed run on restart (same id, its answer whole once), never a cancelled one, and stops at max_resumes",
     async () => {
+      await setUp(backend);
       let g = await start();
       const a = await startRun(g, SHORT, 3);
       const b = await startRun(g, LONG, 3);

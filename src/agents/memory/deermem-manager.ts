@@ -4,47 +4,25 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 import path from "node:path";
-import { statSync } from "node:fs";
 import { getAppConfig } from "../../config/app-config.js";
 import { getRuntimeHome } from "../../config/paths.js";
 import { getLogger } from "../../logger.js";
-import { createChatModel } from "../../models/create-chat-model.js";
-import type { AppConfig } from "../../config/schema.js";
-import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { initChatModel } from "langchain";
 import { textOf } from "../middlewares/message-utils.js";
 import { applyUpdate, buildUpdatePrompt, isMemoryRelevant, parseUpdate, trimToCapacity, type ConversationTurns } from "./extraction.js";
+import { extractionModel } from "./extraction-model.js";
 import { FileMemoryStore } from "./file-memory-store.js";
+import { fileDocuments, type MemoryDocuments } from "./memory-store.js";
 import { formatMemoryForInjection, tokenCounter } from "./injection.js";
 import { deerMemConfigOf, DeerMemConfigSchema, type DeerMemConfig } from "./memory-config.js";
 import { coerceConfidence, emptyMemory, factKey, newFactId, normalizeMemory, type MemoryDocument } from "./memory-document.js";
 import { MemoryFactNotFoundError, withinTimeout, type MemoryFactPatch, type MemoryManager, type MemoryManagerInit, type MemoryScope, type MemorySearchHit } from "./manager.js";
 import { ConflictError } from "../../errors.js";
 
-/**
- * The model that extracts memory: `model_name` (a `models[]` entry); else `model` (a bare name of a `models[]` entry,
- * or LangChain `initChatModel` with provider/api key/base URL/temperature); else the default model.
- * @throws the model factory's errors (unknown entry, missing provider package).
- */
-export async function extractionModel(cfg: DeerMemConfig, appConfig: AppConfig): Promise<BaseChatModel> {
-  const sub = cfg.model;
-  if (cfg.model_name || !sub?.model) return createChatModel(cfg.model_name, { thinkingEnabled: false, appConfig });
-  const direct = sub.provider || sub.api_key || sub.base_url || sub.temperature != null;
-  if (!direct && appConfig.models.some((m) => m.name === sub.model)) return createChatModel(sub.model, { thinkingEnabled: false, appConfig });
-  const provider = sub.provider ?? "openai";
-  return (await initChatModel(sub.model, {
-    modelProvider: provider,
-    ...(sub.api_key ? { apiKey: sub.api_key } : {}),
-    ...(sub.temperature != null ? { temperature: sub.temperature } : {}),
-    ...(sub.base_url ? (provider === "openai" ? { configuration: { baseURL: sub.base_url } } : { baseUrl: sub.base_url }) : {}),
-  })) as unknown as BaseChatModel;
-}
-
 /** Conversations remembered as already extracted, per (user, agent, thread); least recently used dropped beyond this. */
 export const WATERMARK_MAX_KEYS = 4096;
 /** Least time between two "queue is full" warnings, in ms. */
 const FULL_WARNING_INTERVAL_MS = 60_000;
-/** Memory documents kept parsed in memory (re-read when the file's mtime or size changes). */
+/** Memory documents kept parsed in memory (re-read when their stored version changes). */
 const CACHE_MAX = 1024;
 
 const bucketKey = (s: MemoryScope) => `${s.userId}\u0000${s.agentName}`;
@@ -64,7 +42,8 @@ const utf8Bytes = (text: string): number => Buffer.byteLength(text, "utf8");
  * The default memory backend (`manager_class: deermem`).
  *
  * - Storage: one JSON document per (user, agent) under `storage_path` (default `DEER_FLOW_HOME`), see
- *   {@link FileMemoryStore}; malformed files are moved aside and read as empty.
+ *   {@link FileMemoryStore}; malformed files are moved aside and read as empty. Under `database.backend: postgres`
+ *   the app hands it a shared store instead ({@link useSharedStore}): every process on the database sees one memory.
  * - Updates: {@link add} keeps the newest conversation per thread (user messages and final answers only); a
  *   (user, agent) batch is processed `debounce_seconds` after its last turn, in one model call (`model_name`, else
  *   the default model) that sees the current memory and only the turns not yet extracted (a per-thread watermark);
@@ -80,12 +59,14 @@ export class DeerMemManager implements MemoryManager {
   private readonly init: MemoryManagerInit;
   private storeInstance?: FileMemoryStore;
   private storeRoot?: string;
+  private fileDocs?: MemoryDocuments;
+  private shared?: MemoryDocuments;
   private parsedFor?: object;
   private parsed?: DeerMemConfig;
   private readonly buckets = new Map<string, Bucket>();
   private readonly running = new Map<string, Promise<void>>();
   private readonly watermarks = new Map<string, { count: number; last: string }>();
-  private readonly cache = new Map<string, { mtimeMs: number; size: number; doc: MemoryDocument; context?: { budget: string; text: string } }>();
+  private readonly cache = new Map<string, { version: string; doc: MemoryDocument; context?: { budget: string; text: string } }>();
   /** Turns dropped by a full queue since the last warning, and when that warning was logged (epoch ms). */
   private droppedTurns = 0;
   private lastFullWarningAt = -Infinity;
@@ -126,14 +107,39 @@ export class DeerMemManager implements MemoryManager {
    * home given at construction the root follows `DEER_FLOW_HOME` as it is now.
    */
   get store(): FileMemoryStore {
-    const configured = this.config.storage_path;
-    const home = this.init.home ?? getRuntimeHome();
-    const root = configured ? path.resolve(home, configured) : home;
+    const root = this.storageRoot();
     if (!this.storeInstance || this.storeRoot !== root) {
       this.storeInstance = new FileMemoryStore(root);
+      this.fileDocs = fileDocuments(this.storeInstance);
       this.storeRoot = root;
     }
     return this.storeInstance;
+  }
+
+  /** The directory memory files live under now: `storage_path` resolved against the runtime home. */
+  private storageRoot(): string {
+    const configured = this.config.storage_path;
+    const home = this.init.home ?? getRuntimeHome();
+    return configured ? path.resolve(home, configured) : home;
+  }
+
+  /** Where documents are read and written: the shared store when one was given, else the files of {@link store}. */
+  get documents(): MemoryDocuments {
+    const files = this.store;
+    return this.shared ?? (files === this.storeInstance && this.fileDocs ? this.fileDocs : fileDocuments(files));
+  }
+
+  /**
+   * Stores documents in `documents` (PostgreSQL, shared by every process on the database) instead of files from now
+   * on. Before the switch, `adoptFiles` (when the store has it) imports once the memory files under the current
+   * storage root that the shared store lacks (docs/memory.md, "Memory on PostgreSQL").
+   * @returns how many documents were imported.
+   */
+  async useSharedStore(documents: MemoryDocuments & { adoptFiles?(root: string): Promise<number> }): Promise<number> {
+    const imported = (await documents.adoptFiles?.(this.storageRoot())) ?? 0;
+    this.shared = documents;
+    this.cache.clear();
+    return imported;
   }
 
   /** Conversations waiting for extraction, over all buckets. */
@@ -181,7 +187,7 @@ export class DeerMemManager implements MemoryManager {
   async getContext(scope: MemoryScope & { threadId?: string }): Promise<string> {
     const cfg = this.config;
     const budget = `${cfg.max_injection_tokens}|${cfg.token_counting}|${cfg.guaranteed_token_budget}|${cfg.guaranteed_categories.join(",")}`;
-    const doc = this.read(scope, false);
+    const doc = await this.read(scope, false);
     // The formatted text is kept with the cached document: a user's runs re-render only after their memory changed.
     const entry = this.cache.get(this.store.fileFor(scope.userId, scope.agentName));
     if (entry?.context?.budget === budget) return entry.context.text;
@@ -215,7 +221,7 @@ export class DeerMemManager implements MemoryManager {
     const key = bucketKey(scope);
     this.dropPending(key);
     await this.running.get(key);
-    this.store.remove(scope.userId, scope.agentName);
+    await this.documents.remove(scope.userId, scope.agentName);
     this.cache.delete(this.store.fileFor(scope.userId, scope.agentName));
     for (const k of [...this.watermarks.keys()]) if (k.startsWith(`${key}\u0000`)) this.watermarks.delete(k);
   }
@@ -258,7 +264,7 @@ export class DeerMemManager implements MemoryManager {
   /** @throws ConflictError (409) when a fact with the same text exists. */
   async createFact(scope: MemoryScope, input: { content: string; category: string; confidence: number }) {
     let factId: string | null = null;
-    const memory = this.write(scope, (doc) => {
+    const memory = await this.write(scope, (doc) => {
       if (doc.facts.some((f) => factKey(f.content) === factKey(input.content))) throw new ConflictError("A fact with the same content already exists.");
       const fact = { id: newFactId(), content: input.content.trim(), category: input.category || "context", confidence: coerceConfidence(input.confidence), createdAt: new Date().toISOString(), source: "manual" };
       doc.facts.push(fact);
@@ -294,8 +300,8 @@ export class DeerMemManager implements MemoryManager {
    */
   async search(scope: MemoryScope, query: string, options: { topK?: number; category?: string | null } = {}): Promise<MemorySearchHit[]> {
     const words = query.toLowerCase().split(/\s+/).filter(Boolean);
-    return this.read(scope)
-      .facts.filter((f) => !options.category || f.category === options.category)
+    return (await this.read(scope)).facts
+      .filter((f) => !options.category || f.category === options.category)
       .filter((f) => words.every((w) => f.content.toLowerCase().includes(w)))
       .sort((a, b) => b.confidence - a.confidence)
       .slice(0, Math.max(1, options.topK ?? 5))
@@ -303,46 +309,34 @@ export class DeerMemManager implements MemoryManager {
   }
 
   /**
-   * The scope's document, from the cache while the file's mtime and size are unchanged. `copy` false hands out the
-   * cached object itself (read-only use).
+   * The scope's document, from the cache while its stored version is unchanged (a file's mtime and size, a row's
+   * revision). `copy` false hands out the cached object itself (read-only use).
    */
-  private read(scope: MemoryScope, copy = true): MemoryDocument {
-    const file = this.store.fileFor(scope.userId, scope.agentName);
-    let stat: { mtimeMs: number; size: number } | null = null;
-    try {
-      // Most users have no memory file yet: no exception for a missing one (this runs on every model call).
-      stat = statSync(file, { throwIfNoEntry: false }) ?? null;
-    } catch {
-      stat = null;
-    }
-    const hit = this.cache.get(file);
-    if (stat && hit && hit.mtimeMs === stat.mtimeMs && hit.size === stat.size) return copy ? structuredClone(hit.doc) : hit.doc;
-    if (!stat) {
-      this.cache.delete(file);
+  private async read(scope: MemoryScope, copy = true): Promise<MemoryDocument> {
+    const key = this.store.fileFor(scope.userId, scope.agentName);
+    const hit = this.cache.get(key);
+    const found = await this.documents.read(scope.userId, scope.agentName, hit?.version);
+    if (!found) {
+      this.cache.delete(key);
       return { ...emptyMemory(), revision: 0 };
     }
-    const doc = this.store.load(scope.userId, scope.agentName);
-    this.cache.delete(file);
-    if (stat) {
-      try {
-        const now = statSync(file);
-        this.cache.set(file, { mtimeMs: now.mtimeMs, size: now.size, doc: structuredClone(doc) });
-        if (this.cache.size > CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
-      } catch {
-        // Moved aside as malformed: nothing to cache.
-      }
+    if (!found.doc && hit) return copy ? structuredClone(hit.doc) : hit.doc;
+    const doc = found.doc ?? { ...emptyMemory(), revision: 0 };
+    this.cache.delete(key);
+    if (found.version !== null && found.doc) {
+      this.cache.set(key, { version: found.version, doc: structuredClone(doc) });
+      if (this.cache.size > CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
     }
     return doc;
   }
 
   /**
-   * Read-modify-write of the scope's document as its next revision, under the scope's lock (FileMemoryStore.update):
-   * another process on the same home writing the same memory waits for this write and then builds on it.
+   * Read-modify-write of the scope's document as its next revision, under the document's lock
+   * (MemoryDocuments.update): another process writing the same memory waits for this write and then builds on it.
    */
-  private write(scope: MemoryScope, change: (doc: MemoryDocument) => MemoryDocument | void): MemoryDocument {
-    const file = this.store.fileFor(scope.userId, scope.agentName);
-    this.cache.delete(file);
-    return this.store.update(scope.userId, scope.agentName, change);
+  private async write(scope: MemoryScope, change: (doc: MemoryDocument) => MemoryDocument | void): Promise<MemoryDocument> {
+    this.cache.delete(this.store.fileFor(scope.userId, scope.agentName));
+    return this.documents.update(scope.userId, scope.agentName, change);
   }
 
   private dropPending(key: string): void {
@@ -389,14 +383,14 @@ export class DeerMemManager implements MemoryManager {
     const cfg = this.config;
     const appConfig = this.init.getAppConfig();
     const model = await extractionModel(cfg, appConfig);
-    const prompt = buildUpdatePrompt(this.read(scope), batch);
+    const prompt = buildUpdatePrompt(await this.read(scope), batch);
     // Outside any run's async context: the extraction must not stream into, or be traced as part of, the run whose
     // turn queued it (a timer keeps the async context of the code that set it).
     const answer = await AsyncLocalStorageProviderSingleton.getInstance().run(undefined, () => model.invoke(prompt, { runName: "memory_update", tags: ["memory"] }));
     const update = parseUpdate(textOf(answer));
     const source = batch.map((c) => c.threadId).join(",");
     let report: ReturnType<typeof applyUpdate> | undefined;
-    this.write(scope, (doc) => {
+    await this.write(scope, (doc) => {
       report = applyUpdate(doc, update, source, { maxFacts: cfg.max_facts, factConfidenceThreshold: cfg.fact_confidence_threshold });
     });
     for (const [wk, mark] of marks) {

@@ -23,6 +23,7 @@ import type { ScheduledTaskStore } from "../scheduler/task-store.js";
 import { SqliteTaskStore } from "../scheduler/sqlite-task-store.js";
 import type { RunEventStore } from "./run-event-store.js";
 import { SqliteRunEventStore } from "./sqlite/run-event-store.js";
+import type { MemoryDocuments } from "../../agents/memory/memory-store.js";
 
 /** The checkpointer, the thread and run repositories, and how to close them. */
 export interface Persistence {
@@ -50,10 +51,16 @@ export interface Persistence {
   /** Each run's stored events (the `run_events` table; same database as the run table). */
   runEvents: RunEventStore;
   /**
-   * Resume specs of in-flight runs (the gateway's SQLite file only): a run a crash cut short is resumed when the
-   * process starts again (docs/durable-runs.md). Absent: such runs are interrupted on open.
+   * Resume specs of in-flight runs (the gateway's SQLite file, or PostgreSQL's `run_resumes` table for one process
+   * without Redis): a run a crash cut short is resumed when the process starts again (docs/durable-runs.md). Absent:
+   * such runs are interrupted on open (or, with Redis, resumed by the coordinator).
    */
   resumes?: ResumeStore;
+  /**
+   * Memory documents shared by every process on the database (the `memory_documents` table; PostgreSQL only), with
+   * the one-time import of a home's memory files. Absent: memory stays in files under the home.
+   */
+  memory?: MemoryDocuments & { adoptFiles(root: string): Promise<number> };
   /** Human-readable location (file path, `memory` or `postgres`), for logs. Never holds credentials. */
   location: string;
   /** True when threads, runs and checkpoints live in a database other processes can share (PostgreSQL). */
@@ -179,6 +186,8 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
   const { PgUsageLedger } = await import("../limits/pg-usage-ledger.js");
   const { PgRunSlots } = await import("../limits/pg-run-slots.js");
   const { PgFeedbackStore } = await import("./postgres/pg-feedback-store.js");
+  const { PgResumeStore } = await import("./postgres/pg-resume-store.js");
+  const { PgMemoryStore } = await import("./postgres/pg-memory-store.js");
   const pool = new pg.Pool({ connectionString: url, max: 20 });
   // An idle client that loses its server emits 'error' on the pool; without a listener that kills the process.
   pool.on("error", () => undefined);
@@ -188,16 +197,19 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     await migratePostgres(pool);
     await scheduledTasks.migrate();
     await runEvents.migrate();
-    await Promise.all([PgUsageLedger.migrate(pool), PgRunSlots.migrate(pool), PgFeedbackStore.migrate(pool)]);
+    await Promise.all([PgUsageLedger.migrate(pool), PgRunSlots.migrate(pool), PgFeedbackStore.migrate(pool), PgResumeStore.migrate(pool), PgMemoryStore.migrate(pool)]);
   } catch (err) {
     await pool.end();
     throw new Error(`cannot open database.url: ${(err as Error).message}`);
   }
   const threads = new PgThreadStore(pool);
   const runs = new PgRunStore(pool);
+  // One process (no Redis coordinator: `recover`) with durable checkpoints resumes what a crash cut short, as on
+  // SQLite; with Redis the coordinator keeps the resume specs and resumes across processes, so none are kept here.
+  const resumes = recover && section?.type !== "memory" ? new PgResumeStore(pool) : undefined;
   if (recover) {
     await threads.resetBusy();
-    await runs.interruptOrphans();
+    await runs.interruptOrphans(resumes ? await resumes.withoutSpec() : undefined);
   }
   let checkpointer: BaseCheckpointSaver;
   let closeCheckpointer = async () => {};
@@ -242,6 +254,8 @@ async function openPostgres(url: string, section: AppConfig["checkpointer"], rec
     scheduledTasks,
     ping: async () => void (await pool.query("SELECT 1")),
     runEvents,
+    resumes,
+    memory: new PgMemoryStore(pool),
     oidcIdentities: new PgOidcIdentityRepository(pool),
     location: "postgres",
     shared: section?.type !== "memory" && section?.type !== "sqlite",
