@@ -27,8 +27,10 @@ export function leaseNameFor(prefix: string, secret: string): string {
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => { clearTimeout(t); resolve(); }, { once: true });
+    // The listener goes when the timer fires: a standby process pauses every 2 s for as long as it runs.
+    const onAbort = () => { clearTimeout(t); resolve(); };
+    const t = setTimeout(() => { signal.removeEventListener("abort", onAbort); resolve(); }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
   });
 }
 

@@ -30,8 +30,9 @@ export interface SlackSocketOptions {
 }
 
 const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve) => {
-  const t = setTimeout(resolve, ms);
-  signal.addEventListener("abort", () => { clearTimeout(t); resolve(); }, { once: true });
+  const onAbort = () => { clearTimeout(t); resolve(); };
+  const t = setTimeout(() => { signal.removeEventListener("abort", onAbort); resolve(); }, ms);
+  signal.addEventListener("abort", onAbort, { once: true });
 });
 
 /** The SDK's log lines go to the gateway's logger at debug: the loop logs what an operator needs itself. */
