@@ -34,6 +34,8 @@ export interface SlackFake extends PlatformFake {
   socketOpens: number;
   /** Socket Mode sessions open now. */
   openSockets(): number;
+  /** Pongs received to the fake's pings (one ping a second per session): time passing on a live session. */
+  pongs: number;
   /** Envelopes pushed and the acks received, each with the time (ms since epoch). */
   pushed: { envelope_id: string; at: number }[];
   acks: { envelope_id: string; at: number }[];
@@ -61,6 +63,7 @@ export async function startSlackFake(token = "xoxb-test"): Promise<SlackFake> {
     sockets.add(ws);
     const ping = setInterval(() => ws.ping(), 1000);
     ws.on("close", () => { clearInterval(ping); sockets.delete(ws); });
+    ws.on("pong", () => { self.pongs++; });
     ws.on("message", (raw) => {
       const frame = JSON.parse(raw.toString()) as { envelope_id?: string };
       if (frame.envelope_id) self.acks.push({ envelope_id: frame.envelope_id, at: Date.now() });
@@ -132,7 +135,7 @@ export async function startSlackFake(token = "xoxb-test"): Promise<SlackFake> {
   };
   self = Object.assign(fake, {
     token, tokenValid: true, sent: [] as SlackSent[], shared: [] as SlackFake["shared"],
-    appToken: "xapp-1-A1-test", appTokenValid: true, socketOpens: 0, pushed: [] as SlackFake["pushed"], acks: [] as SlackFake["acks"],
+    appToken: "xapp-1-A1-test", appTokenValid: true, socketOpens: 0, pongs: 0, pushed: [] as SlackFake["pushed"], acks: [] as SlackFake["acks"],
     openSockets: () => sockets.size,
     pushEvent(payload: Record<string, unknown>, retryAttempt = 0) {
       const ws = [...sockets].at(-1);
