@@ -69,7 +69,8 @@ export class SlackSocketConnection {
       } catch (err) {
         const code = slackErrorCode(err);
         if (code && REFUSED.has(code)) throw new PlatformError("slack", "auth", `Slack refused the app token (apps.connections.open: ${code})`);
-        this.options.logger.warn({ provider: "slack", err: (err as Error).message }, "slack socket mode connection failed; retrying");
+        // The SDK rejects with nothing when the socket closes before `hello`.
+        this.options.logger.warn({ provider: "slack", err: err instanceof Error ? err.message : "closed before hello" }, "slack socket mode connection failed; retrying");
       }
       // A session that ended after its hello (a refresh, Slack's routine disconnect) reconnects at once.
       delay = opened ? base : Math.min(30_000, delay * 2);

@@ -150,6 +150,12 @@ describe("Slack Socket Mode", () => {
     await until(() => lastText(slack, "DU3") === "You said: after a refresh", 10_000);
     slack.requestDisconnect("warning");
     await until(() => slack.socketOpens === 3 && slack.openSockets() === 1, 10_000);
+    // A session closed before its hello is opened again (with a fresh URL), not given up.
+    slack.closeBeforeHello = 1;
+    const opens = slack.calls.filter((c) => c.method === "apps.connections.open").length;
+    slack.requestDisconnect("refresh_requested");
+    await until(() => slack.socketOpens === 4 && slack.openSockets() === 1, 10_000);
+    expect(slack.calls.filter((c) => c.method === "apps.connections.open").length - opens).toBe(2);
     slack.failNext.push(500);
     slack.pushEvent(socketDm("Ev-500", "U3", "after a 500"));
     await until(() => lastText(slack, "DU3") === "You said: after a 500", 10_000);

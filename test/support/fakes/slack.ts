@@ -34,6 +34,8 @@ export interface SlackFake extends PlatformFake {
   socketOpens: number;
   /** Socket Mode sessions open now. */
   openSockets(): number;
+  /** The next this many sessions are closed (1011) before their `hello`. */
+  closeBeforeHello: number;
   /** Pongs received to the fake's pings (one ping a second per session): time passing on a live session. */
   pongs: number;
   /** Envelopes pushed and the acks received, each with the time (ms since epoch). */
@@ -59,6 +61,10 @@ export async function startSlackFake(token = "xoxb-test"): Promise<SlackFake> {
     // A ticket works once (Slack's URLs are single-use): an unknown or spent one is closed at once.
     const ticket = new URL(req.url ?? "/", "ws://fake").searchParams.get("ticket") ?? "";
     if (!tickets.delete(ticket)) return void ws.close(1008, "invalid ticket");
+    if (self.closeBeforeHello > 0) {
+      self.closeBeforeHello--;
+      return void ws.close(1011, "server error");
+    }
     self.socketOpens++;
     sockets.add(ws);
     const ping = setInterval(() => ws.ping(), 1000);
@@ -135,7 +141,7 @@ export async function startSlackFake(token = "xoxb-test"): Promise<SlackFake> {
   };
   self = Object.assign(fake, {
     token, tokenValid: true, sent: [] as SlackSent[], shared: [] as SlackFake["shared"],
-    appToken: "xapp-1-A1-test", appTokenValid: true, socketOpens: 0, pongs: 0, pushed: [] as SlackFake["pushed"], acks: [] as SlackFake["acks"],
+    appToken: "xapp-1-A1-test", appTokenValid: true, socketOpens: 0, pongs: 0, closeBeforeHello: 0, pushed: [] as SlackFake["pushed"], acks: [] as SlackFake["acks"],
     openSockets: () => sockets.size,
     pushEvent(payload: Record<string, unknown>, retryAttempt = 0) {
       const ws = [...sockets].at(-1);
