@@ -21,19 +21,21 @@ afterEach(async () => {
 });
 
 /** Upstream's Slack section as it ships (bot_token, app_token, allowed_users) plus the API root and `extra` keys. */
-function config(fake: SlackFake, extra: string[] = [], tokenDelayMs = 10): string {
+const FILE_TOOLS = ["tools:", "  - { name: read_file, group: file:read, use: deerflow.sandbox.tools:read_file_tool }", "tool_groups: [{ name: file:read }]"];
+
+function config(fake: SlackFake, extra: string[] = [], tokenDelayMs = 10, tools: string[] = []): string {
   return [
-    "models:", "  - name: s", "    use: deerflow-gateway:ScriptedChatModel", "    model: s", `    token_delay_ms: ${tokenDelayMs}`,
+    "models:", "  - name: s", "    use: deerflow-gateway:ScriptedChatModel", "    model: s", `    token_delay_ms: ${tokenDelayMs}`, ...tools,
     "channels:", "  slack:", "    enabled: true", `    bot_token: ${fake.token}`, `    app_token: ${fake.appToken}`, "    allowed_users: []",
     `    api_base: ${fake.url}`, "    stream_edit_interval_ms: 30", ...extra,
     "channel_connections:", "  enabled: true", "  slack:", "    enabled: true", "",
   ].join("\n");
 }
 
-async function setup(options: { extra?: string[]; tokenDelayMs?: number; beforeStart?: (fake: SlackFake) => void } = {}): Promise<{ h: Harness; slack: SlackFake; alice: Session }> {
+async function setup(options: { extra?: string[]; tokenDelayMs?: number; tools?: string[]; beforeStart?: (fake: SlackFake) => void } = {}): Promise<{ h: Harness; slack: SlackFake; alice: Session }> {
   const fake = (slack = await startSlackFake());
   options.beforeStart?.(fake);
-  h = await startHarness(config(fake, options.extra, options.tokenDelayMs), { authDisabled: false });
+  h = await startHarness(config(fake, options.extra, options.tokenDelayMs, options.tools), { authDisabled: false });
   const alice = await signUp(h.url, "alice@example.com", "correct horse battery", "initialize");
   await until(() => fake.openSockets() === 1, 10_000);
   return { h, slack: fake, alice };
@@ -178,6 +180,17 @@ describe("Slack Socket Mode", () => {
     expect(refused[0].err).toContain("invalid_auth");
     expect(JSON.stringify(logs.lines())).not.toContain(slack.appToken);
   });
+
+  it("a file shared over Socket Mode becomes an upload the agent reads", async () => {
+    const { slack, alice } = await setup({ tools: FILE_TOOLS });
+    await connect(slack, alice, "U6");
+    const payload = socketDm("Ev-file", "U6", '!call read_file {"description":"read","path":"/mnt/user-data/uploads/data.csv"}');
+    Object.assign(payload.event as Record<string, unknown>, { subtype: "file_share", files: [slack.addFile("data.csv", Buffer.from("city,temp\nParis,21\n"))] });
+    slack.pushEvent(payload);
+    await until(() => (lastText(slack, "DU6") ?? "").includes("Paris,21"), 15_000);
+    const [thread] = await (await alice.fetch("/api/threads/search", { json: {} })).json();
+    expect((await (await alice.fetch(`/api/threads/${thread.thread_id}/uploads/list`)).json()).files).toEqual([expect.objectContaining({ filename: "data.csv", size: 19 })]);
+  }, 30_000);
 
   it("config: neither app_token nor signing_secret stops the start naming both; with both, Socket Mode is used", async () => {
     const fake = (slack = await startSlackFake());
