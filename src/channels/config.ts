@@ -35,19 +35,28 @@ export const TelegramSection = z.looseObject({
   if (v.enabled && v.mode === "webhook" && !v.webhook_secret) ctx.addIssue({ code: "custom", message: "channels.telegram.webhook_secret is required in webhook mode (Telegram's secret token header is how deliveries are verified)" });
 });
 
-/** `channels.slack`: the Events API webhook, verified with the app's signing secret. */
+/**
+ * `channels.slack`: Socket Mode (upstream's mode: `app_token`, no public URL) or the Events API webhook
+ * (`signing_secret` and no `app_token`). The rule is {@link slackMode}; with neither key the start stops.
+ */
 export const SlackSection = z.looseObject({
   ...Common,
   bot_token: z.string().default(""),
-  /** Socket Mode token (`xapp-...`): accepted, but Socket Mode is not offered (see config-keys / docs). */
+  /** App-level token (`xapp-...`, scope `connections:write`): when set, events arrive over Socket Mode. */
   app_token: z.string().default(""),
+  /** The app's signing secret: events webhook mode (only without `app_token`) verifies every delivery with it. */
   signing_secret: z.string().default(""),
-  /** The Web API root (`https://slack.com/api`); requests go to `<api_base>/<method>`. */
+  /** The Web API root (`https://slack.com/api`); requests go to `<api_base>/<method>` (apps.connections.open too). */
   api_base: z.string().url().default("https://slack.com/api"),
 }).superRefine((v, ctx) => {
   if (v.enabled && !v.bot_token) ctx.addIssue({ code: "custom", message: "channels.slack.bot_token is required when the channel is enabled" });
-  if (v.enabled && !v.signing_secret) ctx.addIssue({ code: "custom", message: "channels.slack.signing_secret is required: events are verified with it (Socket Mode is not offered)" });
+  if (v.enabled && !v.app_token && !v.signing_secret) ctx.addIssue({ code: "custom", message: "channels.slack needs app_token (xapp-..., Socket Mode) or signing_secret (Events API webhook at /api/channels/webhooks/slack)" });
 });
+
+/** How Slack events arrive: `socket` when `app_token` is set (upstream's mode), else `webhook` (signing_secret). */
+export function slackMode(section: { app_token: string }): "socket" | "webhook" {
+  return section.app_token ? "socket" : "webhook";
+}
 
 /** `channels.feishu.domain`: the Open Platform root; `feishu` / `lark` name the two public ones (upstream takes a URL). */
 export const FEISHU_DOMAINS: Readonly<Record<string, string>> = { feishu: "https://open.feishu.cn", lark: "https://open.larksuite.com" };

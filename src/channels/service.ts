@@ -140,7 +140,11 @@ export class ChannelService {
     const { telegram, slack, feishu, discord, dingtalk, wecom } = boot.channels;
     const counter = deps.apiCalls;
     if (telegram?.enabled) this.adapters.set("telegram", new TelegramAdapter(telegram, { logger: deps.logger, lease, holderId, botUsername: boot.connections.telegram?.bot_username || undefined, counter }));
-    if (slack?.enabled) this.adapters.set("slack", new SlackAdapter(slack, { counter }));
+    if (slack?.enabled) {
+      // Socket Mode: a refused app token marks the Slack connections broken, as a refused bot token does.
+      const onAuthRefused = () => store.setProviderStatus("slack", "broken").catch(() => undefined);
+      this.adapters.set("slack", new SlackAdapter(slack, { counter, logger: deps.logger, lease, holderId, onAuthRefused }));
+    }
     if (feishu?.enabled) this.adapters.set("feishu", new FeishuAdapter(feishu, { logger: deps.logger, lease, holderId, counter, onRefused: () => store.setProviderStatus("feishu", "broken") }));
     if (discord?.enabled) this.adapters.set("discord", new DiscordAdapter(discord, { logger: deps.logger, lease, holderId, counter, setStatus: (s) => store.setProviderStatus("discord", s) }));
     // Refused credentials on connect: the connections show `broken` in Settings (as a refused reply token does).

@@ -1,11 +1,16 @@
-// Slack over the Events API webhook (https://api.slack.com/apis/events-api) and the Web API (chat.postMessage,
-// chat.update), on plain fetch with a configurable `api_base`. Every delivery is verified with the app's signing
-// secret (https://api.slack.com/authentication/verifying-requests-from-slack): `v0=` HMAC-SHA256 of
-// `v0:<timestamp>:<raw body>`, the timestamp within five minutes. Socket Mode is not offered (see docs/channels.md).
+// Slack: events over Socket Mode (upstream's mode, `app_token`; slack-socket.ts, held by one gateway process at a
+// time under a lease) or the Events API webhook (https://api.slack.com/apis/events-api), and replies over the Web
+// API (chat.postMessage, chat.update) on plain fetch with a configurable `api_base`. Every webhook delivery is
+// verified with the app's signing secret (https://api.slack.com/authentication/verifying-requests-from-slack): `v0=`
+// HMAC-SHA256 of `v0:<timestamp>:<raw body>`, the timestamp within five minutes.
 import { createHmac } from "node:crypto";
+import type { Logger } from "pino";
 import { callPlatform, downloadPlatformFile, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
 import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
-import type { SlackConfig } from "./config.js";
+import { slackMode, type SlackConfig } from "./config.js";
+import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
+import { SlackSocketConnection } from "./slack-socket.js";
+import type { LeaseStore } from "./store.js";
 import { safeEqual } from "./telegram.js";
 
 /** Slack truncates a message's text past 40,000 characters. */
@@ -53,22 +58,83 @@ function judge(answer: PlatformAnswer): Verdict {
   return { kind: "fail", error: new PlatformError("slack", AUTH_ERRORS.has(code) ? "auth" : "other", `Slack refused the call: ${code}`) };
 }
 
-/** The Slack adapter (upstream slack.py, Events API mode). */
+/** What the Slack adapter needs besides its section; Socket Mode needs `logger`, `lease` and `holderId`. */
+export interface SlackDeps {
+  retry?: RetryPolicy;
+  counter?: { calls: number };
+  now?: () => number;
+  /** The bot's user id, when known ahead; Socket Mode learns it from each envelope's `authorizations` (upstream). */
+  botUserId?: string;
+  logger?: Logger;
+  lease?: LeaseStore;
+  /** This process's lease-holder id. */
+  holderId?: string;
+  /** How long the Socket Mode lease lasts without renewal, in ms (default 30 000; renewed every third of it). */
+  leaseMs?: number;
+  /** Called once when Slack refuses the app token (the service marks the provider's connections broken). */
+  onAuthRefused?: () => Promise<void> | void;
+}
+
+/** The Slack adapter (upstream slack.py): Socket Mode when `app_token` is set, else the Events API webhook. */
 export class SlackAdapter implements ChannelAdapter {
   readonly provider = "slack";
   readonly capabilities: AdapterCapabilities;
+  readonly mode: "socket" | "webhook";
+  /** The Socket Mode session (null in webhook mode). */
+  readonly socket: SlackSocketConnection | null = null;
   private sink: InboundSink | null = null;
+  private botUserId: string | undefined;
+  private readonly stopping = new AbortController();
+  private loop: Promise<void> | null = null;
+  private closedForGood = false;
 
-  constructor(private readonly config: SlackConfig, private readonly deps: { retry?: RetryPolicy; counter?: { calls: number }; now?: () => number; botUserId?: string } = {}) {
+  constructor(private readonly config: SlackConfig, private readonly deps: SlackDeps = {}) {
     this.capabilities = { editMessages: true, maxMessageChars: SLACK_MAX_CHARS, minEditIntervalMs: config.stream_edit_interval_ms ?? SLACK_EDIT_INTERVAL_MS };
+    this.botUserId = deps.botUserId;
+    this.mode = slackMode(config);
+    if (this.mode === "socket") {
+      if (!deps.logger || !deps.lease || !deps.holderId) throw new Error("Slack Socket Mode needs a logger, a lease store and a holder id");
+      this.socket = new SlackSocketConnection({ appToken: config.app_token, apiBase: config.api_base, logger: deps.logger, counter: deps.counter, onEvent: (p) => this.onSocketEvent(p) });
+    }
+  }
+
+  /** False once Slack refused the app token: the channel no longer receives (Socket Mode). */
+  get receiving(): boolean {
+    return !this.closedForGood;
   }
 
   async start(sink: InboundSink): Promise<void> {
     this.sink = sink;
+    if (this.socket) this.loop = this.holdSocket(this.socket);
   }
 
   async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.loop?.catch(() => undefined);
+    if (this.socket) await this.deps.lease!.releaseLease(leaseNameFor("slack-socket", this.config.app_token), this.deps.holderId!).catch(() => undefined);
     this.sink = null;
+  }
+
+  /** One Socket Mode session per app across processes (lease `slack-socket:*`); a refused app token ends it, once. */
+  private async holdSocket(socket: SlackSocketConnection): Promise<void> {
+    const opts = { lease: this.deps.lease!, name: leaseNameFor("slack-socket", this.config.app_token), holderId: this.deps.holderId!, leaseMs: this.deps.leaseMs ?? 30_000, signal: this.stopping.signal };
+    try {
+      await holdUnderLease(opts, (held) => socket.run(held));
+    } catch (err) {
+      this.closedForGood = true;
+      this.deps.logger!.error({ provider: "slack", err: (err as Error).message }, "slack socket mode refused; the channel stops receiving");
+      await this.deps.onAuthRefused?.();
+    }
+  }
+
+  /** An acked `events_api` payload: learns the bot's id (upstream reads `authorizations`), queues the message. */
+  private onSocketEvent(payload: Record<string, any>): void {
+    const auth: Record<string, unknown> | undefined = Array.isArray(payload.authorizations) ? payload.authorizations.find((a: Record<string, unknown> | null) => typeof a === "object" && a !== null) : undefined;
+    if (!this.botUserId && typeof auth?.user_id === "string" && auth.user_id) this.botUserId = auth.user_id;
+    if (payload.type !== "event_callback" || typeof payload.event_id !== "string" || !payload.event) return;
+    const team = payload.team_id ?? payload.team ?? payload.event.team ?? null;
+    const message = this.toInbound(payload.event_id, typeof team === "string" ? team : null, payload.event as SlackEvent);
+    if (message && this.sink) this.sink(message).catch((err) => this.deps.logger?.warn({ provider: "slack", err: (err as Error).message }, "slack message not queued"));
   }
 
   private call(method: string, body: unknown): Promise<PlatformAnswer> {
@@ -88,6 +154,7 @@ export class SlackAdapter implements ChannelAdapter {
   }
 
   async handleWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
+    if (this.mode === "socket") return { status: 404, body: { detail: "Slack runs in Socket Mode here (channels.slack.app_token); there is no events webhook" } };
     if (!this.verify(request)) return { status: 401, body: { detail: "Invalid or missing Slack request signature" } };
     let payload: { type?: string; challenge?: string; event_id?: string; team_id?: string; event?: SlackEvent };
     try {
@@ -110,7 +177,7 @@ export class SlackAdapter implements ChannelAdapter {
     const isDirect = e.channel_type === "im";
     // Upstream strips the bot's `<@U...>` mention; without the bot's id, any leading mention is the bot's.
     const raw = e.text ?? "";
-    const mentionRe = this.deps.botUserId ? new RegExp(`<@${this.deps.botUserId}(\\|[^>]*)?>`, "g") : /^\s*<@[A-Z0-9]+(\|[^>]*)?>/;
+    const mentionRe = this.botUserId ? new RegExp(`<@${this.botUserId}(\\|[^>]*)?>`, "g") : /^\s*<@[A-Z0-9]+(\|[^>]*)?>/;
     const mentioned = isDirect || e.type === "app_mention" || mentionRe.test(raw);
     const text = raw.replace(mentionRe, "").trim();
     return {
