@@ -9,7 +9,7 @@ import { callPlatform, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy
 import { DINGTALK_BOT_TOPIC, DingTalkStream } from "./dingtalk-stream.js";
 import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
 import type { LeaseStore } from "./store.js";
-import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundMessage, type InboundSink, type ReplyOptions, type ReplyTarget } from "./types.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundMessage, type InboundSink, type ReplyOptions, type ReplyTarget, type ConnectionStatusSink } from "./types.js";
 import type { DingTalkConfig } from "./config.js";
 
 /** The longest Markdown text sent in one robot message (characters; DingTalk's markdown body limit is about 5000). */
@@ -29,8 +29,8 @@ export interface DingTalkDeps {
   counter?: { calls: number };
   /** How long the stream lease lasts without renewal, in ms (default 30 000; renewed every third of it). */
   leaseMs?: number;
-  /** Called once when DingTalk refuses the app's credentials on connect (the service marks connections broken). */
-  onCredentialsRefused?: () => void;
+  /** The provider's connection status sink (the service wires it to the channel store). */
+  setStatus?: ConnectionStatusSink;
 }
 
 /** Reads an OpenAPI answer: 2xx ok; 429 / QPS limit waits; 5xx retried; a refused token or secret is `auth`. */
@@ -117,7 +117,7 @@ export class DingTalkAdapter implements ChannelAdapter {
       // Refused credentials: reconnecting cannot help; say so once, mark the connections broken, stop.
       this.deps.logger.error({ provider: "dingtalk", err: (err as Error).message }, "dingtalk stream refused for good; the channel stops receiving");
       this.closedForGood = true;
-      this.deps.onCredentialsRefused?.();
+      void this.deps.setStatus?.("broken");
     }
   }
 

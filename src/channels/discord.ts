@@ -12,7 +12,7 @@ import { DiscordThreads } from "./discord-threads.js";
 import { extractConnectCode } from "./commands.js";
 import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
 import type { LeaseStore } from "./store.js";
-import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyTarget } from "./types.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type ConnectionStatusSink, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyTarget } from "./types.js";
 import type { DiscordConfig } from "./config.js";
 
 /** Discord's message length limit (characters, upstream `_DISCORD_MAX_MESSAGE_LEN`). */
@@ -34,7 +34,7 @@ export interface DiscordDeps {
    * Sets the status of every Discord connection (ChannelStore.setProviderStatus): `broken` once the gateway is
    * closed for good (a refused token), `connected` on READY, so Settings → Channels shows the bot's state.
    */
-  setStatus?: (status: "broken" | "connected") => Promise<void>;
+  setStatus?: ConnectionStatusSink;
 }
 
 /** Reads a REST answer: 2xx accepted; 429 waits `retry_after`; 5xx retried; 401 `auth` (token refused). */
@@ -132,7 +132,7 @@ export class DiscordAdapter implements ChannelAdapter {
     } catch (err) {
       // A refused token or a disallowed intent: reconnecting cannot help; say so once, show it in Settings, stop.
       this.deps.logger.error({ provider: "discord", err: (err as Error).message }, "discord gateway closed for good; the channel stops receiving");
-      await this.deps.setStatus?.("broken").catch((e: unknown) => this.deps.logger.warn({ provider: "discord", err: (e as Error).message }, "discord connections not marked broken"));
+      await this.deps.setStatus?.("broken");
       this.closedForGood = true;
     }
   }
@@ -140,7 +140,7 @@ export class DiscordAdapter implements ChannelAdapter {
   private onDispatch(event: string, data: Record<string, any>): void {
     if (event === "READY") {
       this.botUserId = typeof data.user?.id === "string" ? data.user.id : null;
-      void this.deps.setStatus?.("connected").catch(() => undefined);
+      void this.deps.setStatus?.("connected");
     }
     // Thread mode learns the server's threads from the Gateway as it goes (fewer channel lookups).
     if (event === "THREAD_CREATE" || event === "THREAD_UPDATE" || event === "CHANNEL_CREATE") this.threads.learn(data);

@@ -6,7 +6,7 @@
 // a tenant_access_token, cached until shortly before it expires and fetched again when the platform says it is stale.
 import { callPlatform, downloadPlatformFile, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
 import { openDelivery, toInbound } from "./feishu-events.js";
-import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundSink, type OutboundFile, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type ConnectionStatusSink, type InboundFile, type InboundSink, type OutboundFile, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
 import type { FeishuConfig } from "./config.js";
 import { holdFeishuLongConnection, pauseUnlessAborted } from "./feishu-ws.js";
 import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
@@ -71,8 +71,8 @@ export interface FeishuDeps {
   holderId: string;
   /** Long-connection lease lifetime without renewal, in ms (default 30 000; renewed every third of it). */
   leaseMs?: number;
-  /** Called once when the platform refuses the app's credentials (the service marks the connections broken). */
-  onRefused?: (err: PlatformError) => Promise<void>;
+  /** The provider's connection status sink (the service wires it to the channel store). */
+  setStatus?: ConnectionStatusSink;
   retry?: RetryPolicy;
   counter?: { calls: number };
 }
@@ -126,7 +126,7 @@ export class FeishuAdapter implements ChannelAdapter {
       this.closedForGood = true;
       const refused = err instanceof PlatformError && err.kind === "auth";
       this.deps.logger.error({ provider: "feishu", err: (err as Error).message }, refused ? "feishu refused the app's credentials; the channel stops receiving" : "feishu long connection failed; the channel stops receiving");
-      if (refused) await this.deps.onRefused?.(err).catch(() => undefined);
+      if (refused) await this.deps.setStatus?.("broken");
     }
   }
 

@@ -24,7 +24,7 @@ import { SlackAdapter } from "./slack.js";
 import { SqliteChannelStore, type ChannelStore, type ChannelConnection, type DedupeStore, type LeaseStore } from "./store.js";
 import { TelegramAdapter } from "./telegram.js";
 import { WecomAdapter } from "./wecom.js";
-import type { ChannelAdapter, WebhookAnswer, WebhookRequest } from "./types.js";
+import type { ChannelAdapter, ConnectionStatusSink, WebhookAnswer, WebhookRequest } from "./types.js";
 import type { GatewaySandboxProvider } from "../sandbox/security.js";
 import { UploadsConfigSchema } from "../config/schema.js";
 import type { UploadsConfig } from "./files.js";
@@ -140,17 +140,14 @@ export class ChannelService {
     const { telegram, slack, feishu, discord, dingtalk, wecom } = boot.channels;
     const counter = deps.apiCalls;
     if (telegram?.enabled) this.adapters.set("telegram", new TelegramAdapter(telegram, { logger: deps.logger, lease, holderId, botUsername: boot.connections.telegram?.bot_username || undefined, counter }));
-    if (slack?.enabled) {
-      // Socket Mode: a refused app token marks the Slack connections broken, as a refused bot token does.
-      const onAuthRefused = () => store.setProviderStatus("slack", "broken").catch(() => undefined);
-      this.adapters.set("slack", new SlackAdapter(slack, { counter, logger: deps.logger, lease, holderId, onAuthRefused }));
-    }
-    if (feishu?.enabled) this.adapters.set("feishu", new FeishuAdapter(feishu, { logger: deps.logger, lease, holderId, counter, onRefused: () => store.setProviderStatus("feishu", "broken") }));
-    if (discord?.enabled) this.adapters.set("discord", new DiscordAdapter(discord, { logger: deps.logger, lease, holderId, counter, setStatus: (s) => store.setProviderStatus("discord", s) }));
-    // Refused credentials on connect: the connections show `broken` in Settings (as a refused reply token does).
-    const dingtalkRefused = () => void store.setProviderStatus("dingtalk", "broken").catch(() => undefined);
-    if (dingtalk?.enabled) this.adapters.set("dingtalk", new DingTalkAdapter(dingtalk, { logger: deps.logger, lease, holderId, counter, onCredentialsRefused: dingtalkRefused }));
-    if (wecom?.enabled) this.adapters.set("wecom", new WecomAdapter(wecom, { logger: deps.logger, lease, holderId, counter, onCredentialRefused: () => store.setProviderStatus("wecom", "broken"), onCredentialAccepted: () => store.setProviderStatus("wecom", "connected") }));
+    // Each adapter sets its provider's connection status (Settings → Channels): `broken` on refused credentials.
+    const status = (provider: string): ConnectionStatusSink => (s) => store.setProviderStatus(provider, s).catch((err: Error) => deps.logger.warn({ provider, err: err.message }, "channel connection status not stored"));
+    const held = { logger: deps.logger, lease, holderId, counter };
+    if (slack?.enabled) this.adapters.set("slack", new SlackAdapter(slack, { ...held, setStatus: status("slack") }));
+    if (feishu?.enabled) this.adapters.set("feishu", new FeishuAdapter(feishu, { ...held, setStatus: status("feishu") }));
+    if (discord?.enabled) this.adapters.set("discord", new DiscordAdapter(discord, { ...held, setStatus: status("discord") }));
+    if (dingtalk?.enabled) this.adapters.set("dingtalk", new DingTalkAdapter(dingtalk, { ...held, setStatus: status("dingtalk") }));
+    if (wecom?.enabled) this.adapters.set("wecom", new WecomAdapter(wecom, { ...held, setStatus: status("wecom") }));
     this.manager = new ChannelManager({
       runService: deps.runService, runs: deps.runs, threads: deps.persistence.threads, runRecords: deps.persistence.runs, bridge: deps.bridge, store, dedupe,
       settings: () => this.settings(), modelNames: deps.modelNames, sandbox: deps.sandbox, uploads: () => uploadsOf(deps.rawConfig()), authDisabledUser: deps.authDisabledUser, logger: deps.logger, onFirstReply: deps.onFirstReply,

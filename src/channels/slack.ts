@@ -6,7 +6,7 @@
 import { createHmac } from "node:crypto";
 import type { Logger } from "pino";
 import { callPlatform, downloadPlatformFile, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
-import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type ConnectionStatusSink, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
 import { slackMode, type SlackConfig } from "./config.js";
 import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
 import { SlackSocketConnection } from "./slack-socket.js";
@@ -71,8 +71,8 @@ export interface SlackDeps {
   holderId?: string;
   /** How long the Socket Mode lease lasts without renewal, in ms (default 30 000; renewed every third of it). */
   leaseMs?: number;
-  /** Called once when Slack refuses the app token (the service marks the provider's connections broken). */
-  onAuthRefused?: () => Promise<void> | void;
+  /** The provider's connection status sink (the service wires it to the channel store). */
+  setStatus?: ConnectionStatusSink;
 }
 
 /** The Slack adapter (upstream slack.py): Socket Mode when `app_token` is set, else the Events API webhook. */
@@ -123,7 +123,7 @@ export class SlackAdapter implements ChannelAdapter {
     } catch (err) {
       this.closedForGood = true;
       this.deps.logger!.error({ provider: "slack", err: (err as Error).message }, "slack socket mode refused; the channel stops receiving");
-      await this.deps.onAuthRefused?.();
+      await this.deps.setStatus?.("broken");
     }
   }
 

@@ -84,6 +84,12 @@ export interface ReplyOptions {
   final?: boolean;
 }
 
+/**
+ * Sets every connection of the adapter's provider to `status` (Settings → Channels shows it): `broken` when the
+ * platform refuses the bot's credentials for good, `connected` once it accepts them again. Never throws.
+ */
+export type ConnectionStatusSink = (status: "broken" | "connected") => Promise<void>;
+
 /** What a webhook request carries, as the route received it (the raw body: signatures are over its bytes). */
 export interface WebhookRequest {
   headers: Record<string, string | string[] | undefined>;

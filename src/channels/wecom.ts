@@ -11,7 +11,7 @@ import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
 import { downloadWecomFile, wecomFiles } from "./wecom-files.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./platform-http.js";
 import type { LeaseStore } from "./store.js";
-import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyOptions, type ReplyTarget } from "./types.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type ConnectionStatusSink, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyOptions, type ReplyTarget } from "./types.js";
 
 /**
  * The longest text one stream frame carries, in characters: WeCom takes 20 480 bytes of UTF-8, and 5 000 code
@@ -46,10 +46,8 @@ export interface WecomDeps {
   authRetries?: number;
   /** Heartbeat interval in ms (default 30 000, the SDK's). */
   heartbeatMs?: number;
-  /** Called once when WeCom refuses bot_id / bot_secret for good (the service marks the connections broken). */
-  onCredentialRefused?: () => Promise<void>;
-  /** Called when a subscription is accepted (the service marks connections broken by a refusal connected again). */
-  onCredentialAccepted?: () => Promise<void>;
+  /** The provider's connection status sink (the service wires it to the channel store). */
+  setStatus?: ConnectionStatusSink;
 }
 
 /** The parts of an `aibot_msg_callback` body read here. */
@@ -146,7 +144,7 @@ export class WecomAdapter implements ChannelAdapter {
     } catch (err) {
       this.closedForGood = true;
       this.deps.logger.error({ provider: "wecom", err: (err as Error).message }, "wecom refused bot_id / bot_secret; the channel stops receiving (check channels.wecom)");
-      await this.deps.onCredentialRefused?.().catch(() => undefined);
+      await this.deps.setStatus?.("broken");
     }
   }
 
@@ -167,7 +165,7 @@ export class WecomAdapter implements ChannelAdapter {
     client.on("connected", () => this.stats.connections++);
     client.on("authenticated", () => {
       this.stats.authenticated++;
-      void this.deps.onCredentialAccepted?.().catch(() => undefined);
+      void this.deps.setStatus?.("connected");
     });
     client.on("message", (frame: WsFrame) => this.onFrame(frame));
     return new Promise<void>((resolve, reject) => {
