@@ -113,7 +113,8 @@ export const DiscordSection = z.looseObject({
 /**
  * `channels.dingtalk`: Stream mode (upstream dingtalk.py: `client_id` / `client_secret`, `allowed_users`,
  * `card_template_id`: an AI Card template with a `content` variable; answers then stream into a card). Plus
- * `api_base`, the root of api.dingtalk.com (the Stream open-connection call, the access token, robot and card API).
+ * `api_base`, the root of api.dingtalk.com (the Stream open-connection call, the access token, robot and card API),
+ * and `oapi_base`, the root of oapi.dingtalk.com (the media upload of presented files).
  */
 export const DingTalkSection = z.looseObject({
   ...Common,
@@ -123,6 +124,8 @@ export const DingTalkSection = z.looseObject({
   card_template_id: z.string().default(""),
   /** The OpenAPI root (`https://api.dingtalk.com`); requests go to `<api_base>/v1.0/...`. */
   api_base: z.string().url().default("https://api.dingtalk.com"),
+  /** The legacy OpenAPI root (`https://oapi.dingtalk.com`) of the media upload (`<oapi_base>/media/upload`) for files the agent presents. */
+  oapi_base: z.string().url().default("https://oapi.dingtalk.com"),
 }).superRefine((v, ctx) => {
   if (!v.enabled) return;
   if (!v.client_id || !v.client_secret) ctx.addIssue({ code: "custom", message: "channels.dingtalk.client_id and client_secret are required when the channel is enabled" });

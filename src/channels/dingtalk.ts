@@ -3,13 +3,15 @@
 // to a user (1:1), `groupMessages/send` to a group, as upstream's `sampleMarkdown`. A robot message cannot be edited:
 // without `card_template_id` an answer is sent once the run ends (in 5000-character pieces), as upstream. With it, a
 // run's answer streams into an AI Card (`card/instances/createAndDeliver`, then `PUT card/streaming`, finalized at the end).
+// Files both ways: dingtalk-files.ts.
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { callPlatform, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
+import { callPlatform, downloadPlatformFile, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
+import { DINGTALK_MAX_UPLOAD_BYTES, dingtalkFiles, downloadUrlOf, fileMessage, judgeOapi, mediaForm, uploadKind } from "./dingtalk-files.js";
 import { DINGTALK_BOT_TOPIC, DingTalkStream } from "./dingtalk-stream.js";
 import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
 import type { LeaseStore } from "./store.js";
-import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundMessage, type InboundSink, type ReplyOptions, type ReplyTarget, type ConnectionStatusSink } from "./types.js";
+import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyOptions, type ReplyTarget, type ConnectionStatusSink } from "./types.js";
 import type { DingTalkConfig } from "./config.js";
 
 /** The longest Markdown text sent in one robot message (characters; DingTalk's markdown body limit is about 5000). */
@@ -134,11 +136,12 @@ export class DingTalkAdapter implements ChannelAdapter {
     const msgId = typeof m.msgId === "string" ? m.msgId : "";
     const group = String(m.conversationType ?? "1").trim() === "2";
     const chatId = group ? String(m.conversationId ?? "") : sender;
+    const files = dingtalkFiles(m);
     const text = m.msgtype === "text" ? String(m.text?.content ?? "") : m.msgtype === "richText" ? (m.content?.richText ?? []).map((p: { text?: string }) => p?.text ?? "").filter(Boolean).join(" ") : "";
-    if (!sender || !msgId || !chatId || !text.trim()) return null;
+    if (!sender || !msgId || !chatId || (!text.trim() && !files.length)) return null;
     return {
       provider: "dingtalk", eventId: msgId, userId: sender, userName: typeof m.senderNick === "string" ? m.senderNick : null, workspaceId: null,
-      chatId, topicId: group ? msgId : null, replyToId: null, text: text.trim(), isDirect: !group, mentioned: !group || m.isInAtList !== false, receivedAt: Date.now(),
+      chatId, topicId: group ? msgId : null, replyToId: null, text: text.trim(), isDirect: !group, mentioned: !group || m.isInAtList !== false, receivedAt: Date.now(), files,
     };
   }
 
@@ -164,12 +167,17 @@ export class DingTalkAdapter implements ChannelAdapter {
     return `${this.config.api_base.replace(/\/+$/, "")}/${path}`;
   }
 
-  /** A robot API call with the token; a token refused while cached is dropped and fetched again once. */
-  private async robot(path: string, body: Record<string, unknown>, method: "POST" | "PUT" = "POST"): Promise<PlatformAnswer> {
+  /** A robot API call with the token. */
+  private robot(path: string, body: Record<string, unknown>, method: "POST" | "PUT" = "POST"): Promise<PlatformAnswer> {
+    return this.withToken((token) => callPlatform("dingtalk", this.url(path), body, judgeApi, { method, headers: { "x-acs-dingtalk-access-token": token }, policy: this.deps.retry, counter: this.deps.counter }));
+  }
+
+  /** Runs `call` with the app access token; a token refused while cached is dropped and fetched again once. */
+  private async withToken<T>(call: (token: string) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const token = await this.accessToken();
       try {
-        return await callPlatform("dingtalk", this.url(path), body, judgeApi, { method, headers: { "x-acs-dingtalk-access-token": token }, policy: this.deps.retry, counter: this.deps.counter });
+        return await call(token);
       } catch (err) {
         if (!(err instanceof PlatformError && err.kind === "auth") || attempt > 0) throw err;
         this.token = null;
@@ -184,12 +192,40 @@ export class DingTalkAdapter implements ChannelAdapter {
    */
   async send(target: ReplyTarget, text: string, options: ReplyOptions = {}): Promise<string> {
     if (this.config.card_template_id && options.stream) return this.createCard(target, text, options.final === true);
-    const msgParam = JSON.stringify({ title: "DeerFlow", text: adaptMarkdown(text) });
-    const common = { msgKey: "sampleMarkdown", msgParam, robotCode: this.config.client_id };
+    return this.robotMessage(target, { msgKey: "sampleMarkdown", msgParam: JSON.stringify({ title: "DeerFlow", text: adaptMarkdown(text) }) });
+  }
+
+  /** Sends a robot message to the group (a target with a topic) or the user; resolves its `processQueryKey`. */
+  private async robotMessage(target: ReplyTarget, message: { msgKey: string; msgParam: string }): Promise<string> {
+    const common = { ...message, robotCode: this.config.client_id };
     const answer = target.topicId
       ? await this.robot("v1.0/robot/groupMessages/send", { ...common, openConversationId: target.chatId })
       : await this.robot("v1.0/robot/oToMessages/batchSend", { ...common, userIds: [target.chatId] });
     return String(answer.body?.processQueryKey ?? "");
+  }
+
+  readonly maxUploadBytes = DINGTALK_MAX_UPLOAD_BYTES;
+
+  /**
+   * A user's picture or file: its `downloadCode` exchanged for a `downloadUrl` (`POST v1.0/robot/messageFiles/download`
+   * with the robotCode), then that URL fetched, at most `maxBytes`. @throws FileTooLargeError, PlatformError.
+   */
+  async downloadFile(file: InboundFile, maxBytes: number): Promise<Buffer> {
+    const answer = await this.robot("v1.0/robot/messageFiles/download", { downloadCode: file.ref, robotCode: this.config.client_id });
+    return downloadPlatformFile("dingtalk", downloadUrlOf(answer), file.filename, maxBytes, { counter: this.deps.counter });
+  }
+
+  /**
+   * A presented output: uploaded by `POST <oapi_base>/media/upload` (type `image` or `file`), then sent where the
+   * answer went as `sampleImageMsg` / `sampleFile` with the `media_id` (upstream send_file). Other file types are
+   * refused before any call (DingTalk takes only its listed document types). @throws PlatformError.
+   */
+  async sendFile(target: ReplyTarget, file: OutboundFile): Promise<void> {
+    const kind = uploadKind(file);
+    const upload = await this.withToken((token) => callPlatform("dingtalk", `${this.config.oapi_base.replace(/\/+$/, "")}/media/upload?access_token=${encodeURIComponent(token)}`, mediaForm(file, kind), judgeOapi, { policy: this.deps.retry, counter: this.deps.counter }));
+    const mediaId = upload.body?.media_id;
+    if (typeof mediaId !== "string" || !mediaId) throw new PlatformError("dingtalk", "other", "DingTalk gave no media_id for the uploaded file");
+    await this.robotMessage(target, fileMessage(file, kind, mediaId));
   }
 
   /** Streams the card's whole `content` (an AI Card; `final` marks it finished). Only cards are edited. */

@@ -1,6 +1,8 @@
 // A fake DingTalk: the OpenAPI at `<url>/v1.0/...` (gateway/connections/open -> endpoint + one-time ticket,
 // oauth2/accessToken, robot/oToMessages/batchSend and robot/groupMessages/send with `x-acs-dingtalk-access-token`;
-// card/instances/createAndDeliver and PUT card/streaming for AI Cards; 401 InvalidAuthentication for refused
+// card/instances/createAndDeliver and PUT card/streaming for AI Cards; robot/messageFiles/download (a hosted file's
+// downloadCode -> a downloadUrl served by the fake) and the oapi `media/upload?access_token=` (multipart media + type,
+// DingTalk's image formats and document types) for files; 401 InvalidAuthentication for refused
 // credentials or tokens; 429 Throttling / 500 on demand) and the Stream
 // endpoint on a `ws` server (a connection needs an issued ticket; CALLBACK frames pushed to it, their ACKs recorded;
 // SYSTEM ping / disconnect).
@@ -17,7 +19,17 @@ export interface DingTalkSent {
   msgKey: string;
   title: string;
   text: string;
+  /** The whole parsed msgParam (a file message's `mediaId` / `photoURL`, ...). */
+  param: Record<string, any>;
   at: number;
+}
+
+/** A file uploaded through `media/upload`. */
+export interface DingTalkMedia {
+  mediaId: string;
+  type: string;
+  filename: string;
+  data: Buffer;
 }
 
 /** An AI Card the app created, and every full content it streamed into it. */
@@ -53,6 +65,12 @@ export interface DingTalkFake extends PlatformFake {
   ping(): void;
   /** SYSTEM disconnect, then the server closes the connections (as DingTalk does before a restart). */
   disconnect(): void;
+  /** Files uploaded through `media/upload`. */
+  media: DingTalkMedia[];
+  /** Hosts a file a user sent; resolves the `downloadCode` a picture / file message carries. */
+  hostFile(data: Buffer): string;
+  /** Downloads of hosted files served. */
+  downloads(): number;
   /** Refuses the app's credentials and every issued token from now on. */
   revoke(): void;
 }
@@ -73,6 +91,9 @@ export async function startDingTalkFake(clientId = "ding-app", clientSecret = "d
   let n = 0;
   const tokens = new Set<string>();
   const tickets = new Set<string>();
+  const hosted = new Map<string, Buffer>();
+  let downloads = 0;
+  const tokenOk = (token: unknown) => !revoked && tokens.has(String(token ?? ""));
   const refuse = (res: Parameters<typeof json>[0]) => json(res, 401, { code: "InvalidAuthentication", message: "credentials or token refused", requestid: randomUUID() });
   const rest = await startPlatformFake((call, url, res) => {
     const p = url.pathname;
@@ -89,13 +110,38 @@ export async function startDingTalkFake(clientId = "ding-app", clientSecret = "d
       tokens.add(token);
       return json(res, 200, { accessToken: token, expireIn: 7200 });
     }
+    if (p === "/v1.0/robot/messageFiles/download") {
+      if (!tokenOk(call.headers["x-acs-dingtalk-access-token"])) return refuse(res);
+      const code = String(call.body.downloadCode ?? "");
+      if (call.body.robotCode !== self.clientId || !hosted.has(code)) return json(res, 400, { code: "invalidParameter.downloadCode", message: "unknown downloadCode" });
+      return json(res, 200, { downloadUrl: `${self.url}/download/${encodeURIComponent(code)}?sig=${randomUUID()}` });
+    }
+    if (p.startsWith("/download/") && call.verb === "GET") {
+      const data = hosted.get(decodeURIComponent(p.slice("/download/".length)));
+      if (!data) return json(res, 404, { code: "NotFound" });
+      downloads++;
+      res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(data.length) }).end(data);
+      return;
+    }
+    if (p === "/media/upload") {
+      if (!tokenOk(url.searchParams.get("access_token"))) return json(res, 200, { errcode: 40014, errmsg: "invalid access_token" });
+      const media = call.files.media;
+      const ext = (media?.filename ?? "").split(".").at(-1)?.toLowerCase() ?? "";
+      const allowed = call.body.type === "image" ? ["jpg", "jpeg", "png", "gif", "bmp"] : call.body.type === "file" ? ["doc", "docx", "xls", "xlsx", "ppt", "pptx", "zip", "pdf", "rar"] : [];
+      if (!media || !allowed.includes(ext) || media.data.length > 20 * 1024 * 1024) return json(res, 200, { errcode: 40004, errmsg: "invalid media type or size" });
+      const mediaId = `@media-${++n}`;
+      self.media.push({ mediaId, type: String(call.body.type), filename: media.filename, data: media.data });
+      return json(res, 200, { errcode: 0, errmsg: "ok", type: call.body.type, media_id: mediaId, created_at: Date.now() });
+    }
     const send = p === "/v1.0/robot/oToMessages/batchSend" ? "user" : p === "/v1.0/robot/groupMessages/send" ? "group" : null;
     if (send) {
       if (revoked || !tokens.has(String(call.headers["x-acs-dingtalk-access-token"] ?? ""))) return refuse(res);
-      const param = JSON.parse(String(call.body.msgParam ?? "{}")) as { title?: string; text?: string; content?: string };
+      const param = JSON.parse(String(call.body.msgParam ?? "{}")) as Record<string, any>;
       const chat = send === "user" ? call.body.userIds?.[0] : call.body.openConversationId;
       if (call.body.robotCode !== self.clientId || typeof chat !== "string") return json(res, 400, { code: "invalidParameter", message: "robotCode or recipient missing" });
-      self.sent.push({ to: send, chat, msgKey: call.body.msgKey, title: param.title ?? "", text: param.text ?? param.content ?? "", at: Date.now() });
+      const mediaRef = call.body.msgKey === "sampleFile" ? param.mediaId : call.body.msgKey === "sampleImageMsg" ? param.photoURL : undefined;
+      if (mediaRef !== undefined && !self.media.some((m) => m.mediaId === mediaRef)) return json(res, 400, { code: "invalidParameter", message: "unknown media id" });
+      self.sent.push({ to: send, chat, msgKey: call.body.msgKey, title: param.title ?? "", text: param.text ?? param.content ?? "", param, at: Date.now() });
       return json(res, 200, send === "user" ? { processQueryKey: `pqk-${++n}`, invalidStaffIdList: [], flowControlledStaffIdList: [] } : { processQueryKey: `pqk-${++n}` });
     }
     if (p.startsWith("/v1.0/card/") && (revoked || !tokens.has(String(call.headers["x-acs-dingtalk-access-token"] ?? "")))) return refuse(res);
@@ -140,7 +186,7 @@ export async function startDingTalkFake(clientId = "ding-app", clientSecret = "d
   const frame = (type: string, topic: string, messageId: string, data: unknown) => JSON.stringify({ specVersion: "1.0", type, headers: { appId: self.clientId, connectionId: "conn", contentType: "application/json", messageId, time: String(Date.now()), topic }, data: JSON.stringify(data) });
   const closeRest = rest.close;
   self = Object.assign(rest, {
-    clientId, clientSecret, sent: [] as DingTalkSent[], cards: [] as DingTalkCard[], opens: [] as Record<string, any>[], acks: new Map<string, Record<string, any>>(), pongs: [] as Record<string, any>[],
+    clientId, clientSecret, sent: [] as DingTalkSent[], media: [] as DingTalkMedia[], cards: [] as DingTalkCard[], opens: [] as Record<string, any>[], acks: new Map<string, Record<string, any>>(), pongs: [] as Record<string, any>[],
     connections: () => live.size,
     accepted: () => accepted,
     push: (message: Record<string, unknown>) => {
@@ -157,6 +203,12 @@ export async function startDingTalkFake(clientId = "ding-app", clientSecret = "d
         setTimeout(() => ws.terminate(), 50);
       }
     },
+    hostFile: (data: Buffer) => {
+      const code = `dc-${randomUUID()}`;
+      hosted.set(code, data);
+      return code;
+    },
+    downloads: () => downloads,
     revoke: () => { revoked = true; },
     close: async () => {
       for (const ws of live) ws.terminate();
