@@ -63,12 +63,11 @@ export function judgeOapi(answer: PlatformAnswer): Verdict {
   return { kind: "fail", error: new PlatformError("dingtalk", auth ? "auth" : "other", `DingTalk refused the media upload: ${detail}`) };
 }
 
-/** How a presented file goes up: `image` (a DingTalk image format) or `file` (a listed document type). */
-export function uploadKind(file: OutboundFile): "image" | "file" {
+/** How a presented file goes up: `image` (a DingTalk image format), `file` (a listed document type), else null (DingTalk refuses it). */
+export function uploadKind(file: OutboundFile): "image" | "file" | null {
   if (IMAGE_TYPES.has(file.contentType.toLowerCase())) return "image";
   const ext = path.extname(file.filename).slice(1).toLowerCase();
-  if (DINGTALK_FILE_EXTENSIONS.includes(ext)) return "file";
-  throw new PlatformError("dingtalk", "other", `DingTalk's robot sends only images and ${DINGTALK_FILE_EXTENSIONS.join("/")} files; ${file.filename} was not sent`);
+  return DINGTALK_FILE_EXTENSIONS.includes(ext) ? "file" : null;
 }
 
 /** The multipart body of `media/upload`: `type` and the file as `media`. */

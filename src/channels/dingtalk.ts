@@ -217,11 +217,13 @@ export class DingTalkAdapter implements ChannelAdapter {
 
   /**
    * A presented output: uploaded by `POST <oapi_base>/media/upload` (type `image` or `file`), then sent where the
-   * answer went as `sampleImageMsg` / `sampleFile` with the `media_id` (upstream send_file). Other file types are
-   * refused before any call (DingTalk takes only its listed document types). @throws PlatformError.
+   * answer went as `sampleImageMsg` / `sampleFile` with the `media_id` (upstream send_file). Another file type is
+   * skipped with a warning before any call (DingTalk takes only its listed document types), so the next file still goes.
+   * @throws PlatformError.
    */
   async sendFile(target: ReplyTarget, file: OutboundFile): Promise<void> {
     const kind = uploadKind(file);
+    if (!kind) return void this.deps.logger.warn({ provider: "dingtalk", file: file.filename }, "presented file not sent: DingTalk's robot takes only images and doc(x)/xls(x)/ppt(x)/pdf/zip/rar files");
     const upload = await this.withToken((token) => callPlatform("dingtalk", `${this.config.oapi_base.replace(/\/+$/, "")}/media/upload?access_token=${encodeURIComponent(token)}`, mediaForm(file, kind), judgeOapi, { policy: this.deps.retry, counter: this.deps.counter }));
     const mediaId = upload.body?.media_id;
     if (typeof mediaId !== "string" || !mediaId) throw new PlatformError("dingtalk", "other", "DingTalk gave no media_id for the uploaded file");
