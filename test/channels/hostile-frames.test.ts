@@ -1,0 +1,50 @@
+// Malformed and hostile frames from a platform's long connection (DingTalk Stream, the Discord Gateway, Slack Socket
+// Mode): a frame that is JSON but not an object, a payload of the wrong shape, fields of the wrong type. None may
+// throw out of a socket handler (an uncaught exception or rejection there ends the gateway process); each is
+// ignored, and the next good message is still answered.
+import { afterEach, describe, expect, it } from "vitest";
+import { startHarness, type Harness } from "../support/harness.js";
+import { dingtalkText, startDingTalkFake, type DingTalkFake } from "../support/fakes/dingtalk.js";
+import { until } from "../support/wait.js";
+
+const MODEL = ["models:", "  - name: s", "    use: deerflow-gateway:ScriptedChatModel", "    model: s", "    token_delay_ms: 5"];
+
+let h: Harness | undefined;
+const fakes: { close(): Promise<void> }[] = [];
+/** Errors thrown out of a socket handler: Node would end the process on each. */
+const escaped: unknown[] = [];
+const onEscape = (err: unknown) => escaped.push(err);
+afterEach(async () => {
+  process.off("uncaughtException", onEscape);
+  process.off("unhandledRejection", onEscape);
+  await h?.close();
+  for (const f of fakes.splice(0)) await f.close();
+  h = undefined;
+});
+
+function watchEscapes(): void {
+  escaped.length = 0;
+  process.on("uncaughtException", onEscape);
+  process.on("unhandledRejection", onEscape);
+}
+
+describe("hostile frames on the long connections", () => {
+  it("DingTalk: a null frame, a null payload, rich text that is not a list are ignored; the next message is answered", async () => {
+    const dt: DingTalkFake = await startDingTalkFake();
+    fakes.push(dt);
+    h = await startHarness([...MODEL, "channels:", "  dingtalk:", "    enabled: true", `    client_id: ${dt.clientId}`, `    client_secret: ${dt.clientSecret}`, `    api_base: ${dt.url}`, ""].join("\n"), { authDisabled: true });
+    await until(() => dt.connections() === 1);
+    watchEscapes();
+    dt.pushRaw("null");
+    dt.pushRaw("42");
+    dt.pushRaw(JSON.stringify({ type: "CALLBACK", headers: { topic: "/v1.0/im/bot/messages/get", messageId: "f-null" }, data: "null" }));
+    dt.pushRaw(JSON.stringify({ type: "CALLBACK", headers: { topic: "/v1.0/im/bot/messages/get", messageId: "f-rich" }, data: JSON.stringify({ msgId: "m-rich", msgtype: "richText", senderStaffId: "staff-1", content: { richText: "not a list" } }) }));
+    dt.pushRaw(JSON.stringify({ type: "CALLBACK", headers: { topic: "/v1.0/im/bot/messages/get", messageId: "f-text" }, data: JSON.stringify({ msgId: "m-text", msgtype: "text", senderStaffId: { id: 1 }, text: null }) }));
+    // The unreadable callbacks are still acknowledged (a redelivery would be as unreadable).
+    await until(() => dt.acks.has("f-null") && dt.acks.has("f-rich") && dt.acks.has("f-text"));
+    dt.push(dingtalkText("m-ok", "staff-2", "still here"));
+    await until(() => dt.sent.some((s) => s.chat === "staff-2" && s.text.includes("still here")));
+    expect(dt.sent.filter((s) => s.chat === "staff-1")).toEqual([]);
+    expect(escaped).toEqual([]);
+  });
+});
