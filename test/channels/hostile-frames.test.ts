@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../support/harness.js";
 import { dingtalkText, startDingTalkFake, type DingTalkFake } from "../support/fakes/dingtalk.js";
+import { discordMessage, startDiscordFake, type DiscordFake } from "../support/fakes/discord.js";
 import { until } from "../support/wait.js";
 
 const MODEL = ["models:", "  - name: s", "    use: deerflow-gateway:ScriptedChatModel", "    model: s", "    token_delay_ms: 5"];
@@ -45,6 +46,24 @@ describe("hostile frames on the long connections", () => {
     dt.push(dingtalkText("m-ok", "staff-2", "still here"));
     await until(() => dt.sent.some((s) => s.chat === "staff-2" && s.text.includes("still here")));
     expect(dt.sent.filter((s) => s.chat === "staff-1")).toEqual([]);
+    expect(escaped).toEqual([]);
+  });
+
+  it("Discord: a null frame, a null dispatch payload, an author that is not an object are ignored; the next DM is answered", async () => {
+    const dc: DiscordFake = await startDiscordFake();
+    fakes.push(dc);
+    h = await startHarness([...MODEL, "channels:", "  discord:", "    enabled: true", `    bot_token: ${dc.token}`, `    api_base: ${dc.url}`, ""].join("\n"), { authDisabled: true });
+    await until(() => dc.connections() === 1);
+    watchEscapes();
+    dc.pushRaw("null");
+    dc.pushRaw("[]");
+    dc.pushRaw(JSON.stringify({ op: 0, s: 900, t: "MESSAGE_CREATE", d: null }));
+    dc.pushRaw(JSON.stringify({ op: 0, s: 901, t: "MESSAGE_CREATE", d: { id: "x1", channel_id: "dm-7", content: 5, author: "7", attachments: "none", mentions: 3 } }));
+    dc.pushRaw(JSON.stringify({ op: 0, s: 902, t: "THREAD_CREATE", d: "thread" }));
+    dc.pushRaw(JSON.stringify({ op: 0, s: 903, t: "GUILD_CREATE", d: { id: "g", threads: "many" } }));
+    dc.dispatch(discordMessage("m-ok", "8", "still here"));
+    await until(() => dc.sent.some((s) => s.channel_id === "dm-8" && s.texts.some((t) => t.includes("still here"))));
+    expect(dc.sent.filter((s) => s.channel_id === "dm-7")).toEqual([]);
     expect(escaped).toEqual([]);
   });
 });
