@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../support/harness.js";
 import { dingtalkText, startDingTalkFake, type DingTalkFake } from "../support/fakes/dingtalk.js";
 import { discordMessage, startDiscordFake, type DiscordFake } from "../support/fakes/discord.js";
+import { socketDm, startSlackFake, type SlackFake } from "../support/fakes/slack.js";
 import { until } from "../support/wait.js";
 
 const MODEL = ["models:", "  - name: s", "    use: deerflow-gateway:ScriptedChatModel", "    model: s", "    token_delay_ms: 5"];
@@ -64,6 +65,27 @@ describe("hostile frames on the long connections", () => {
     dc.dispatch(discordMessage("m-ok", "8", "still here"));
     await until(() => dc.sent.some((s) => s.channel_id === "dm-8" && s.texts.some((t) => t.includes("still here"))));
     expect(dc.sent.filter((s) => s.channel_id === "dm-7")).toEqual([]);
+    expect(escaped).toEqual([]);
+  });
+
+  it("Slack Socket Mode: events whose text, files or user have the wrong type are acked and ignored; the next DM is answered", async () => {
+    const slack: SlackFake = await startSlackFake();
+    fakes.push(slack);
+    h = await startHarness([...MODEL, "channels:", "  slack:", "    enabled: true", `    bot_token: ${slack.token}`, `    app_token: ${slack.appToken}`, `    api_base: ${slack.url}`, "    stream_edit_interval_ms: 30", ""].join("\n"), { authDisabled: true });
+    await until(() => slack.openSockets() === 1, 10_000);
+    watchEscapes();
+    const bad = (eventId: string, event: Record<string, unknown>) => slack.pushEvent({ ...socketDm(eventId, "U7", "x"), event: { ...(socketDm(eventId, "U7", "x").event as object), ...event } });
+    const ids = [
+      bad("Ev-text", { text: 42 }),
+      bad("Ev-files", { subtype: "file_share", files: "nope", text: "files?" }),
+      bad("Ev-file-entry", { subtype: "file_share", files: [null, 7], text: "files?" }),
+      bad("Ev-user", { user: { id: "U7" } }),
+      // (`event: null` itself is out of reach: @slack/socket-mode reads `payload.event.type` before any handler.)
+      slack.pushEvent({ ...socketDm("Ev-str", "U7", "x"), event: { type: "message", channel: ["D1"], user: "U7", text: "x" }, authorizations: [null] }),
+    ];
+    await until(() => ids.every((id) => slack.acks.some((a) => a.envelope_id === id)));
+    slack.pushEvent(socketDm("Ev-ok", "U8", "still here"));
+    await until(() => slack.sent.some((s) => s.channel === "DU8" && s.texts.some((t) => t.includes("still here"))));
     expect(escaped).toEqual([]);
   });
 });
