@@ -7,6 +7,8 @@ import { startHarness, type Harness } from "../support/harness.js";
 import { dingtalkText, startDingTalkFake, type DingTalkFake } from "../support/fakes/dingtalk.js";
 import { discordMessage, startDiscordFake, type DiscordFake } from "../support/fakes/discord.js";
 import { socketDm, startSlackFake, type SlackFake } from "../support/fakes/slack.js";
+import { feishuMessage, feishuText, startFeishuFake } from "../support/fakes/feishu.js";
+import { attachLongConnection } from "../support/fakes/feishu-ws.js";
 import { until } from "../support/wait.js";
 
 const MODEL = ["models:", "  - name: s", "    use: deerflow-gateway:ScriptedChatModel", "    model: s", "    token_delay_ms: 5"];
@@ -88,4 +90,24 @@ describe("hostile frames on the long connections", () => {
     await until(() => slack.sent.some((s) => s.channel === "DU8" && s.texts.some((t) => t.includes("still here"))));
     expect(escaped).toEqual([]);
   });
+  it("Feishu long connection: message content that is JSON null or mentions that are not a list are acked 200 and ignored; the next DM is answered", async () => {
+    const fs = await startFeishuFake("cli_a1b2c3d4e5f60718", "feishu-app-secret");
+    fakes.push(fs);
+    const lc = await attachLongConnection(fs);
+    fakes.push(lc);
+    h = await startHarness([...MODEL, "channels:", "  feishu:", "    enabled: true", `    app_id: ${fs.appId}`, `    app_secret: ${fs.appSecret}`, `    domain: ${fs.url}`, "    stream_edit_interval_ms: 30", ""].join("\n"), { authDisabled: true });
+    await until(() => lc.connections() === 1, 15_000);
+    watchEscapes();
+    const nullContent = feishuMessage("ev-null", "ou_7", "text", {});
+    ((nullContent.event as any).message).content = "null";
+    const badMentions = feishuText("ev-mentions", "ou_7", "hi");
+    ((badMentions.event as any).message).mentions = 5;
+    // A 500 ack makes Feishu deliver the event again, as unreadable as before.
+    const frames = [lc.push(nullContent), lc.push(badMentions)];
+    await until(() => frames.every((id) => lc.acks.some((a) => a.messageId === id)), 10_000);
+    expect(frames.map((id) => lc.acks.find((a) => a.messageId === id)?.code)).toEqual([200, 200]);
+    lc.push(feishuText("ev-ok", "ou_8", "still here"));
+    await until(() => JSON.stringify(fs.sent).includes("still here"), 15_000);
+    expect(escaped).toEqual([]);
+  }, 40_000);
 });
