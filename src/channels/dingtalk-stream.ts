@@ -128,6 +128,8 @@ export class DingTalkStream {
     } catch {
       return;
     }
+    // JSON that is not a frame object (`null`, a number) is ignored: it names no messageId to acknowledge.
+    if (!f || typeof f !== "object") return;
     const reply = (data: string) => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ code: 200, headers: { contentType: "application/json", messageId: f.headers?.messageId }, message: "OK", data }));
     if (f.type === "SYSTEM") {
       if (f.headers?.topic === "ping") reply(f.data);
@@ -138,11 +140,17 @@ export class DingTalkStream {
     if (f.type !== "CALLBACK" && f.type !== "EVENT") return;
     let data: Record<string, unknown> = {};
     try {
-      data = JSON.parse(f.data) as Record<string, unknown>;
+      const parsed: unknown = JSON.parse(f.data);
+      if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) data = parsed as Record<string, unknown>;
     } catch {
       // An unreadable payload is still acknowledged: a redelivery would be as unreadable.
     }
-    if (f.type === "CALLBACK") this.options.onCallback(String(f.headers?.topic ?? ""), data);
+    try {
+      if (f.type === "CALLBACK") this.options.onCallback(String(f.headers?.topic ?? ""), data);
+    } catch (err) {
+      // Never thrown out of the socket's message handler (it would end the process); the frame is still acked.
+      this.options.logger.warn({ provider: "dingtalk", err: (err as Error).message }, "dingtalk callback not handled");
+    }
     this.stats.acks++;
     reply(JSON.stringify(f.type === "CALLBACK" ? { response: "OK" } : { status: "SUCCESS", message: "OK" }));
   }

@@ -70,6 +70,12 @@ export function adaptMarkdown(text: string): string {
   return result.join("\n").replace(/^-{3,}$/gm, "───────────");
 }
 
+/** The text items of a richText message (its inline images dropped); anything not a list of items reads as "". */
+function richTextOf(items: unknown): string {
+  if (!Array.isArray(items)) return "";
+  return items.map((p: unknown) => (p && typeof (p as { text?: unknown }).text === "string" ? (p as { text: string }).text : "")).filter(Boolean).join(" ");
+}
+
 /** The DingTalk adapter (upstream dingtalk.py, on the documented Stream protocol and robot API). */
 export class DingTalkAdapter implements ChannelAdapter {
   readonly provider = "dingtalk";
@@ -137,7 +143,7 @@ export class DingTalkAdapter implements ChannelAdapter {
     const group = String(m.conversationType ?? "1").trim() === "2";
     const chatId = group ? String(m.conversationId ?? "") : sender;
     const files = dingtalkFiles(m);
-    const text = m.msgtype === "text" ? String(m.text?.content ?? "") : m.msgtype === "richText" ? (m.content?.richText ?? []).map((p: { text?: string }) => p?.text ?? "").filter(Boolean).join(" ") : "";
+    const text = m.msgtype === "text" ? String(m.text?.content ?? "") : m.msgtype === "richText" ? richTextOf(m.content?.richText) : "";
     if (!sender || !msgId || !chatId || (!text.trim() && !files.length)) return null;
     return {
       provider: "dingtalk", eventId: msgId, userId: sender, userName: typeof m.senderNick === "string" ? m.senderNick : null, workspaceId: null,

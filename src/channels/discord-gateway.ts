@@ -94,6 +94,8 @@ export class DiscordGateway {
       } catch {
         return;
       }
+      // JSON that is not a payload object (`null`, a number, a list) is no Gateway frame.
+      if (!p || typeof p !== "object" || Array.isArray(p)) return;
       if (typeof p.s === "number") this.seq = p.s;
       if (p.op === 10) {
         const interval = Number(p.d?.heartbeat_interval) || 41_250;
@@ -105,7 +107,7 @@ export class DiscordGateway {
       else if (p.op === 9) {
         if (!p.d) this.session = null;
         ws.close(RECONNECT_CLOSE, "invalid session");
-      } else if (p.op === 0 && p.t) this.dispatch(p.t, p.d ?? {}, onReady);
+      } else if (p.op === 0 && typeof p.t === "string") this.dispatchSafely(p.t, p.d, onReady);
     });
     return new Promise<number>((resolve) => {
       ws.on("error", (err) => this.options.logger.debug({ provider: "discord", err: err.message }, "discord gateway socket error"));
@@ -127,6 +129,18 @@ export class DiscordGateway {
     }
     this.stats.identifies++;
     send({ op: 2, d: { token: this.options.token, intents: DISCORD_INTENTS, properties: { os: process.platform, browser: "deerflow-gateway", device: "deerflow-gateway" } } });
+  }
+
+  /**
+   * Hands a dispatch on; a payload that is not an object reads as `{}`. An error from the handler is logged, never
+   * thrown out of the socket's message handler (where it would end the process).
+   */
+  private dispatchSafely(event: string, d: unknown, onReady: () => void): void {
+    try {
+      this.dispatch(event, d && typeof d === "object" && !Array.isArray(d) ? (d as Record<string, any>) : {}, onReady);
+    } catch (err) {
+      this.options.logger.warn({ provider: "discord", event, err: (err as Error).message }, "discord gateway dispatch not handled");
+    }
   }
 
   private dispatch(event: string, data: Record<string, any>, onReady: () => void): void {

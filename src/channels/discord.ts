@@ -144,7 +144,8 @@ export class DiscordAdapter implements ChannelAdapter {
     }
     // Thread mode learns the server's threads from the Gateway as it goes (fewer channel lookups).
     if (event === "THREAD_CREATE" || event === "THREAD_UPDATE" || event === "CHANNEL_CREATE") this.threads.learn(data);
-    if (event === "GUILD_CREATE") for (const c of [...(data.channels ?? []), ...(data.threads ?? [])]) this.threads.learn(c);
+    const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+    if (event === "GUILD_CREATE") for (const c of [...list(data.channels), ...list(data.threads)]) this.threads.learn(c as Record<string, any>);
     if (event !== "MESSAGE_CREATE") return;
     this.inbound = this.inbound.then(() => this.accept(data as DiscordMessage));
   }

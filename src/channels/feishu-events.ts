@@ -93,14 +93,21 @@ export function openDelivery(headers: Record<string, string | string[] | undefin
   return { kind: "event", payload };
 }
 
+/** A message's `content` (a JSON string) as an object; null when it is not a string of a JSON object. */
+function contentObject(content: unknown): Record<string, any> | null {
+  if (typeof content !== "string") return content === undefined ? {} : null;
+  try {
+    const parsed: unknown = JSON.parse(content);
+    return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, any>) : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The text of a `text` or `post` (rich text) message; other kinds (files, images, stickers) read as empty (files: {@link messageFiles}). */
 function messageText(messageType: string | undefined, content: string | undefined): string {
-  let parsed: Record<string, unknown>;
-  try {
-    parsed = JSON.parse(content ?? "{}") as Record<string, unknown>;
-  } catch {
-    return "";
-  }
+  const parsed = contentObject(content);
+  if (!parsed) return "";
   if (messageType === "text" && typeof parsed.text === "string") return parsed.text;
   // A post is `{title, content: [[{tag, text}, ...], ...]}`: text and @ elements, a paragraph per line (upstream).
   const paragraphs = Array.isArray(parsed.content) ? (parsed.content as unknown[]) : [];
@@ -116,12 +123,8 @@ function messageText(messageType: string | undefined, content: string | undefine
  * is `<message_id>/<key>`. Feishu declares no size in the event: the download itself is capped.
  */
 export function messageFiles(messageId: string, messageType: string | undefined, content: string | undefined): InboundFile[] {
-  let parsed: Record<string, any>;
-  try {
-    parsed = JSON.parse(content ?? "{}") as Record<string, any>;
-  } catch {
-    return [];
-  }
+  const parsed = contentObject(content);
+  if (!parsed) return [];
   const image = (key: string): InboundFile => ({ ref: `${messageId}/${key}`, filename: `feishu-image-${key.slice(-12)}.png`, size: null, kind: "image" });
   if ((messageType === "file" || messageType === "media") && typeof parsed.file_key === "string") {
     return [{ ref: `${messageId}/${parsed.file_key}`, filename: typeof parsed.file_name === "string" && parsed.file_name ? parsed.file_name : `feishu-file-${parsed.file_key.slice(-12)}.bin`, size: null, kind: "file" }];
@@ -145,12 +148,13 @@ export function toInbound(payload: FeishuEnvelope, receivedAt: number): InboundM
   if (!userId || (sender?.sender_type && sender.sender_type !== "user")) return null;
   let text = messageText(m.message_type, m.content);
   // Mentions appear in the text as their keys (`@_user_1`); the bot only receives group messages that mention it.
-  for (const mention of m.mentions ?? []) if (mention.key) text = text.split(mention.key).join("");
+  const mentions = Array.isArray(m.mentions) ? m.mentions : [];
+  for (const mention of mentions) if (mention && typeof mention.key === "string" && mention.key) text = text.split(mention.key).join("");
   const isDirect = m.chat_type === "p2p";
   return {
     provider: "feishu", eventId, userId, userName: null, workspaceId: sender?.tenant_key ?? payload.header?.tenant_key ?? null,
     chatId: m.chat_id, topicId: isDirect ? null : (m.root_id || m.message_id), replyToId: m.message_id,
-    text: text.trim(), isDirect, mentioned: isDirect || (m.mentions?.length ?? 0) > 0, receivedAt,
+    text: text.trim(), isDirect, mentioned: isDirect || mentions.length > 0, receivedAt,
     files: messageFiles(m.message_id, m.message_type, m.content),
   };
 }

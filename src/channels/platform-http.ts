@@ -94,16 +94,17 @@ export function retryAfterHeaderMs(headers: Headers): number | undefined {
  * GETs a platform file (Telegram's file URL, Slack's `url_private_download`) and reads at most `maxBytes`: a
  * `Content-Length` or a body beyond it stops the download ({@link FileTooLargeError}). 5xx and network errors are
  * tried again (3 tries, 250 ms backoff doubled). `onHeaders` sees the accepted answer's headers (a file name).
+ * `redirect: "error"` refuses a redirect (a failed download) instead of following it (default `follow`).
  * @throws FileTooLargeError; PlatformError (`auth` on 401/403, else `other`).
  */
-export async function downloadPlatformFile(provider: string, url: string, filename: string, maxBytes: number, options: { headers?: Record<string, string>; counter?: { calls: number }; onHeaders?: (headers: Headers) => void } = {}): Promise<Buffer> {
+export async function downloadPlatformFile(provider: string, url: string, filename: string, maxBytes: number, options: { headers?: Record<string, string>; counter?: { calls: number }; onHeaders?: (headers: Headers) => void; redirect?: "follow" | "error" } = {}): Promise<Buffer> {
   let last = "no answer";
   for (let attempt = 0; attempt < 3; attempt++) {
     if (attempt > 0) await sleep(250 * 2 ** (attempt - 1));
     if (options.counter) options.counter.calls++;
     let res: Response;
     try {
-      res = await fetch(url, { headers: options.headers, signal: AbortSignal.timeout(120_000) });
+      res = await fetch(url, { headers: options.headers, redirect: options.redirect ?? "follow", signal: AbortSignal.timeout(120_000) });
     } catch (err) {
       last = `network error: ${(err as Error).message}`;
       continue;

@@ -111,6 +111,12 @@ export class SlackSocketConnection {
   private envelope(e: { ack: () => Promise<void>; type: string; body: Record<string, any> }): void {
     this.stats.envelopes++;
     e.ack().then(() => { this.stats.acks++; }, (err: Error) => this.options.logger.warn({ provider: "slack", err: err.message }, "slack envelope not acknowledged"));
-    if (e.type === "events_api" && e.body) this.options.onEvent(e.body);
+    if (e.type !== "events_api" || !e.body || typeof e.body !== "object") return;
+    try {
+      this.options.onEvent(e.body);
+    } catch (err) {
+      // Thrown here it would reject the SDK's message handler, unhandled: the process would end.
+      this.options.logger.warn({ provider: "slack", err: (err as Error).message }, "slack event not handled");
+    }
   }
 }

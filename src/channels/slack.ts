@@ -40,11 +40,13 @@ export const SLACK_MAX_UPLOAD_BYTES = 1_000_000_000;
 
 /** The files of a message event (`file_share`), with a URL to download them from. */
 function filesOf(e: SlackEvent): InboundFile[] {
-  return (e.files ?? []).flatMap((f, i): InboundFile[] => {
+  if (!Array.isArray(e.files)) return [];
+  return e.files.flatMap((f, i): InboundFile[] => {
+    if (!f || typeof f !== "object") return [];
     const url = f.url_private_download ?? f.url_private;
     if (typeof url !== "string") return [];
-    const image = f.mimetype?.startsWith("image/") ?? false;
-    return [{ ref: url, filename: f.name || `slack-file-${f.id ?? i}${image ? ".png" : ".bin"}`, size: typeof f.size === "number" ? f.size : null, kind: image ? "image" : "file" }];
+    const image = typeof f.mimetype === "string" && f.mimetype.startsWith("image/");
+    return [{ ref: url, filename: (typeof f.name === "string" && f.name) || `slack-file-${f.id ?? i}${image ? ".png" : ".bin"}`, size: typeof f.size === "number" ? f.size : null, kind: image ? "image" : "file" }];
   });
 }
 
@@ -173,10 +175,10 @@ export class SlackAdapter implements ChannelAdapter {
 
   private toInbound(eventId: string, teamId: string | null, e: SlackEvent): InboundMessage | null {
     // The bot's own messages (bot_id) and edits/joins (subtypes) are not user messages; a file share is.
-    if ((e.type !== "message" && e.type !== "app_mention") || e.bot_id || (e.subtype && e.subtype !== "file_share") || !e.user || !e.channel) return null;
+    if ((e.type !== "message" && e.type !== "app_mention") || e.bot_id || (e.subtype && e.subtype !== "file_share") || typeof e.user !== "string" || !e.user || typeof e.channel !== "string" || !e.channel) return null;
     const isDirect = e.channel_type === "im";
     // Upstream strips the bot's `<@U...>` mention; without the bot's id, any leading mention is the bot's.
-    const raw = e.text ?? "";
+    const raw = typeof e.text === "string" ? e.text : "";
     const mentionRe = this.botUserId ? new RegExp(`<@${this.botUserId}(\\|[^>]*)?>`, "g") : /^\s*<@[A-Z0-9]+(\|[^>]*)?>/;
     const mentioned = isDirect || e.type === "app_mention" || mentionRe.test(raw);
     const text = raw.replace(mentionRe, "").trim();

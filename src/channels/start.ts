@@ -6,11 +6,14 @@ import { databaseUrl, type Persistence } from "../runtime/persistence/persistenc
 import type { RunManager } from "../runtime/runs/run-manager.js";
 import type { RunService } from "../runtime/runs/run-service.js";
 import type { StreamBridge } from "../runtime/stream/stream-bridge.js";
-import { readChannelSettings } from "./config.js";
+import { readChannelSettings, type PlatformName } from "./config.js";
 import type { GatewaySandboxProvider } from "../sandbox/security.js";
 import { ChannelService } from "./service.js";
 
 export { ChannelService } from "./service.js";
+
+/** The platform sections of `channels:` that start the channel runtime when enabled. */
+const PLATFORM_NAMES: readonly PlatformName[] = ["telegram", "slack", "feishu", "discord", "dingtalk", "wecom"];
 
 /** What {@link startChannels} needs from buildApp. */
 export interface StartChannelsOptions {
@@ -28,14 +31,14 @@ export interface StartChannelsOptions {
 }
 
 /**
- * Starts the channel service when `channels.<telegram|slack|feishu|discord>.enabled` or `channel_connections.enabled` is true, else
+ * Starts the channel service when `channels.<telegram|slack|feishu|discord|dingtalk|wecom>.enabled` or `channel_connections.enabled` is true, else
  * resolves null. @throws Error naming a bad channel key (the start stops, as for any bad config).
  */
 export async function startChannels(options: StartChannelsOptions): Promise<ChannelService | null> {
   const rawConfig = () => options.getAppConfig() as unknown as Record<string, unknown>;
   const settings = readChannelSettings(rawConfig());
-  const { telegram, slack, feishu, discord } = settings.channels;
-  const anyPlatform = [telegram, slack, feishu, discord].some((section) => section?.enabled);
+  // Every platform section counts: a DingTalk- or WeCom-only config (upstream's section as it is) starts them too.
+  const anyPlatform = PLATFORM_NAMES.some((name) => settings.channels[name]?.enabled);
   if (!anyPlatform && !settings.connections.enabled) return null;
   return ChannelService.start({
     runService: options.runService, runs: options.runs, persistence: options.persistence, bridge: options.bridge, rawConfig,

@@ -3,6 +3,7 @@
 // AES-256-CBC encrypted (key = base64 aeskey, IV = its first 16 bytes, PKCS#7 to 32 bytes), decrypted with the
 // SDK's `decryptFile`. The callback names no file: the name comes from the download's Content-Disposition.
 import { decryptFile } from "@wecom/aibot-node-sdk";
+import { assertPublicUrl } from "../web/ssrf-guard.js";
 import { downloadPlatformFile } from "./platform-http.js";
 import { FileTooLargeError, PlatformError, type InboundFile } from "./types.js";
 
@@ -39,16 +40,42 @@ function dispositionName(header: string | null): string | null {
 }
 
 /**
+ * The file URL to download (the callback's `url`): http(s), on the host of the configured `ws_url` (the platform's
+ * root; a fake in tests), or on a host whose every address is public (the SSRF guard of the research tools).
+ * WeCom names no fixed file host, so the address is what is judged: a callback never makes the gateway fetch
+ * loopback, private, link-local or metadata addresses.
+ * @throws PlatformError (`other`) for any other URL; nothing is fetched.
+ */
+export async function screenWecomFileUrl(raw: string, rootUrl: string): Promise<string> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new PlatformError("wecom", "other", "WeCom file URL is not a URL");
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw new PlatformError("wecom", "other", "WeCom file URL is not http(s)");
+  if (url.hostname === new URL(rootUrl).hostname) return url.href;
+  try {
+    return (await assertPublicUrl(url.href)).href;
+  } catch (err) {
+    throw new PlatformError("wecom", "other", `WeCom file URL refused: ${(err as Error).message}`);
+  }
+}
+
+/**
  * Downloads and decrypts a WeCom file, reading at most `maxBytes` of plaintext (the ciphertext may be 32 bytes
  * longer: its padding). Renames `file` after the download's Content-Disposition when it gives a name.
- * @throws FileTooLargeError; PlatformError when the download fails or the bytes do not decrypt with the key.
+ * @throws FileTooLargeError; PlatformError when the URL is refused ({@link screenWecomFileUrl}), the download fails
+ *   or the bytes do not decrypt with the key.
  */
-export async function downloadWecomFile(file: InboundFile, maxBytes: number, counter?: { calls: number }): Promise<Buffer> {
+export async function downloadWecomFile(file: InboundFile, maxBytes: number, rootUrl: string, counter?: { calls: number }): Promise<Buffer> {
   const ref = JSON.parse(file.ref) as WecomFileRef;
+  const url = await screenWecomFileUrl(ref.url, rootUrl);
   let name: string | null = null;
   let data: Buffer;
   try {
-    data = await downloadPlatformFile("wecom", ref.url, file.filename, maxBytes + 32, { counter, onHeaders: (h) => { name = dispositionName(h.get("content-disposition")); } });
+    // No redirects: a screened URL must not hand the download on to an address that was never judged.
+    data = await downloadPlatformFile("wecom", url, file.filename, maxBytes + 32, { counter, redirect: "error", onHeaders: (h) => { name = dispositionName(h.get("content-disposition")); } });
   } catch (err) {
     throw err instanceof FileTooLargeError ? new FileTooLargeError(file.filename, maxBytes) : err;
   }

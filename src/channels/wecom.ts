@@ -218,7 +218,7 @@ export class WecomAdapter implements ChannelAdapter {
 
   /** Downloads and decrypts a file the user sent (the URL and aeskey of its callback), at most `maxBytes`. */
   downloadFile(file: InboundFile, maxBytes: number): Promise<Buffer> {
-    return downloadWecomFile(file, maxBytes, this.deps.counter);
+    return downloadWecomFile(file, maxBytes, this.config.ws_url, this.deps.counter);
   }
 
   /**

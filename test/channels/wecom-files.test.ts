@@ -76,4 +76,19 @@ describe("WeCom files", () => {
       expect(await (await alice.fetch(`/api/threads/${t.thread_id}/runs`)).json()).toEqual([]);
     }
   }, 30_000);
+  it("refuses a file URL on a private address other than the configured root (SSRF): nothing fetched, stored or run", async () => {
+    const { wc, alice } = await setup();
+    const file = wc.hostFile(Buffer.from("internal"), "secret.txt");
+    // The same fake file server, reached by a name that resolves to loopback: a stand-in for any internal service.
+    const internal = { ...file, url: file.url.replace("127.0.0.1", "localhost") };
+    expect(internal.url).not.toBe(file.url);
+    const reqId = wc.deliver({ msgid: "m-ssrf", aibotid: "bot-1", chattype: "single", from: { userid: "u-f" }, msgtype: "file", file: internal });
+    await until(() => answerTo(wc, reqId) !== undefined, 15_000);
+    expect(answerTo(wc, reqId)).toBe("An internal error occurred. Please try again.");
+    expect(wc.downloads).toBe(0);
+    for (const t of await (await alice.fetch("/api/threads/search", { json: {} })).json()) {
+      expect((await (await alice.fetch(`/api/threads/${t.thread_id}/uploads/list`)).json()).files).toEqual([]);
+      expect(await (await alice.fetch(`/api/threads/${t.thread_id}/runs`)).json()).toEqual([]);
+    }
+  }, 30_000);
 });

@@ -63,6 +63,8 @@ export interface DingTalkFake extends PlatformFake {
   /** Pushes a chatbot message as a CALLBACK frame to every open connection; resolves its frame's messageId. */
   push(message: Record<string, unknown>): string;
   ping(): void;
+  /** Sends `text` as it is (hostile or malformed frames) to every open connection. */
+  pushRaw(text: string): void;
   /** SYSTEM disconnect, then the server closes the connections (as DingTalk does before a restart). */
   disconnect(): void;
   /** Files uploaded through `media/upload`. */
@@ -193,6 +195,9 @@ export async function startDingTalkFake(clientId = "ding-app", clientSecret = "d
       const id = `frame-${randomUUID()}`;
       for (const ws of live) ws.send(frame("CALLBACK", "/v1.0/im/bot/messages/get", id, message));
       return id;
+    },
+    pushRaw: (text: string) => {
+      for (const ws of live) ws.send(text);
     },
     ping: () => {
       for (const ws of live) ws.send(frame("SYSTEM", "ping", `ping-${++n}`, { opaque: "x" }));

@@ -46,6 +46,8 @@ export interface DiscordFake extends PlatformFake {
   dispatch(data: Record<string, unknown>, event?: string): void;
   /** Drops the open connections (as a network failure would: no close frame). */
   drop(): void;
+  /** Sends `text` as it is (hostile or malformed frames) to every identified connection. */
+  pushRaw(text: string): void;
   /** Channels by id; an id not listed reads as a text channel (`dm-*`: a DM). Threads the bot starts are added. */
   channels: Map<string, DiscordChannel>;
   /** Serves `data` at an attachment URL; returns the MESSAGE_CREATE `attachments` entry (size as given, or the real one). */
@@ -169,6 +171,9 @@ export async function startDiscordFake(token = "discord-bot-token", heartbeatMs 
       return { id, filename, size: options.size ?? data.length, url: `${self.url}/attachments/${id}/${encodeURIComponent(filename)}`, proxy_url: `${self.url}/attachments/${id}/${encodeURIComponent(filename)}`, content_type: options.contentType ?? "application/octet-stream" };
     },
     dispatch: (data: Record<string, unknown>, event = "MESSAGE_CREATE") => emit(event, data),
+    pushRaw: (text: string) => {
+      for (const ws of ready) ws.send(text);
+    },
     drop: () => {
       for (const ws of live) ws.terminate();
     },

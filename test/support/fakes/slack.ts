@@ -45,6 +45,8 @@ export interface SlackFake extends PlatformFake {
   pushEvent(payload: Record<string, unknown>, retryAttempt?: number): string;
   /** Sends a `disconnect` frame (`refresh_requested`, `warning`, ...) to every open session. */
   requestDisconnect(reason: string): void;
+  /** Sends `text` as it is (hostile or malformed frames) on the newest session. */
+  pushRaw(text: string): void;
 }
 
 /** Starts the fake for bot token `token`. */
@@ -150,6 +152,9 @@ export async function startSlackFake(token = "xoxb-test"): Promise<SlackFake> {
       self.pushed.push({ envelope_id, at: Date.now() });
       ws.send(JSON.stringify({ envelope_id, type: "events_api", accepts_response_payload: false, retry_attempt: retryAttempt, retry_reason: retryAttempt ? "timeout" : "", payload }));
       return envelope_id;
+    },
+    pushRaw(text: string) {
+      [...sockets].at(-1)?.send(text);
     },
     requestDisconnect(reason: string) {
       for (const ws of sockets) ws.send(JSON.stringify({ type: "disconnect", reason, debug_info: { host: "fake-slack" } }));
