@@ -235,6 +235,28 @@ export function readChannelSettings(raw: Record<string, unknown>): ChannelSettin
   };
 }
 
+/** Each platform's section schema, by its key under `channels:`. */
+const PLATFORM_SECTIONS: Readonly<Record<PlatformName, { shape: Record<string, unknown> }>> = {
+  telegram: TelegramSection, slack: SlackSection, feishu: FeishuSection, discord: DiscordSection, dingtalk: DingTalkSection, wecom: WecomSection,
+};
+
+/**
+ * The keys set in an enabled `channels.<platform>` section that this gateway does not read, as dotted paths
+ * (`channels.telegram.mention_ony`): a misspelling, or an upstream key it does not offer. The sections stay loose so
+ * an upstream config parses; the start logs these so none is ignored silently.
+ */
+export function unreadChannelKeys(raw: Record<string, unknown>): string[] {
+  const channels = raw.channels;
+  if (!channels || typeof channels !== "object") return [];
+  const unread: string[] = [];
+  for (const [name, schema] of Object.entries(PLATFORM_SECTIONS)) {
+    const section = (channels as Record<string, unknown>)[name];
+    if (!section || typeof section !== "object" || (section as { enabled?: unknown }).enabled !== true) continue;
+    for (const key of Object.keys(section)) if (!(key in schema.shape)) unread.push(`channels.${name}.${key}`);
+  }
+  return unread;
+}
+
 /** The platforms this gateway offers, with their display names and connect modes (upstream `_PROVIDER_META`). */
 export const PROVIDERS: Readonly<Record<string, { display_name: string; auth_mode: "deep_link" | "binding_code" }>> = {
   telegram: { display_name: "Telegram", auth_mode: "deep_link" },

@@ -6,7 +6,7 @@ import { databaseUrl, type Persistence } from "../runtime/persistence/persistenc
 import type { RunManager } from "../runtime/runs/run-manager.js";
 import type { RunService } from "../runtime/runs/run-service.js";
 import type { StreamBridge } from "../runtime/stream/stream-bridge.js";
-import { readChannelSettings, type PlatformName } from "./config.js";
+import { readChannelSettings, unreadChannelKeys, type PlatformName } from "./config.js";
 import type { GatewaySandboxProvider } from "../sandbox/security.js";
 import { ChannelService } from "./service.js";
 
@@ -40,6 +40,9 @@ export async function startChannels(options: StartChannelsOptions): Promise<Chan
   // Every platform section counts: a DingTalk- or WeCom-only config (upstream's section as it is) starts them too.
   const anyPlatform = PLATFORM_NAMES.some((name) => settings.channels[name]?.enabled);
   if (!anyPlatform && !settings.connections.enabled) return null;
+  for (const key of unreadChannelKeys(rawConfig())) {
+    options.logger.warn({ key }, `${key} is not a key this gateway reads (misspelled, or an upstream key it does not offer): it has no effect`);
+  }
   return ChannelService.start({
     runService: options.runService, runs: options.runs, persistence: options.persistence, bridge: options.bridge, rawConfig,
     modelNames: () => options.getAppConfig().models.map((m) => m.name), home: options.home, redisUrl: options.redisUrl,
