@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import { callPlatform, downloadPlatformFile, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
 import { DINGTALK_MAX_UPLOAD_BYTES, dingtalkFiles, downloadUrlOf, fileMessage, judgeOapi, mediaForm, uploadKind } from "./dingtalk-files.js";
 import { DINGTALK_BOT_TOPIC, DingTalkStream } from "./dingtalk-stream.js";
-import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
+import { LeaseHeldConnection, leaseNameFor } from "./lease-hold.js";
 import type { LeaseStore } from "./store.js";
 import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyOptions, type ReplyTarget, type ConnectionStatusSink } from "./types.js";
 import type { DingTalkConfig } from "./config.js";
@@ -82,18 +82,20 @@ export class DingTalkAdapter implements ChannelAdapter {
   readonly capabilities: AdapterCapabilities;
   readonly stream: DingTalkStream;
   private sink: InboundSink | null = null;
-  private readonly stopping = new AbortController();
-  private loop: Promise<void> | null = null;
-  private readonly leaseName: string;
   private token: { value: string; until: number } | null = null;
   private tokenFetch: Promise<string> | null = null;
-  private closedForGood = false;
+  private readonly held: LeaseHeldConnection;
 
   constructor(private readonly config: DingTalkConfig, private readonly deps: DingTalkDeps) {
     const card = Boolean(config.card_template_id);
     this.capabilities = { editMessages: card, finalizeEdits: card, maxMessageChars: DINGTALK_MAX_CHARS, minEditIntervalMs: card ? config.stream_edit_interval_ms ?? DINGTALK_CARD_INTERVAL_MS : 0 };
     // One stream connection per app, whatever process: the lease is named by a hash of the client id.
-    this.leaseName = leaseNameFor("dingtalk-stream", config.client_id);
+    const lease = { lease: deps.lease, name: leaseNameFor("dingtalk-stream", config.client_id), holderId: deps.holderId, leaseMs: deps.leaseMs ?? 30_000 };
+    this.held = new LeaseHeldConnection(lease, (held) => this.stream.run(held), async (err) => {
+      // Refused credentials: reconnecting cannot help; say so once, mark the connections broken.
+      this.deps.logger.error({ provider: "dingtalk", err: err.message }, "dingtalk stream refused for good; the channel stops receiving");
+      await this.deps.setStatus?.("broken");
+    });
     this.stream = new DingTalkStream({
       apiBase: config.api_base, clientId: config.client_id, clientSecret: config.client_secret, logger: deps.logger, counter: deps.counter,
       onCallback: (topic, data) => topic === DINGTALK_BOT_TOPIC && this.onMessage(data),
@@ -102,31 +104,17 @@ export class DingTalkAdapter implements ChannelAdapter {
 
   /** False once DingTalk refused the app's credentials: the channel no longer receives. */
   get receiving(): boolean {
-    return !this.closedForGood;
+    return this.held.receiving;
   }
 
   async start(sink: InboundSink): Promise<void> {
     this.sink = sink;
-    this.loop = this.holdLoop();
+    this.held.start();
   }
 
   async stop(): Promise<void> {
-    this.stopping.abort();
-    await this.loop?.catch(() => undefined);
-    await this.deps.lease.releaseLease(this.leaseName, this.deps.holderId).catch(() => undefined);
+    await this.held.stop();
     this.sink = null;
-  }
-
-  private async holdLoop(): Promise<void> {
-    const opts = { lease: this.deps.lease, name: this.leaseName, holderId: this.deps.holderId, leaseMs: this.deps.leaseMs ?? 30_000, signal: this.stopping.signal };
-    try {
-      await holdUnderLease(opts, (held) => this.stream.run(held));
-    } catch (err) {
-      // Refused credentials: reconnecting cannot help; say so once, mark the connections broken, stop.
-      this.deps.logger.error({ provider: "dingtalk", err: (err as Error).message }, "dingtalk stream refused for good; the channel stops receiving");
-      this.closedForGood = true;
-      void this.deps.setStatus?.("broken");
-    }
   }
 
   private onMessage(data: Record<string, any>): void {

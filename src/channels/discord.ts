@@ -10,7 +10,7 @@ import { DiscordGateway } from "./discord-gateway.js";
 import { attachmentUrl, attachmentsOf, DISCORD_MAX_UPLOAD_BYTES, fileMessageForm, type DiscordAttachment } from "./discord-files.js";
 import { DiscordThreads } from "./discord-threads.js";
 import { extractConnectCode } from "./commands.js";
-import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
+import { LeaseHeldConnection, leaseNameFor } from "./lease-hold.js";
 import type { LeaseStore } from "./store.js";
 import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type ConnectionStatusSink, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyTarget } from "./types.js";
 import type { DiscordConfig } from "./config.js";
@@ -69,10 +69,7 @@ export class DiscordAdapter implements ChannelAdapter {
   readonly gateway: DiscordGateway;
   private sink: InboundSink | null = null;
   private botUserId: string | null = null;
-  private readonly stopping = new AbortController();
-  private loop: Promise<void> | null = null;
-  private readonly leaseName: string;
-  private closedForGood = false;
+  private readonly held: LeaseHeldConnection;
   /** Upstream: `thread_mode` defaults to `mention_only`. */
   private readonly threadMode: boolean;
   readonly threads: DiscordThreads;
@@ -83,7 +80,12 @@ export class DiscordAdapter implements ChannelAdapter {
   constructor(private readonly config: DiscordConfig, private readonly deps: DiscordDeps) {
     this.capabilities = { editMessages: true, maxMessageChars: DISCORD_MAX_CHARS, minEditIntervalMs: config.stream_edit_interval_ms ?? DISCORD_EDIT_INTERVAL_MS };
     // One gateway connection per bot, whatever process: the lease is named by a hash of the token.
-    this.leaseName = leaseNameFor("discord-gateway", config.bot_token);
+    const lease = { lease: deps.lease, name: leaseNameFor("discord-gateway", config.bot_token), holderId: deps.holderId, leaseMs: deps.leaseMs ?? 30_000 };
+    this.held = new LeaseHeldConnection(lease, (held) => this.gateway.run(held), async (err) => {
+      // A refused token or a disallowed intent: reconnecting cannot help; say so once, show it in Settings.
+      this.deps.logger.error({ provider: "discord", err: err.message }, "discord gateway closed for good; the channel stops receiving");
+      await this.deps.setStatus?.("broken");
+    });
     this.threadMode = config.thread_mode ?? config.mention_only;
     this.threads = new DiscordThreads((method, path, body, accept) => this.call(method, path, body, accept), deps.logger);
     this.gateway = new DiscordGateway({
@@ -109,32 +111,17 @@ export class DiscordAdapter implements ChannelAdapter {
 
   /** False once Discord closed the gateway for good (a refused token): the channel no longer receives. */
   get receiving(): boolean {
-    return !this.closedForGood;
+    return this.held.receiving;
   }
 
   async start(sink: InboundSink): Promise<void> {
     this.sink = sink;
-    this.loop = this.holdLoop();
+    this.held.start();
   }
 
   async stop(): Promise<void> {
-    this.stopping.abort();
-    await this.loop?.catch(() => undefined);
-    await this.deps.lease.releaseLease(this.leaseName, this.deps.holderId).catch(() => undefined);
+    await this.held.stop();
     this.sink = null;
-  }
-
-  /** Takes the lease when free, holds the gateway while renewing it, lets go when a renewal fails. */
-  private async holdLoop(): Promise<void> {
-    const opts = { lease: this.deps.lease, name: this.leaseName, holderId: this.deps.holderId, leaseMs: this.deps.leaseMs ?? 30_000, signal: this.stopping.signal };
-    try {
-      await holdUnderLease(opts, (held) => this.gateway.run(held));
-    } catch (err) {
-      // A refused token or a disallowed intent: reconnecting cannot help; say so once, show it in Settings, stop.
-      this.deps.logger.error({ provider: "discord", err: (err as Error).message }, "discord gateway closed for good; the channel stops receiving");
-      await this.deps.setStatus?.("broken");
-      this.closedForGood = true;
-    }
   }
 
   private onDispatch(event: string, data: Record<string, any>): void {

@@ -62,3 +62,44 @@ export async function holdUnderLease(opts: LeaseHoldOptions, connect: (held: Abo
     }
   }
 }
+
+/**
+ * An adapter's long-lived connection held under a lease: `start()` runs {@link holdUnderLease} in the background,
+ * `stop()` ends it and gives the lease up. An error from `connect` is final (refused credentials): `receiving`
+ * turns false and `onFatal` is called once (log it, mark the connections broken).
+ */
+export class LeaseHeldConnection {
+  private readonly stopping = new AbortController();
+  private loop: Promise<void> | null = null;
+  private closedForGood = false;
+
+  constructor(
+    private readonly options: Omit<LeaseHoldOptions, "signal">,
+    private readonly connect: (held: AbortSignal) => Promise<void>,
+    private readonly onFatal: (err: Error) => Promise<void> | void,
+  ) {}
+
+  /** False once `connect` failed for good: the platform no longer delivers to this adapter. */
+  get receiving(): boolean {
+    return !this.closedForGood;
+  }
+
+  /** Starts holding the connection (returns at once). */
+  start(): void {
+    this.loop = (async () => {
+      try {
+        await holdUnderLease({ ...this.options, signal: this.stopping.signal }, this.connect);
+      } catch (err) {
+        this.closedForGood = true;
+        await this.onFatal(err as Error);
+      }
+    })();
+  }
+
+  /** Closes the connection, waits for the loop to end and releases the lease. Never throws. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.loop?.catch(() => undefined);
+    await this.options.lease.releaseLease(this.options.name, this.options.holderId).catch(() => undefined);
+  }
+}

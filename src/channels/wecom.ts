@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { WSAuthFailureError, WSClient, generateReqId, type WsFrame } from "@wecom/aibot-node-sdk";
 import type { Logger } from "pino";
 import type { WecomConfig } from "./config.js";
-import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
+import { LeaseHeldConnection, leaseNameFor } from "./lease-hold.js";
 import { downloadWecomFile, wecomFiles } from "./wecom-files.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./platform-http.js";
 import type { LeaseStore } from "./store.js";
@@ -106,46 +106,33 @@ export class WecomAdapter implements ChannelAdapter {
   private sink: InboundSink | null = null;
   private client: WSClient | null = null;
   private readonly streams = new Map<string, OpenStream>();
-  private readonly stopping = new AbortController();
-  private loop: Promise<void> | null = null;
-  private readonly leaseName: string;
-  private closedForGood = false;
+  private readonly held: LeaseHeldConnection;
   /** Long connections opened and `aibot_subscribe` answers seen (diagnostics and tests). */
   readonly stats = { connections: 0, authenticated: 0 };
 
   constructor(private readonly config: WecomConfig, private readonly deps: WecomDeps) {
     this.capabilities = { editMessages: true, maxMessageChars: WECOM_MAX_CHARS, minEditIntervalMs: config.stream_edit_interval_ms ?? WECOM_STREAM_INTERVAL_MS, finalizeEdits: true };
     // One long connection per bot, whatever process (WeCom keeps one per bot and kicks the older one).
-    this.leaseName = leaseNameFor("wecom-ws", `${config.bot_id}:${config.bot_secret}`);
+    const lease = { lease: deps.lease, name: leaseNameFor("wecom-ws", `${config.bot_id}:${config.bot_secret}`), holderId: deps.holderId, leaseMs: deps.leaseMs ?? 30_000 };
+    this.held = new LeaseHeldConnection(lease, (held) => this.connection(held), async (err) => {
+      this.deps.logger.error({ provider: "wecom", err: err.message }, "wecom refused bot_id / bot_secret; the channel stops receiving (check channels.wecom)");
+      await this.deps.setStatus?.("broken");
+    });
   }
 
   /** False once WeCom refused the bot's credentials: the channel no longer receives. */
   get receiving(): boolean {
-    return !this.closedForGood;
+    return this.held.receiving;
   }
 
   async start(sink: InboundSink): Promise<void> {
     this.sink = sink;
-    this.loop = this.holdLoop();
+    this.held.start();
   }
 
   async stop(): Promise<void> {
-    this.stopping.abort();
-    await this.loop?.catch(() => undefined);
-    await this.deps.lease.releaseLease(this.leaseName, this.deps.holderId).catch(() => undefined);
+    await this.held.stop();
     this.sink = null;
-  }
-
-  /** Holds the long connection while this process holds the lease; a refused secret ends it, logged once. */
-  private async holdLoop(): Promise<void> {
-    const opts = { lease: this.deps.lease, name: this.leaseName, holderId: this.deps.holderId, leaseMs: this.deps.leaseMs ?? 30_000, signal: this.stopping.signal };
-    try {
-      await holdUnderLease(opts, (held) => this.connection(held));
-    } catch (err) {
-      this.closedForGood = true;
-      this.deps.logger.error({ provider: "wecom", err: (err as Error).message }, "wecom refused bot_id / bot_secret; the channel stops receiving (check channels.wecom)");
-      await this.deps.setStatus?.("broken");
-    }
   }
 
   /**
