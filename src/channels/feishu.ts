@@ -9,7 +9,7 @@ import { openDelivery, toInbound } from "./feishu-events.js";
 import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type ConnectionStatusSink, type InboundFile, type InboundSink, type OutboundFile, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
 import type { FeishuConfig } from "./config.js";
 import { holdFeishuLongConnection, pauseUnlessAborted } from "./feishu-ws.js";
-import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
+import { LeaseHeldConnection, leaseNameFor } from "./lease-hold.js";
 import type { LeaseStore } from "./store.js";
 import type { Logger } from "pino";
 
@@ -84,50 +84,35 @@ export class FeishuAdapter implements ChannelAdapter {
   private sink: InboundSink | null = null;
   private token: { value: string; expiresAt: number } | null = null;
   private tokenFetch: Promise<string> | null = null;
-  private readonly stopping = new AbortController();
-  private loop: Promise<void> | null = null;
-  private readonly leaseName: string;
-  private closedForGood = false;
+  /** Websocket mode only: the long connection, held by one process at a time (lease `feishu-ws:*`). */
+  private readonly held: LeaseHeldConnection | null = null;
 
   constructor(private readonly config: FeishuConfig, private readonly deps: FeishuDeps) {
     this.capabilities = { editMessages: true, maxMessageChars: FEISHU_MAX_CHARS, minEditIntervalMs: config.stream_edit_interval_ms ?? FEISHU_EDIT_INTERVAL_MS };
+    if (config.mode !== "websocket") return;
     // One long connection per app and platform, whatever process holds it.
-    this.leaseName = leaseNameFor("feishu-ws", `${config.domain}|${config.app_id}`);
+    const lease = { lease: deps.lease, name: leaseNameFor("feishu-ws", `${config.domain}|${config.app_id}`), holderId: deps.holderId, leaseMs: deps.leaseMs ?? 30_000 };
+    this.held = new LeaseHeldConnection(lease, (held) => this.connectOnce(held), async (err) => {
+      // A refused credential (the token call or the socket endpoint) is logged once and marks the connections broken.
+      const refused = err instanceof PlatformError && err.kind === "auth";
+      this.deps.logger.error({ provider: "feishu", err: err.message }, refused ? "feishu refused the app's credentials; the channel stops receiving" : "feishu long connection failed; the channel stops receiving");
+      if (refused) await this.deps.setStatus?.("broken");
+    });
   }
 
   /** False once the platform refused the app (websocket mode): the channel no longer receives. */
   get receiving(): boolean {
-    return !this.closedForGood;
+    return this.held?.receiving ?? true;
   }
 
   async start(sink: InboundSink): Promise<void> {
     this.sink = sink;
-    if (this.config.mode === "websocket") this.loop = this.holdLoop();
+    this.held?.start();
   }
 
   async stop(): Promise<void> {
-    this.stopping.abort();
-    if (this.loop) {
-      await this.loop.catch(() => undefined);
-      await this.deps.lease.releaseLease(this.leaseName, this.deps.holderId).catch(() => undefined);
-    }
+    await this.held?.stop();
     this.sink = null;
-  }
-
-  /**
-   * Holds the long connection while this process holds the lease. A refused credential (the token call or the
-   * socket endpoint) ends it for good: logged once, the provider's connections marked broken.
-   */
-  private async holdLoop(): Promise<void> {
-    const opts = { lease: this.deps.lease, name: this.leaseName, holderId: this.deps.holderId, leaseMs: this.deps.leaseMs ?? 30_000, signal: this.stopping.signal };
-    try {
-      await holdUnderLease(opts, (held) => this.connectOnce(held));
-    } catch (err) {
-      this.closedForGood = true;
-      const refused = err instanceof PlatformError && err.kind === "auth";
-      this.deps.logger.error({ provider: "feishu", err: (err as Error).message }, refused ? "feishu refused the app's credentials; the channel stops receiving" : "feishu long connection failed; the channel stops receiving");
-      if (refused) await this.deps.setStatus?.("broken");
-    }
   }
 
   /** One long connection; the credentials are checked first through the documented token call (clear refusal codes). */

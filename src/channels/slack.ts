@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { callPlatform, downloadPlatformFile, retryAfterHeaderMs, type PlatformAnswer, type RetryPolicy, type Verdict } from "./platform-http.js";
 import { PlatformError, type AdapterCapabilities, type ChannelAdapter, type ConnectionStatusSink, type InboundFile, type InboundMessage, type InboundSink, type OutboundFile, type ReplyTarget, type WebhookAnswer, type WebhookRequest } from "./types.js";
 import { slackMode, type SlackConfig } from "./config.js";
-import { holdUnderLease, leaseNameFor } from "./lease-hold.js";
+import { LeaseHeldConnection, leaseNameFor } from "./lease-hold.js";
 import { SlackSocketConnection } from "./slack-socket.js";
 import type { LeaseStore } from "./store.js";
 import { safeEqual } from "./telegram.js";
@@ -86,9 +86,8 @@ export class SlackAdapter implements ChannelAdapter {
   readonly socket: SlackSocketConnection | null = null;
   private sink: InboundSink | null = null;
   private botUserId: string | undefined;
-  private readonly stopping = new AbortController();
-  private loop: Promise<void> | null = null;
-  private closedForGood = false;
+  /** Socket Mode only: the session, held by one process at a time (lease `slack-socket:*`). */
+  private readonly held: LeaseHeldConnection | null = null;
 
   constructor(private readonly config: SlackConfig, private readonly deps: SlackDeps = {}) {
     this.capabilities = { editMessages: true, maxMessageChars: SLACK_MAX_CHARS, minEditIntervalMs: config.stream_edit_interval_ms ?? SLACK_EDIT_INTERVAL_MS };
@@ -96,37 +95,30 @@ export class SlackAdapter implements ChannelAdapter {
     this.mode = slackMode(config);
     if (this.mode === "socket") {
       if (!deps.logger || !deps.lease || !deps.holderId) throw new Error("Slack Socket Mode needs a logger, a lease store and a holder id");
-      this.socket = new SlackSocketConnection({ appToken: config.app_token, apiBase: config.api_base, logger: deps.logger, counter: deps.counter, onEvent: (p) => this.onSocketEvent(p) });
+      const socket = (this.socket = new SlackSocketConnection({ appToken: config.app_token, apiBase: config.api_base, logger: deps.logger, counter: deps.counter, onEvent: (p) => this.onSocketEvent(p) }));
+      const lease = { lease: deps.lease, name: leaseNameFor("slack-socket", config.app_token), holderId: deps.holderId, leaseMs: deps.leaseMs ?? 30_000 };
+      const logger = deps.logger;
+      this.held = new LeaseHeldConnection(lease, (held) => socket.run(held), async (err) => {
+        // A refused app token: reconnecting cannot help; say so once, show it in Settings.
+        logger.error({ provider: "slack", err: err.message }, "slack socket mode refused; the channel stops receiving");
+        await deps.setStatus?.("broken");
+      });
     }
   }
 
   /** False once Slack refused the app token: the channel no longer receives (Socket Mode). */
   get receiving(): boolean {
-    return !this.closedForGood;
+    return this.held?.receiving ?? true;
   }
 
   async start(sink: InboundSink): Promise<void> {
     this.sink = sink;
-    if (this.socket) this.loop = this.holdSocket(this.socket);
+    this.held?.start();
   }
 
   async stop(): Promise<void> {
-    this.stopping.abort();
-    await this.loop?.catch(() => undefined);
-    if (this.socket) await this.deps.lease!.releaseLease(leaseNameFor("slack-socket", this.config.app_token), this.deps.holderId!).catch(() => undefined);
+    await this.held?.stop();
     this.sink = null;
-  }
-
-  /** One Socket Mode session per app across processes (lease `slack-socket:*`); a refused app token ends it, once. */
-  private async holdSocket(socket: SlackSocketConnection): Promise<void> {
-    const opts = { lease: this.deps.lease!, name: leaseNameFor("slack-socket", this.config.app_token), holderId: this.deps.holderId!, leaseMs: this.deps.leaseMs ?? 30_000, signal: this.stopping.signal };
-    try {
-      await holdUnderLease(opts, (held) => socket.run(held));
-    } catch (err) {
-      this.closedForGood = true;
-      this.deps.logger!.error({ provider: "slack", err: (err as Error).message }, "slack socket mode refused; the channel stops receiving");
-      await this.deps.setStatus?.("broken");
-    }
   }
 
   /** An acked `events_api` payload: learns the bot's id (upstream reads `authorizations`), queues the message. */
